@@ -1,0 +1,137 @@
+// The event emitter that streams inherit: Node's EventEmitter reduced to what
+// streams need, at the cost of about one indirect call per emit.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "sluice/function.h"
+
+namespace sluice {
+
+/// Stream events, spelled as Node's event strings.
+enum class event : std::uint8_t {
+  drain, finish, error, close, prefinish, pipe, unpipe, end, data, readable, pause, resume,
+};
+inline constexpr int event_count = 12;
+
+/// "drain", "finish", ... as Node spells them.
+std::string_view to_string(event ev) noexcept;
+
+/// What an event carries: `error` its error, `data` its chunk, `pipe` and
+/// `unpipe` the source stream. Unused fields are empty.
+struct event_arg {
+  std::error_code error;
+  std::string_view chunk;
+  void* source = nullptr;
+};
+
+using listener = inline_function<void(const event_arg&), 16>;
+using listener_id = std::uint32_t;
+
+/// Called for an `error` emitted with no `error` listener. Node throws there,
+/// which would end a C++ program on any I/O error; sluice instead calls this
+/// handler, whose default prints "sluice: unhandled 'error' event: <message>"
+/// on stderr and returns. The error also stays readable as the stream's
+/// errored(). Set it before streams are used; it is not synchronised.
+using unhandled_error_handler = void (*)(const std::error_code&) noexcept;
+unhandled_error_handler set_unhandled_error_handler(unhandled_error_handler h) noexcept;
+
+/// on/once/off/emit with Node's rules: listeners run in the order they were
+/// added; the listeners an emit calls are those present when it started (one
+/// added during an emit waits for the next, one removed during an emit is still
+/// called by it). An event with no listener costs one branch; the first listener
+/// is stored inline, so a stream with one `drain` listener never allocates.
+/// Listeners must not throw: emit() is noexcept.
+///
+///     w.on(event::drain, [&] { resume_writing(); });
+///     auto id = w.on(event::error, [](std::error_code ec) { log(ec); });
+///     w.off(event::error, id);
+class emitter {
+ public:
+  emitter() = default;
+  emitter(const emitter&) = delete;
+  emitter& operator=(const emitter&) = delete;
+  ~emitter() = default;
+
+  /// Adds a listener; F takes nothing, a std::error_code (for `error`), a
+  /// std::string_view (for `data`) or the whole const event_arg&.
+  template <class F>
+  listener_id on(event ev, F&& f) {
+    return add(ev, adapt(std::forward<F>(f)), false);
+  }
+  /// Like on(), but the listener is removed before its first call.
+  template <class F>
+  listener_id once(event ev, F&& f) {
+    return add(ev, adapt(std::forward<F>(f)), true);
+  }
+  /// Removes the listener `id` of `ev`; false if there is none.
+  bool off(event ev, listener_id id) noexcept;
+  void remove_all_listeners(event ev) noexcept;
+  std::size_t listener_count(event ev) const noexcept;
+
+  /// Calls the listeners of `ev`; returns whether there were any (Node's
+  /// emit()). An `error` with no listener goes to the unhandled-error handler.
+  bool emit(event ev, const event_arg& arg = {}) noexcept {
+    const std::uint32_t bit = 1u << static_cast<unsigned>(ev);
+    if (!(live_ & bit)) return emit_none(ev, arg);
+    if (slow_ & bit) return emit_slow(ev, arg);
+    // One persistent listener, stored inline: the common case.
+    ++depth_;
+    first_.fn(arg);
+    if (--depth_ == 0 && dirty_) compact();
+    return true;
+  }
+
+ protected:
+  // Streams with their own state derive from emitter; not for deleting through.
+
+ private:
+  struct entry {
+    listener fn;
+    listener_id id = 0;
+    std::uint32_t added_gen = 0;    // gen_ when added: emits started later see it
+    std::uint32_t removed_gen = 0;  // 0 while live; else gen_ at removal
+    event ev = event::drain;
+    bool once = false;
+    bool used = false;  // for first_: holds an entry
+  };
+
+  template <class F>
+  static listener adapt(F&& f) {
+    using D = std::decay_t<F>;
+    if constexpr (std::is_invocable_v<D&, const event_arg&>)
+      return listener(std::forward<F>(f));
+    else if constexpr (std::is_invocable_v<D&, std::error_code>)
+      return listener([g = D(std::forward<F>(f))](const event_arg& a) mutable { g(a.error); });
+    else if constexpr (std::is_invocable_v<D&, std::string_view>)
+      return listener([g = D(std::forward<F>(f))](const event_arg& a) mutable { g(a.chunk); });
+    else {
+      static_assert(std::is_invocable_v<D&>, "a listener takes (), (std::error_code), (std::string_view) or (const event_arg&)");
+      return listener([g = D(std::forward<F>(f))](const event_arg&) mutable { g(); });
+    }
+  }
+
+  listener_id add(event ev, listener fn, bool once);
+  bool emit_none(event ev, const event_arg& arg) noexcept;
+  bool emit_slow(event ev, const event_arg& arg) noexcept;
+  bool visible(const entry& e, event ev, std::uint32_t gen) const noexcept;
+  void remove(entry& e) noexcept;
+  void compact() noexcept;
+  void recompute_masks() noexcept;
+
+  std::uint32_t live_ = 0;  // bit per event with at least one live listener
+  std::uint32_t slow_ = 0;  // bit per event that needs the general path
+  std::uint32_t depth_ = 0;  // emits in progress (nesting)
+  std::uint32_t gen_ = 0;    // emit generation, see entry
+  listener_id next_id_ = 1;
+  bool dirty_ = false;       // removed entries wait for depth_ == 0
+  entry first_;              // the oldest listener, inline
+  std::deque<entry> rest_;   // the others; a deque so entries never move while called
+};
+
+}  // namespace sluice

@@ -1,0 +1,65 @@
+// Stream errors: one table gives each error its enumerator, Node's code and
+// Node's message, so traces and messages can never drift apart.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace sluice {
+
+// X(enumerator, Node's code, Node's message)
+#define SLUICE_STREAM_ERRORS(X)                                                              \
+  X(write_after_end, "ERR_STREAM_WRITE_AFTER_END", "write after end")                       \
+  X(destroyed, "ERR_STREAM_DESTROYED", "Cannot call write after a stream was destroyed")    \
+  X(already_finished, "ERR_STREAM_ALREADY_FINISHED",                                         \
+    "Cannot call end after a stream was finished")                                           \
+  X(multiple_callback, "ERR_MULTIPLE_CALLBACK", "Callback called multiple times")           \
+  X(null_values, "ERR_STREAM_NULL_VALUES", "May not write null values to stream")           \
+  X(invalid_high_water_mark, "ERR_INVALID_ARG_VALUE", "The value of highWaterMark is invalid") \
+  X(push_after_eof, "ERR_STREAM_PUSH_AFTER_EOF", "stream.push() after EOF")                  \
+  X(unshift_after_end, "ERR_STREAM_UNSHIFT_AFTER_END_EVENT", "stream.unshift() after end event") \
+  X(premature_close, "ERR_STREAM_PREMATURE_CLOSE", "Premature close")                        \
+  X(cannot_pipe, "ERR_STREAM_CANNOT_PIPE", "Cannot pipe, not readable")                      \
+  X(method_not_implemented, "ERR_METHOD_NOT_IMPLEMENTED", "The method is not implemented")  \
+  X(line_too_long, "ERR_SLUICE_LINE_TOO_LONG", "line longer than the configured maximum")
+
+/// Errors a stream reports through callbacks and the `error` event.
+/// Zero is success, as for every error_code.
+enum class errc : int {
+#define SLUICE_X(name, code, message) name,
+  ok_ = 0,
+  SLUICE_STREAM_ERRORS(SLUICE_X)
+#undef SLUICE_X
+};
+
+/// The category of sluice's own stream errors; its name() is "sluice.stream".
+const std::error_category& stream_category() noexcept;
+
+inline std::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), stream_category()};
+}
+
+/// The name a trace prints for an error: Node's `ERR_*` code for stream
+/// errors, the errno name (`EPIPE`, `ENOSPC`, ...) for system errors, else the
+/// message. Example: code_name(make_error_code(errc::write_after_end)) is
+/// "ERR_STREAM_WRITE_AFTER_END".
+std::string code_name(const std::error_code& ec);
+
+/// An error that carries a message of the caller's choosing, for sinks whose
+/// failures are not errno values (and for scenarios: `complete w error=disk-full`).
+/// Equal messages give equal codes; the message is interned for the life of
+/// the process, so make few distinct ones. code_name() and message() return it.
+std::error_code user_error(std::string_view message);
+
+/// Thrown only where Node throws synchronously (invalid options) and when
+/// opening a file fails; every other error travels as a std::error_code.
+class stream_error : public std::system_error {
+ public:
+  using std::system_error::system_error;
+};
+
+}  // namespace sluice
+
+template <>
+struct std::is_error_code_enum<sluice::errc> : std::true_type {};

@@ -1,0 +1,137 @@
+// inline_function: a move-only std::function whose small targets live inside
+// the object. Write callbacks, listeners and loop tasks are stored by the
+// million on hot paths; std::function would allocate for any capture larger
+// than two pointers on libstdc++, and copying is never needed.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace sluice {
+
+template <class Signature, std::size_t InlineSize = 16>
+class inline_function;
+
+/// A move-only callable holding targets of up to `InlineSize` bytes without
+/// allocating; larger targets go to the heap. Calling an empty one is a bug
+/// (asserted in debug builds, like dereferencing a null pointer).
+///
+///     inline_function<void(int)> f = [&sum](int x) { sum += x; };
+///     f(2);
+template <class R, class... Args, std::size_t InlineSize>
+class inline_function<R(Args...), InlineSize> {
+ public:
+  inline_function() noexcept = default;
+  inline_function(std::nullptr_t) noexcept {}
+
+  template <class F, class D = std::decay_t<F>,
+            class = std::enable_if_t<!std::is_same_v<D, inline_function> &&
+                                     std::is_invocable_r_v<R, D&, Args...>>>
+  inline_function(F&& f) {  // NOLINT: implicit like std::function
+    if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D>) {
+      if (f == nullptr) return;
+    }
+    if constexpr (fits_inline<D>) {
+      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+      invoke_ = &invoke_inline<D>;
+      // Trivial targets (lambdas capturing pointers and integers) need no
+      // manager: moving is a memcpy and destroying is nothing.
+      if constexpr (!(std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>))
+        manage_ = &manage_inline<D>;
+    } else {
+      D* p = new D(std::forward<F>(f));
+      std::memcpy(storage_, &p, sizeof p);
+      invoke_ = &invoke_heap<D>;
+      manage_ = &manage_heap<D>;
+    }
+  }
+
+  inline_function(inline_function&& o) noexcept { take(o); }
+  inline_function& operator=(inline_function&& o) noexcept {
+    if (this != &o) {
+      reset();
+      take(o);
+    }
+    return *this;
+  }
+  inline_function& operator=(std::nullptr_t) noexcept {
+    reset();
+    return *this;
+  }
+  inline_function(const inline_function&) = delete;
+  inline_function& operator=(const inline_function&) = delete;
+  ~inline_function() { reset(); }
+
+  explicit operator bool() const noexcept { return invoke_ != nullptr; }
+
+  R operator()(Args... args) const {
+    return invoke_(const_cast<std::byte*>(storage_), std::forward<Args>(args)...);
+  }
+
+  void reset() noexcept {
+    if (manage_) manage_(op::destroy, storage_, nullptr);
+    invoke_ = nullptr;
+    manage_ = nullptr;
+  }
+
+ private:
+  enum class op { move, destroy };
+  using invoke_fn = R (*)(std::byte*, Args&&...);
+  using manage_fn = void (*)(op, std::byte* self, std::byte* from) noexcept;
+
+  template <class D>
+  static constexpr bool fits_inline = sizeof(D) <= InlineSize &&
+                                      alignof(D) <= alignof(std::max_align_t) &&
+                                      std::is_nothrow_move_constructible_v<D>;
+
+  template <class D>
+  static R invoke_inline(std::byte* s, Args&&... args) {
+    return (*std::launder(reinterpret_cast<D*>(s)))(std::forward<Args>(args)...);
+  }
+  template <class D>
+  static R invoke_heap(std::byte* s, Args&&... args) {
+    D* p;
+    std::memcpy(&p, s, sizeof p);
+    return (*p)(std::forward<Args>(args)...);
+  }
+  template <class D>
+  static void manage_inline(op o, std::byte* self, std::byte* from) noexcept {
+    if (o == op::move) {
+      D* src = std::launder(reinterpret_cast<D*>(from));
+      ::new (static_cast<void*>(self)) D(std::move(*src));
+      src->~D();
+    } else {
+      std::launder(reinterpret_cast<D*>(self))->~D();
+    }
+  }
+  template <class D>
+  static void manage_heap(op o, std::byte* self, std::byte* from) noexcept {
+    if (o == op::move) {
+      std::memcpy(self, from, sizeof(D*));
+    } else {
+      D* p;
+      std::memcpy(&p, self, sizeof p);
+      delete p;
+    }
+  }
+
+  void take(inline_function& o) noexcept {
+    invoke_ = o.invoke_;
+    manage_ = o.manage_;
+    if (manage_)
+      manage_(op::move, storage_, o.storage_);
+    else
+      std::memcpy(storage_, o.storage_, sizeof storage_);
+    o.invoke_ = nullptr;
+    o.manage_ = nullptr;
+  }
+
+  invoke_fn invoke_ = nullptr;
+  manage_fn manage_ = nullptr;
+  alignas(std::max_align_t) std::byte storage_[InlineSize < sizeof(void*) ? sizeof(void*) : InlineSize];
+};
+
+}  // namespace sluice

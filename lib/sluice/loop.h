@@ -1,0 +1,114 @@
+// The loop: Node's process.nextTick and setImmediate queues, plus one-shot fd
+// readiness, for programs that have no event loop of their own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sluice/function.h"
+
+namespace sluice {
+
+using task = inline_function<void(), 32>;
+using fd_task = inline_function<void(short revents), 32>;
+
+/// Deferred work for the streams of one thread. Streams never block and never
+/// call back from inside write(): what Node defers with process.nextTick goes
+/// through next_tick() here, and a sink waiting for a slow fd uses watch().
+///
+/// A program without an event loop of its own calls run() once:
+///
+///     auto out = sluice::make_fd_writable(1);
+///     out->write("hello\n");
+///     out->end();
+///     sluice::loop::current().run();  // returns when the streams are done
+///
+/// Another event loop can drive it instead: set_wakeup() is told when work
+/// arrives in an idle loop, and that loop then calls run_until_idle() (and
+/// polls the fds of watched_fds() itself). Streams only ever talk to their
+/// loop, so they need no change to be driven by, say, a Boost.Asio io_context.
+///
+/// A loop belongs to one thread, like the streams that use it.
+class loop {
+ public:
+  loop();
+  ~loop();
+  loop(const loop&) = delete;
+  loop& operator=(const loop&) = delete;
+
+  /// This thread's default loop, made on first use.
+  static loop& current();
+
+  /// Node: process.nextTick(). Runs before anything else that is deferred;
+  /// ticks queued by ticks run in the same drain. `owner` tags the task so
+  /// that cancel(owner) can drop it when its object goes away.
+  void next_tick(task t, const void* owner = nullptr);
+  /// Node: setImmediate(). Runs in the next turn, after the ticks.
+  void set_immediate(task t, const void* owner = nullptr);
+  /// Calls `t` once, from run(), when `fd` is ready for `events` (POLLIN,
+  /// POLLOUT) or in error; revents says which.
+  void watch(int fd, short events, fd_task t, const void* owner = nullptr);
+  /// Drops every task and watch queued with this owner (O(queued)).
+  void cancel(const void* owner) noexcept;
+
+  /// Runs ticks and immediates until none are left. Does not wait for fds.
+  void run_until_idle();
+  /// Runs until nothing at all is left: no ticks, no immediates, no watches;
+  /// waits in poll() while only watches remain.
+  void run();
+  /// Whether anything is queued or watched.
+  bool alive() const noexcept;
+
+  /// Called (from this loop's thread) when work is queued while the loop is not
+  /// running, so that a host event loop can schedule run_until_idle().
+  void set_wakeup(task t) { wakeup_ = std::move(t); }
+
+  struct watched_fd {
+    int fd;
+    short events;
+  };
+  /// The fds that watches wait on, for a host loop that polls them itself;
+  /// it then calls dispatch_ready(fd, revents).
+  std::vector<watched_fd> watched_fds() const;
+  void dispatch_ready(int fd, short revents);
+
+ private:
+  struct queued {
+    const void* owner;
+    task fn;
+  };
+  // A ring buffer that grows by doubling and never shrinks: after warm-up,
+  // queueing a task allocates nothing.
+  class ring {
+   public:
+    void push(queued q);
+    queued pop();
+    bool empty() const noexcept { return count_ == 0; }
+    std::size_t size() const noexcept { return count_; }
+    void cancel(const void* owner) noexcept;
+
+   private:
+    std::vector<queued> slots_;
+    std::size_t head_ = 0;
+    std::size_t count_ = 0;
+  };
+  struct watch_entry {
+    int fd;
+    short events;
+    const void* owner;
+    fd_task fn;
+  };
+
+  void drain_ticks();
+  void poke();
+  bool poll_watches(int timeout_ms);
+
+  ring ticks_;
+  ring immediates_;
+  std::vector<watch_entry> watches_;
+  task wakeup_;
+  int running_ = 0;
+};
+
+}  // namespace sluice

@@ -1,0 +1,210 @@
+#include "sluice/sinks/fd_sink.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sluice/loop.h"
+#include "sluice/stream/writable.h"
+
+namespace sluice {
+
+namespace {
+#ifdef IOV_MAX
+constexpr std::size_t iov_max = IOV_MAX;
+#else
+constexpr std::size_t iov_max = 1024;
+#endif
+}  // namespace
+
+fd_sink::fd_sink(int fd, bool close_fd) : fd_(fd), close_fd_(close_fd) {
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) {
+    if (S_ISFIFO(st.st_mode)) kind_ = kind::pipe;
+    if (S_ISSOCK(st.st_mode)) kind_ = kind::socket;
+  }
+  struct sigaction sa {};
+  if (::sigaction(SIGPIPE, nullptr, &sa) == 0) ignore_sigpipe_ = sa.sa_handler == SIG_IGN;
+  iov_.reserve(64);
+}
+
+fd_sink::~fd_sink() {
+  if (loop_) loop_->cancel(this);
+  close_fd();
+}
+
+std::error_code fd_sink::close_fd() noexcept {
+  if (!close_fd_ || fd_ < 0) return {};
+  close_fd_ = false;
+  // close() is not retried on EINTR: on Linux the fd is gone either way.
+  if (::close(fd_) != 0) return {errno, std::system_category()};
+  return {};
+}
+
+void fd_sink::write(std::string_view chunk, write_done done) {
+  single_ = chunk;
+  single_call_ = true;
+  chunks_left_ = 1;
+  pos_offset_ = 0;
+  start(done);
+}
+
+void fd_sink::writev(const write_batch& batch, write_done done) {
+  single_call_ = false;
+  pos_ = batch.begin();
+  chunks_left_ = batch.size();
+  pos_offset_ = 0;
+  start(done);
+}
+
+void fd_sink::start(write_done done) noexcept {
+  done_.emplace(done);
+  error_.clear();
+  if (write_some()) {
+    complete();
+  } else {
+    loop_->watch(fd_, POLLOUT, [this](short) { resume(); }, this);
+  }
+}
+
+void fd_sink::resume() noexcept {
+  if (write_some()) {
+    complete();
+  } else {
+    loop_->watch(fd_, POLLOUT, [this](short) { resume(); }, this);
+  }
+}
+
+void fd_sink::complete() noexcept {
+  const write_done done = *done_;
+  done_.reset();
+  done(error_);
+}
+
+// Fills iov_ from the current position, merging chunks that are adjacent in
+// memory, up to IOV_MAX entries. Returns the bytes it covers.
+std::size_t fd_sink::fill_iov() noexcept {
+  iov_.clear();
+  std::size_t total = 0;
+  auto add = [&](std::string_view c) {
+    if (c.empty()) return true;
+    if (!iov_.empty()) {
+      iovec& last = iov_.back();
+      if (static_cast<const char*>(last.iov_base) + last.iov_len == c.data()) {
+        last.iov_len += c.size();
+        total += c.size();
+        return true;
+      }
+      if (iov_.size() == iov_max) return false;
+    }
+    iov_.push_back({const_cast<char*>(c.data()), c.size()});
+    total += c.size();
+    return true;
+  };
+  if (chunks_left_ == 0) return 0;
+  if (single_call_) {
+    add(single_.substr(pos_offset_));
+    return total;
+  }
+  auto it = pos_;
+  std::size_t left = chunks_left_;
+  std::string_view first = *it;
+  if (!add(first.substr(pos_offset_))) return total;
+  for (++it, --left; left > 0; ++it, --left)
+    if (!add(*it)) break;
+  return total;
+}
+
+// Moves the position past n written bytes.
+void fd_sink::advance(std::size_t n) noexcept {
+  bytes_written_ += n;
+  if (single_call_) {
+    pos_offset_ += n;
+    if (pos_offset_ == single_.size()) chunks_left_ = 0;
+    return;
+  }
+  while (chunks_left_ > 0) {
+    const std::size_t avail = (*pos_).size() - pos_offset_;
+    if (n < avail) {
+      pos_offset_ += n;
+      return;
+    }
+    n -= avail;
+    pos_offset_ = 0;
+    if (--chunks_left_ > 0) ++pos_;
+  }
+}
+
+bool fd_sink::write_some() noexcept {
+  for (;;) {
+    const std::size_t want = fill_iov();
+    if (want == 0) {
+      // Nothing left (or only empty chunks): the call is done.
+      chunks_left_ = 0;
+      return true;
+    }
+    const ssize_t n = write_iov(iov_.data(), static_cast<int>(iov_.size()));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+      error_ = {errno, std::system_category()};
+      return true;
+    }
+    advance(static_cast<std::size_t>(n));
+  }
+}
+
+ssize_t fd_sink::write_iov(const iovec* iov, int n) noexcept {
+  ++syscalls_;
+  if (kind_ == kind::socket) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    return ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+  }
+  if (kind_ != kind::pipe || ignore_sigpipe_) return ::writev(fd_, iov, n);
+
+  // A pipe whose reader is gone raises SIGPIPE, which would kill the process.
+  // Block it for this thread around the write, and swallow the one this write
+  // raised (but not one that was already pending for someone else).
+  sigset_t pipe_set, old_mask, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  const ssize_t r = ::writev(fd_, iov, n);
+  const int saved = errno;
+  if (r < 0 && saved == EPIPE && !was_pending) {
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  errno = saved;
+  return r;
+}
+
+std::error_code fd_sink::destroy(std::error_code err) noexcept {
+  if (done_ && loop_) {
+    // A write is waiting for the fd: it will never finish now. Its completion
+    // still comes from the loop, as every completion does.
+    loop_->cancel(this);
+    error_ = make_error_code(std::errc::operation_canceled);
+    loop_->next_tick([this] { complete(); }, this);
+  }
+  const std::error_code closed = close_fd();
+  return err ? err : closed;
+}
+
+std::unique_ptr<writable> make_fd_writable(int fd, bool close_fd, const writable_options& options) {
+  return std::make_unique<writable>(std::make_unique<fd_sink>(fd, close_fd), options);
+}
+
+}  // namespace sluice

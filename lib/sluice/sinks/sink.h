@@ -1,0 +1,123 @@
+// sink: where a Writable's bytes go. Node's _write, _writev, _final and
+// _destroy, as an interface a Writable is constructed with.
+#pragma once
+
+#include <cstddef>
+#include <iterator>
+#include <string_view>
+#include <system_error>
+
+#include "sluice/queue/write_queue.h"
+
+namespace sluice {
+
+class writable;
+class loop;
+
+/// Completes a sink's write or writev: call it exactly once, with no error
+/// or with the reason the bytes did not land. It may be called from inside
+/// the sink call (a synchronous sink) or later from the loop.
+class write_done {
+ public:
+  void operator()(std::error_code ec = {}) const noexcept;
+
+ private:
+  friend class writable;
+  explicit write_done(writable* w) noexcept : w_(w) {}
+  writable* w_;
+};
+
+/// Completes a sink's final, like write_done.
+class final_done {
+ public:
+  void operator()(std::error_code ec = {}) const noexcept;
+
+ private:
+  friend class writable;
+  explicit final_done(writable* w) noexcept : w_(w) {}
+  writable* w_;
+};
+
+/// The chunks of one writev, oldest first. A view over the stream's queue:
+/// valid until the write_done of that call is called.
+class write_batch {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = std::string_view;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const std::string_view*;
+    using reference = std::string_view;
+
+    iterator() = default;
+    std::string_view operator*() const noexcept { return req_->data; }
+    iterator& operator++() noexcept {
+      if (--left_ != 0) req_ = detail::write_queue::next(*req_);
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator t = *this;
+      ++*this;
+      return t;
+    }
+    bool operator==(const iterator& o) const noexcept { return left_ == o.left_; }
+
+   private:
+    friend class write_batch;
+    iterator(const detail::write_req* r, std::size_t left) noexcept : req_(r), left_(left) {}
+    const detail::write_req* req_ = nullptr;
+    std::size_t left_ = 0;
+  };
+
+  write_batch() = default;
+  iterator begin() const noexcept { return {first_, count_}; }
+  iterator end() const noexcept { return {nullptr, 0}; }
+  std::size_t size() const noexcept { return count_; }
+  bool empty() const noexcept { return count_ == 0; }
+  /// Total bytes of the chunks.
+  std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  friend class writable;
+  write_batch(const detail::write_req* first, std::size_t count, std::size_t bytes) noexcept
+      : first_(first), count_(count), bytes_(bytes) {}
+  const detail::write_req* first_ = nullptr;
+  std::size_t count_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+/// The destination of a writable. A sink serves one stream, which calls it
+/// in Node's order: write or writev one at a time (never a second before the
+/// first is done), then final once, then destroy once.
+class sink {
+ public:
+  virtual ~sink() = default;
+
+  /// Called once, when the writable that owns this sink is built.
+  virtual void attach(loop& /*l*/) {}
+
+  /// Node: _write(chunk, encoding, cb). `chunk` stays valid until `done`.
+  virtual void write(std::string_view chunk, write_done done) = 0;
+
+  /// Node: _writev(chunks, cb). Called with two chunks or more, and only
+  /// when has_writev() is true.
+  virtual void writev(const write_batch& batch, write_done done);
+  virtual bool has_writev() const noexcept { return false; }
+
+  /// Node: _final(cb). Called once after end(), when every write is done,
+  /// and only when has_final() is true.
+  virtual void final(final_done done);
+  virtual bool has_final() const noexcept { return false; }
+
+  /// Node: _destroy(err, cb), synchronous: release what the sink holds
+  /// (close an fd). Returns the error the stream should report, normally `err`.
+  virtual std::error_code destroy(std::error_code err) noexcept { return err; }
+
+  /// sluice's own: when true, the writable holds writes until the end of the
+  /// current turn of the loop (as if corked), so that everything written in
+  /// one turn reaches writev() together. fd sinks ask for it.
+  virtual bool coalesce_writes() const noexcept { return false; }
+};
+
+}  // namespace sluice

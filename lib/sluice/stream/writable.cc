@@ -1,0 +1,544 @@
+// The write path, in the order of Node's lib/internal/streams/writable.js:
+// write -> write_or_buffer -> do_write -> on_write -> after_write ->
+// clear_buffer, then end -> finish_maybe -> prefinish -> finish, then
+// destroy. Each function names its Node counterpart and keeps its branches
+// in Node's order, so the two can be read side by side.
+#include "sluice/stream/writable.h"
+
+#include <cassert>
+#include <cstring>
+
+#include "sluice/errors.h"
+
+namespace sluice {
+
+namespace wf = detail::wflag;
+using detail::write_queue;
+using detail::write_req;
+
+void write_done::operator()(std::error_code ec) const noexcept { w_->on_write(ec); }
+void final_done::operator()(std::error_code ec) const noexcept { w_->on_finish(ec); }
+
+void sink::writev(const write_batch&, write_done done) {
+  done(make_error_code(errc::method_not_implemented));
+}
+void sink::final(final_done done) { done(); }
+
+writable::writable(std::unique_ptr<sink> s, const writable_options& options)
+    : sink_(std::move(s)), loop_(options.event_loop ? options.event_loop : &loop::current()) {
+  if (!sink_) throw stream_error(make_error_code(errc::method_not_implemented), "writable needs a sink");
+  if (options.object_mode) state_.set(wf::object_mode);
+  state_.high_water_mark = options.high_water_mark.value_or(options.object_mode ? 16 : 16384);
+  if (!options.auto_destroy) state_.clear(wf::auto_destroy);
+  if (!options.emit_close) state_.clear(wf::emit_close);
+  coalesce_ = sink_->coalesce_writes();
+  sink_->attach(*loop_);
+}
+
+// Differs from Node: a C++ object can go away with work still owed. The sink
+// goes first (it may hold a write_done), then every callback still owed is
+// called: completed writes with success, the others with ERR_STREAM_DESTROYED.
+// No event is emitted, and callbacks must not touch the stream.
+writable::~writable() {
+  loop_->cancel(this);
+  if (!destroyed()) sink_->destroy({});
+  sink_.reset();
+  const auto gone = make_error_code(errc::destroyed);
+  call_back(done_, done_.size(), {});
+  call_back(writing_, writing_.size(), gone);
+  call_back(buffered_, buffered_.size(), errored() ? errored() : gone);
+  call_finished_callbacks(gone);
+}
+
+void writable::call_soon(task t) { loop_->next_tick(std::move(t), this); }
+
+std::size_t writable::chunk_len(const write_req& r) const noexcept {
+  return state_.has(wf::object_mode) ? 1 : r.data.size();
+}
+
+bool writable::is_writable() const noexcept {
+  return !state_.has(wf::ending | wf::ended | wf::destroyed | wf::errored);
+}
+
+bool writable::writable_need_drain() const noexcept {
+  return (state_.flags & (wf::destroyed | wf::ending | wf::need_drain)) == wf::need_drain;
+}
+
+// ---- write
+
+write_req& writable::make_req(std::string_view chunk) {
+  write_req& r = pool_.acquire();
+  if (chunk.size() <= detail::byte_arena::max_chunk) {
+    std::byte* p = pool_.arena.allocate(chunk.size(), r.block);
+    if (!chunk.empty()) std::memcpy(p, chunk.data(), chunk.size());
+    r.data = {reinterpret_cast<const char*>(p), chunk.size()};
+  } else {
+    r.data = std::get<std::string>(r.owned = std::string(chunk));
+  }
+  return r;
+}
+
+// Node: the error branch of _write(): the callback hears of the error on the
+// next tick, and the stream errors (or is destroyed).
+bool writable::reject(write_cb cb) {
+  const std::error_code err =
+      make_error_code(state_.has(wf::ending) ? errc::write_after_end : errc::destroyed);
+  if (cb) call_soon([cb = std::move(cb), err] { cb(err); });
+  error_or_destroy(err, true);
+  return false;
+}
+
+// Node: Writable.prototype.write() and _write().
+bool writable::write(std::string_view chunk, write_cb cb) {
+  if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
+  write_req& r = make_req(chunk);
+  r.cb = std::move(cb);
+  ++state_.pending_cb;
+  return write_or_buffer(r);
+}
+
+bool writable::write(std::span<const std::byte> chunk, write_cb cb) {
+  return write(std::string_view(reinterpret_cast<const char*>(chunk.data()), chunk.size()),
+               std::move(cb));
+}
+
+template <class Owned>
+bool writable::write_owned(Owned&& chunk, std::string_view bytes, write_cb cb) {
+  if (bytes.size() <= detail::byte_arena::max_chunk) return write(bytes, std::move(cb));
+  if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
+  write_req& r = pool_.acquire();
+  r.owned = std::forward<Owned>(chunk);  // moving a std::string or vector keeps its buffer
+  r.data = bytes;
+  r.cb = std::move(cb);
+  ++state_.pending_cb;
+  return write_or_buffer(r);
+}
+
+bool writable::write(std::string&& chunk, write_cb cb) {
+  const std::string_view bytes = chunk;
+  return write_owned(std::move(chunk), bytes, std::move(cb));
+}
+
+bool writable::write(std::vector<std::byte>&& chunk, write_cb cb) {
+  const std::string_view bytes(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+  return write_owned(std::move(chunk), bytes, std::move(cb));
+}
+
+bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, write_cb cb) {
+  return write_owned(std::move(keep), bytes, std::move(cb));
+}
+
+// Node: writeOrBuffer(). The request goes to the sink at once when nothing is
+// in flight, else it waits in the buffer; either way it counts toward length.
+bool writable::write_or_buffer(write_req& r) {
+  const std::size_t len = chunk_len(r);
+  state_.length += len;
+
+  if (coalesce_ && !state_.has(wf::writing | wf::coalescing)) {
+    state_.set(wf::coalescing);
+    if (!state_.has(wf::flush_scheduled)) {
+      state_.set(wf::flush_scheduled);
+      call_soon([this] { flush_coalesced(); });
+    }
+  }
+
+  if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
+    buffered_.push_back(r);
+    state_.set(wf::buffered);
+    if (r.cb) state_.clear(wf::all_noop);
+  } else {
+    writing_.push_back(r);
+    state_.write_len = len;
+    if (r.cb) state_.set(wf::writecb);
+    state_.set(wf::writing | wf::sync | wf::expect_write_cb);
+    sink_->write(r.data, write_done(this));
+    state_.clear(wf::sync);
+  }
+
+  const bool ret = state_.length < state_.high_water_mark || state_.length == 0;
+  if (!ret) state_.set(wf::need_drain);
+  return ret && !state_.has(wf::destroyed | wf::errored);
+}
+
+// sluice's own: the end of the turn in which a coalescing stream was first
+// written to. Everything written since leaves in one clear_buffer().
+void writable::flush_coalesced() noexcept {
+  state_.clear(wf::flush_scheduled | wf::coalescing);
+  if (!state_.has(wf::writing)) clear_buffer();
+}
+
+// Node: doWrite(). The requests are already in writing_.
+void writable::do_write(bool writev, std::size_t len) {
+  state_.write_len = len;
+  state_.set(wf::writing | wf::sync | wf::expect_write_cb);
+  if (state_.has(wf::destroyed)) {
+    on_write(make_error_code(errc::destroyed));
+  } else if (writev) {
+    sink_->writev(write_batch(writing_.first(), writing_.size(), writing_.bytes()), write_done(this));
+  } else {
+    sink_->write(writing_.front().data, write_done(this));
+  }
+  state_.clear(wf::sync);
+}
+
+// Node: onwrite(). The sink finished the call in flight. A sink that finished
+// synchronously (inside write()) has its callbacks deferred to the next tick,
+// so that they, and 'drain', never run inside write().
+void writable::on_write(std::error_code er) noexcept {
+  if (!state_.has(wf::expect_write_cb)) {
+    error_or_destroy(make_error_code(errc::multiple_callback), false);
+    return;
+  }
+  const bool is_sync = state_.has(wf::sync);
+  const bool has_cb = state_.has(wf::writecb);
+  state_.clear(wf::writecb | wf::writing | wf::expect_write_cb);
+  state_.length -= state_.write_len;
+  state_.write_len = 0;
+
+  // Take this call's requests out first: clear_buffer() below may start the
+  // next call, whose requests go to writing_.
+  write_queue completed;
+  completed.splice_back(writing_);
+  const std::size_t n = completed.size();
+
+  if (er) {
+    if (!state_.has(wf::errored)) {
+      errored_ = er;
+      state_.set(wf::errored);
+    }
+    if (is_sync) {
+      done_.splice_back(completed);
+      call_soon([this, er, n] { on_write_error(er, done_, n); });
+    } else {
+      on_write_error(er, completed, n);
+    }
+    return;
+  }
+
+  if (state_.has(wf::buffered)) clear_buffer();
+
+  if (is_sync) {
+    const bool need_drain_now = state_.has(wf::need_drain) && state_.length == 0;
+    // Node writes `state[kState] & kDestroyed !== 0`, which precedence makes
+    // `state & 1`: the object-mode bit. Copied, so object-mode streams defer
+    // exactly as Node's do.
+    const bool need_tick = need_drain_now || state_.has(wf::object_mode) || has_cb;
+    if (!has_cb) {
+      call_back(completed, n, {});  // nothing to call: just recycles
+      if (!state_.has(wf::after_write_pending) && need_tick) {
+        state_.set(wf::after_write_pending);
+        call_soon([this] {
+          write_queue none;
+          after_write(1, none, 0);
+        });
+      } else {
+        --state_.pending_cb;
+        if (state_.has(wf::ending)) finish_maybe(true);
+      }
+    } else {
+      // Node merges ticks whose callback is the same function object; C++
+      // callbacks have no identity, so each call gets its own tick, as Node
+      // does for distinct functions.
+      done_.splice_back(completed);
+      state_.set(wf::after_write_pending);
+      call_soon([this, n] { after_write(1, done_, n); });
+    }
+  } else {
+    after_write(1, completed, n);
+  }
+}
+
+// Node: onwriteError().
+void writable::on_write_error(std::error_code er, write_queue& reqs, std::size_t n) noexcept {
+  --state_.pending_cb;
+  call_back(reqs, n, er);
+  error_buffer();
+  error_or_destroy(er, false);
+}
+
+// Node: afterWrite(). 'drain' comes before the callbacks of the write that
+// emptied the stream.
+void writable::after_write(std::size_t count, write_queue& reqs, std::size_t n) noexcept {
+  state_.clear(wf::after_write_pending);
+  if ((state_.flags & (wf::ending | wf::need_drain | wf::destroyed)) == wf::need_drain && state_.length == 0) {
+    state_.clear(wf::need_drain);
+    emit(event::drain);
+  }
+  while (count-- > 0) {
+    --state_.pending_cb;
+    call_back(reqs, n, {});
+  }
+  if (state_.has(wf::destroyed)) error_buffer();
+  if (state_.has(wf::ending)) finish_maybe(true);
+}
+
+// Unlinks the first n requests of `reqs` one by one and calls each callback,
+// after unlinking, because a callback may write again.
+void writable::call_back(write_queue& reqs, std::size_t n, std::error_code ec) noexcept {
+  while (n-- > 0 && !reqs.empty()) {
+    write_req& r = reqs.pop_front();
+    write_cb cb = std::move(r.cb);
+    pool_.release(r);
+    if (cb) cb(ec);
+  }
+}
+
+// Node: errorBuffer(). Buffered requests will never be written: each
+// callback hears why, then the end() callbacks.
+void writable::error_buffer() noexcept {
+  if (state_.has(wf::writing)) return;
+  if (state_.has(wf::buffered)) {
+    const std::error_code why = errored() ? errored() : make_error_code(errc::destroyed);
+    while (!buffered_.empty()) {
+      write_req& r = buffered_.pop_front();
+      state_.length -= chunk_len(r);
+      write_cb cb = std::move(r.cb);
+      pool_.release(r);
+      if (cb) cb(why);
+    }
+  }
+  call_finished_callbacks(errored() ? errored() : make_error_code(errc::destroyed));
+  state_.clear(wf::buffered);
+  state_.set(wf::all_noop);
+}
+
+// Node: clearBuffer(). Hands the buffered requests to the sink: all of them in
+// one writev when the sink has one and there are two or more, else one write
+// at a time until one stays in flight.
+void writable::clear_buffer() noexcept {
+  if ((state_.flags & (wf::destroyed | wf::buffer_processing | wf::corked | wf::coalescing | wf::buffered | wf::constructed)) !=
+      (wf::buffered | wf::constructed)) {
+    return;
+  }
+  const std::size_t n = buffered_.size();
+  if (n == 0) return;
+
+  state_.set(wf::buffer_processing);
+  if (n > 1 && sink_->has_writev()) {
+    state_.pending_cb -= n - 1;
+    if (!state_.has(wf::all_noop)) state_.set(wf::writecb);
+    writing_.splice_back(buffered_);
+    do_write(true, state_.length);
+    state_.clear(wf::buffered);
+    state_.set(wf::all_noop);
+  } else {
+    do {
+      write_req& r = buffered_.pop_front();
+      writing_.push_back(r);
+      if (r.cb) state_.set(wf::writecb);
+      do_write(false, chunk_len(r));
+    } while (!buffered_.empty() && !state_.has(wf::writing));
+    if (buffered_.empty()) {
+      state_.clear(wf::buffered);
+      state_.set(wf::all_noop);
+    }
+  }
+  state_.clear(wf::buffer_processing);
+}
+
+void writable::cork() noexcept {
+  state_.set(wf::corked);
+  ++state_.corked;
+}
+
+// Node: uncork(). Writes only once the outermost cork is gone.
+void writable::uncork() {
+  if (state_.corked) {
+    if (--state_.corked == 0) state_.clear(wf::corked);
+    if (!state_.has(wf::writing)) clear_buffer();
+  }
+}
+
+// ---- end
+
+writable& writable::end(write_cb cb) { return end_impl(nullptr, std::move(cb)); }
+writable& writable::end(std::string_view chunk, write_cb cb) { return end_impl(&chunk, std::move(cb)); }
+
+// Node: Writable.prototype.end().
+writable& writable::end_impl(const std::string_view* chunk_or_null, write_cb cb) {
+  std::error_code err;
+  if (chunk_or_null) {
+    const std::string_view chunk = *chunk_or_null;
+    if (state_.has(wf::ending | wf::destroyed)) {
+      err = make_error_code(state_.has(wf::ending) ? errc::write_after_end : errc::destroyed);
+      error_or_destroy(err, true);
+    } else {
+      write(chunk);
+    }
+  }
+
+  if (state_.has(wf::corked)) {
+    state_.corked = 1;
+    uncork();
+  }
+
+  if (err) {
+    // Node: the chunk's error is end()'s error.
+  } else if (!state_.has(wf::ending | wf::errored)) {
+    state_.set(wf::ending);
+    finish_maybe(true);
+    state_.set(wf::ended);
+  } else if (state_.has(wf::finished)) {
+    err = make_error_code(errc::already_finished);
+  } else if (state_.has(wf::destroyed)) {
+    err = make_error_code(errc::destroyed);
+  }
+
+  if (cb) {
+    if (err) {
+      call_soon([cb = std::move(cb), err] { cb(err); });
+    } else if (state_.has(wf::errored)) {
+      call_soon([cb = std::move(cb), e = errored_] { cb(e); });
+    } else if (state_.has(wf::finished)) {
+      call_soon([cb = std::move(cb)] { cb({}); });
+    } else {
+      state_.set(wf::on_finished);
+      on_finished_.push_back(std::move(cb));
+    }
+  }
+  return *this;
+}
+
+// Node: needFinish().
+bool writable::need_finish() const noexcept {
+  return (state_.flags & (wf::ending | wf::destroyed | wf::constructed | wf::finished | wf::writing | wf::error_emitted |
+                          wf::close_emitted | wf::errored | wf::buffered)) == (wf::ending | wf::constructed) &&
+         state_.length == 0;
+}
+
+// Node: onFinish(), the callback of _final.
+void writable::on_finish(std::error_code err) noexcept {
+  if (state_.has(wf::prefinished)) {
+    error_or_destroy(err ? err : make_error_code(errc::multiple_callback), false);
+    return;
+  }
+  --state_.pending_cb;
+  if (err) {
+    call_finished_callbacks(err);
+    error_or_destroy(err, state_.has(wf::sync));
+  } else if (need_finish()) {
+    state_.set(wf::prefinished);
+    emit(event::prefinish);
+    ++state_.pending_cb;
+    call_soon([this] { finish(); });
+  }
+}
+
+// Node: prefinish(). Calls the sink's final once, or emits 'prefinish' at once
+// when there is none.
+void writable::prefinish() noexcept {
+  if (state_.has(wf::prefinished | wf::final_called)) return;
+  if (sink_->has_final() && !state_.has(wf::destroyed)) {
+    state_.set(wf::final_called | wf::sync);
+    ++state_.pending_cb;
+    sink_->final(final_done(this));
+    state_.clear(wf::sync);
+  } else {
+    state_.set(wf::final_called | wf::prefinished);
+    emit(event::prefinish);
+  }
+}
+
+// Node: finishMaybe().
+void writable::finish_maybe(bool is_sync) noexcept {
+  if (!need_finish()) return;
+  prefinish();
+  if (state_.pending_cb != 0) return;
+  if (is_sync) {
+    ++state_.pending_cb;
+    call_soon([this] {
+      if (need_finish())
+        finish();
+      else
+        --state_.pending_cb;
+    });
+  } else if (need_finish()) {
+    ++state_.pending_cb;
+    finish();
+  }
+}
+
+// Node: finish().
+void writable::finish() noexcept {
+  --state_.pending_cb;
+  state_.set(wf::finished);
+  call_finished_callbacks({});
+  emit(event::finish);
+  if (state_.has(wf::auto_destroy)) destroy();
+}
+
+// Node: callFinishedCallbacks().
+void writable::call_finished_callbacks(std::error_code ec) noexcept {
+  if (!state_.has(wf::on_finished)) return;
+  std::vector<write_cb> callbacks = std::move(on_finished_);
+  on_finished_.clear();
+  state_.clear(wf::on_finished);
+  for (auto& cb : callbacks) cb(ec);
+}
+
+// ---- destroy (Node: Writable.prototype.destroy and destroyImpl)
+
+writable& writable::destroy(std::error_code err) {
+  if (state_.has(wf::buffered | wf::on_finished) && !state_.has(wf::destroyed))
+    call_soon([this] { error_buffer(); });
+  if (state_.has(wf::destroyed)) return *this;
+
+  // checkError()
+  if (err && !state_.has(wf::errored)) {
+    errored_ = err;
+    state_.set(wf::errored);
+  }
+  state_.set(wf::destroyed);
+
+  // Differs from Node: a sink's destroy (Node's _destroy) is synchronous; it
+  // only releases resources, such as closing an fd.
+  const std::error_code e = sink_->destroy(err);
+  if (e && !state_.has(wf::errored)) {
+    errored_ = e;
+    state_.set(wf::errored);
+  }
+  state_.set(wf::closed);
+  if (e) {
+    call_soon([this, e] {
+      emit_error_nt(e);
+      emit_close_nt();
+    });
+  } else {
+    call_soon([this] { emit_close_nt(); });
+  }
+  return *this;
+}
+
+// Node: emitErrorNT().
+void writable::emit_error_nt(std::error_code err) noexcept {
+  if (state_.has(wf::error_emitted)) return;
+  state_.set(wf::error_emitted);
+  event_arg arg;
+  arg.error = err;
+  emit(event::error, arg);
+}
+
+// Node: emitCloseNT().
+void writable::emit_close_nt() noexcept {
+  state_.set(wf::close_emitted);
+  if (state_.has(wf::emit_close)) emit(event::close);
+}
+
+// Node: errorOrDestroy().
+void writable::error_or_destroy(std::error_code err, bool is_sync) noexcept {
+  if (state_.has(wf::destroyed)) return;
+  if (state_.has(wf::auto_destroy)) {
+    destroy(err);
+  } else if (err) {
+    if (!state_.has(wf::errored)) {
+      errored_ = err;
+      state_.set(wf::errored);
+    }
+    if (is_sync)
+      call_soon([this, err] { emit_error_nt(err); });
+    else
+      emit_error_nt(err);
+  }
+}
+
+}  // namespace sluice

@@ -1,0 +1,150 @@
+// writable: Node v20's Writable (lib/internal/streams/writable.js), over a sink.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "sluice/emitter.h"
+#include "sluice/loop.h"
+#include "sluice/queue/write_queue.h"
+#include "sluice/sinks/sink.h"
+#include "sluice/stream/writable_state.h"
+
+namespace sluice {
+
+struct writable_options {
+  /// write() returns false once this many bytes (objects, in object mode)
+  /// are pending. Unset means Node v20's default: 16384 bytes, or 16 objects.
+  std::optional<std::size_t> high_water_mark;
+  /// Count writes instead of bytes against the high-water mark.
+  bool object_mode = false;
+  /// destroy() after 'finish' and after an error (Node's autoDestroy).
+  bool auto_destroy = true;
+  /// Emit 'close' after destroy (Node's emitClose).
+  bool emit_close = true;
+  /// The loop that runs the stream's deferred work; null means loop::current().
+  loop* event_loop = nullptr;
+};
+
+/// A Writable with Node's semantics: write() buffers and returns false past
+/// the high-water mark, 'drain' says when to go on, cork()/uncork() batch
+/// writes into one writev, end() runs the sink's final and then 'finish',
+/// destroy(err) gives 'error' then 'close'. Callbacks and events never run
+/// inside write() or end(): they come from the loop, as in Node.
+///
+///     auto out = sluice::make_fd_writable(STDOUT_FILENO);
+///     out->on(sluice::event::error, [](std::error_code ec) { report(ec); });
+///     if (!out->write("line\n", [](std::error_code ec) { ... }))
+///       out->once(sluice::event::drain, [&] { write_more(); });
+///     out->end();
+///     sluice::loop::current().run();
+///
+/// Every write's callback is called exactly once. A writable is used from
+/// its loop's thread only, and must outlive the sink calls it has started.
+class writable : public emitter {
+ public:
+  explicit writable(std::unique_ptr<sink> s, const writable_options& options = {});
+  ~writable();
+  writable(const writable&) = delete;
+  writable& operator=(const writable&) = delete;
+
+  /// Node: write(chunk, cb). Chunks up to 4 KiB are copied into the stream's
+  /// arena (no allocation in steady state); larger views are copied once.
+  /// Returns false once the stream holds high_water_mark or more, or after
+  /// an error or destroy(); the chunk is accepted all the same, unless the
+  /// stream has ended or is destroyed, in which case `cb` gets the error.
+  bool write(std::string_view chunk, write_cb cb = {});
+  bool write(std::span<const std::byte> chunk, write_cb cb = {});
+  /// Takes the chunk by ownership: never copied.
+  bool write(std::string&& chunk, write_cb cb = {});
+  bool write(std::vector<std::byte>&& chunk, write_cb cb = {});
+  /// Shares an immutable buffer: `bytes` must stay valid while `keep` lives.
+  bool write(std::shared_ptr<const void> keep, std::string_view bytes, write_cb cb = {});
+
+  /// Node: end(cb): no more writes; 'finish' follows once all are done.
+  /// `cb` is called after the finish, or with the error that prevented it.
+  writable& end(write_cb cb = {});
+  /// Node: end(chunk, cb).
+  writable& end(std::string_view chunk, write_cb cb = {});
+
+  void cork() noexcept;
+  void uncork();
+
+  /// Node: destroy(err). Pending callbacks get ERR_STREAM_DESTROYED (or `err`);
+  /// 'error' (if err) and then 'close' follow on the next tick.
+  writable& destroy(std::error_code err = {});
+
+  // Node's public state, snake_case.
+  std::size_t writable_length() const noexcept { return state_.length; }
+  bool writable_need_drain() const noexcept;
+  bool writable_ended() const noexcept { return state_.has(detail::wflag::ending); }
+  bool writable_finished() const noexcept { return state_.has(detail::wflag::finished); }
+  std::uint32_t writable_corked() const noexcept { return state_.corked; }
+  std::size_t writable_high_water_mark() const noexcept { return state_.high_water_mark; }
+  bool writable_object_mode() const noexcept { return state_.has(detail::wflag::object_mode); }
+  bool destroyed() const noexcept { return state_.has(detail::wflag::destroyed); }
+  bool closed() const noexcept { return state_.has(detail::wflag::closed); }
+  /// Node's `writable` property: true until end(), destroy() or an error.
+  bool is_writable() const noexcept;
+  /// The first error the stream met, or none.
+  std::error_code errored() const noexcept {
+    return state_.has(detail::wflag::errored) ? errored_ : std::error_code{};
+  }
+
+  loop& event_loop() const noexcept { return *loop_; }
+  sink& get_sink() const noexcept { return *sink_; }
+
+ private:
+  friend class write_done;
+  friend class final_done;
+
+  writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
+  bool reject(write_cb cb);
+  template <class Owned>
+  bool write_owned(Owned&& chunk, std::string_view bytes, write_cb cb);
+  detail::write_req& make_req(std::string_view chunk);
+  std::size_t chunk_len(const detail::write_req& r) const noexcept;
+  bool write_or_buffer(detail::write_req& req);
+  void do_write(bool writev, std::size_t len);
+  void on_write(std::error_code ec) noexcept;
+  void on_write_error(std::error_code ec, detail::write_queue& reqs, std::size_t n) noexcept;
+  void after_write(std::size_t count, detail::write_queue& reqs, std::size_t n) noexcept;
+  void call_back(detail::write_queue& reqs, std::size_t n, std::error_code ec) noexcept;
+  void error_buffer() noexcept;
+  void clear_buffer() noexcept;
+  void flush_coalesced() noexcept;
+  bool need_finish() const noexcept;
+  void on_finish(std::error_code ec) noexcept;
+  void prefinish() noexcept;
+  void finish_maybe(bool sync) noexcept;
+  void finish() noexcept;
+  void call_finished_callbacks(std::error_code ec) noexcept;
+  void error_or_destroy(std::error_code ec, bool sync) noexcept;
+  void emit_error_nt(std::error_code ec) noexcept;
+  void emit_close_nt() noexcept;
+  void call_soon(task t);
+
+  detail::writable_state state_;
+  std::error_code errored_;
+  std::unique_ptr<sink> sink_;
+  loop* loop_;
+  detail::req_pool pool_;
+  detail::write_queue buffered_;  // Node: state.buffered
+  detail::write_queue writing_;   // the requests of the sink call in flight
+  detail::write_queue done_;      // completed synchronously; callbacks wait for the tick
+  std::vector<write_cb> on_finished_;  // end() callbacks
+  bool coalesce_ = false;
+};
+
+/// A writable over any file descriptor (file, pipe, socket, /dev/null,
+/// stdout); see fd_sink. `close_fd` closes it when the stream is destroyed.
+std::unique_ptr<writable> make_fd_writable(int fd, bool close_fd = false,
+                                           const writable_options& options = {});
+
+}  // namespace sluice

@@ -1,0 +1,59 @@
+// writable_state: Node's WritableState. One flag word plus counters; the
+// behaviour lives in writable.cc. Bits keep Node's names so the two files can
+// be read side by side.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sluice::detail {
+
+namespace wflag {
+enum : std::uint32_t {
+  object_mode = 1u << 0,    // fixed at construction: length counts writes, not bytes
+  error_emitted = 1u << 1,  // 'error' has been emitted; it never is twice
+  auto_destroy = 1u << 2,   // option: destroy() after 'finish' and after an error
+  emit_close = 1u << 3,     // option: emit 'close' once destroyed
+  destroyed = 1u << 4,      // destroy() was called
+  closed = 1u << 5,         // the sink's destroy has run
+  close_emitted = 1u << 6,  // set just before 'close' would be emitted
+  errored = 1u << 7,        // `errored` holds the first error
+  constructed = 1u << 8,    // always set: sluice has no _construct
+  sync = 1u << 9,           // inside a sink call: its completion is synchronous
+  final_called = 1u << 10,  // the sink's final was called (or there is none)
+  need_drain = 1u << 11,    // write() returned false; 'drain' is owed
+  ending = 1u << 12,        // end() was called (Node's writableEnded)
+  finished = 1u << 13,      // 'finish' was emitted
+  writing = 1u << 14,       // a sink write or writev is in flight
+  buffer_processing = 1u << 15,  // clear_buffer() is running
+  prefinished = 1u << 16,   // 'prefinish' emitted
+  all_noop = 1u << 17,      // no buffered request has a callback
+  on_finished = 1u << 18,   // end() callbacks are waiting
+  corked = 1u << 19,        // corked > 0
+  expect_write_cb = 1u << 20,     // a sink call may complete; a second completion is an error
+  after_write_pending = 1u << 21, // a deferred after_write is queued
+  buffered = 1u << 22,      // the buffered queue is in use (Node: state.buffered non-empty)
+  ended = 1u << 23,         // end() has returned
+  // sluice's own: writes wait for the end of the turn, so that a turn's writes
+  // reach the sink as one writev. Set only for sinks that ask for it.
+  coalescing = 1u << 24,
+  flush_scheduled = 1u << 25,  // the end-of-turn flush is queued
+  writecb = 1u << 26,  // the sink call in flight has a callback to call (Node: writecb !== nop)
+};
+}  // namespace wflag
+
+struct writable_state {
+  std::uint32_t flags = wflag::sync | wflag::constructed | wflag::emit_close |
+                        wflag::auto_destroy | wflag::all_noop;
+  std::size_t length = 0;      // bytes (or writes, in object mode) not yet completed
+  std::size_t high_water_mark = 16384;
+  std::uint32_t corked = 0;    // nesting depth of cork()
+  std::size_t pending_cb = 0;  // callbacks and finish steps still owed (Node: pendingcb)
+  std::size_t write_len = 0;   // length of the request in flight (Node: writelen)
+
+  bool has(std::uint32_t bits) const noexcept { return (flags & bits) != 0; }
+  void set(std::uint32_t bits) noexcept { flags |= bits; }
+  void clear(std::uint32_t bits) noexcept { flags &= ~bits; }
+};
+
+}  // namespace sluice::detail
