@@ -65,6 +65,10 @@ class inline_function<R(Args...), InlineSize> {
   inline_function& operator=(const inline_function&) = delete;
   ~inline_function() { reset(); }
 
+  /// Move-assignment for a target known to be empty (a recycled request's
+  /// callback): skips the destruction of the old target.
+  void assign_empty(inline_function&& o) noexcept { take(o); }
+
   explicit operator bool() const noexcept { return invoke_ != nullptr; }
 
   R operator()(Args... args) const {

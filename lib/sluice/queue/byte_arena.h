@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -12,48 +13,49 @@ namespace sluice::detail {
 
 class byte_arena {
  public:
+  /// Blocks are aligned to their size, so the block of any byte is found by
+  /// masking its address: requests need not store it.
   static constexpr std::size_t block_size = 64 * 1024;
   /// Chunks up to this size are copied here; larger ones are owned elsewhere.
   static constexpr std::size_t max_chunk = 4096;
 
   struct block {
-    std::size_t used;      // bytes handed out
+    std::size_t used;      // bytes handed out, header included
     std::size_t released;  // bytes given back; the block is free when equal to used
-    std::byte data[block_size];
   };
+  static constexpr std::size_t header = 64;  // keeps the chunks cache-line aligned
 
   byte_arena() = default;
   byte_arena(const byte_arena&) = delete;
   byte_arena& operator=(const byte_arena&) = delete;
   ~byte_arena() {
     // Every allocation must have been released: requests outlive no stream.
-    if (tail_) std::free(tail_);
-    if (spare_) std::free(spare_);
+    std::free(tail_);
+    std::free(spare_);
   }
 
-  /// n <= max_chunk bytes, contiguous with the previous allocation when they fit
-  /// in the same block. `owner` receives the block to pass to release().
-  std::byte* allocate(std::size_t n, block*& owner) {
-    if (!tail_ || tail_->used + n > block_size) {
-      if (tail_ && tail_->released == tail_->used) {
-        tail_->used = tail_->released = 0;  // drained: reuse in place
-      } else {
-        retire_tail();
-      }
-    }
-    owner = tail_;
-    std::byte* p = tail_->data + tail_->used;
+  /// 0 < n <= max_chunk bytes, contiguous with the previous allocation when
+  /// they fit in the same block.
+  std::byte* allocate(std::size_t n) {
+    if (!tail_ || tail_->used + n > block_size) [[unlikely]]
+      next_block();
+    std::byte* p = reinterpret_cast<std::byte*>(tail_) + tail_->used;
     tail_->used += n;
     return p;
+  }
+
+  static block* block_of(const void* p) noexcept {
+    return reinterpret_cast<block*>(reinterpret_cast<std::uintptr_t>(p) & ~(block_size - 1));
   }
 
   /// Gives back n bytes of `b`. Requests complete in order, but nothing here
   /// depends on it: a block is recycled once all of it has been released.
   void release(block* b, std::size_t n) noexcept {
     b->released += n;
-    if (b->released != b->used) return;
+    if (b->released != b->used - header) return;
     if (b == tail_) {
-      b->used = b->released = 0;  // keeps the next chunks at the start of a warm block
+      b->used = header;  // the next chunks start again at the front of a warm block
+      b->released = 0;
     } else if (!spare_) {
       spare_ = b;
     } else {
@@ -62,21 +64,21 @@ class byte_arena {
   }
 
  private:
-  // Starts a new tail; the old one is freed by its last release().
-  void retire_tail() {
+  [[gnu::noinline]] void next_block() {
+    if (tail_ && tail_->released == tail_->used - header) {
+      tail_->used = header;  // drained: reuse in place
+      tail_->released = 0;
+      return;
+    }
     block* fresh = spare_;
     spare_ = nullptr;
     if (!fresh) {
-      fresh = static_cast<block*>(std::malloc(sizeof(block)));
+      fresh = static_cast<block*>(std::aligned_alloc(block_size, block_size));
       if (!fresh) throw std::bad_alloc();
     }
-    fresh->used = fresh->released = 0;
-    if (tail_ && tail_->used == tail_->released) {
-      // Unreachable in practice (allocate() reuses a drained tail), kept so a
-      // drained block is never leaked.
-      std::free(tail_);
-    }
-    tail_ = fresh;
+    fresh->used = header;
+    fresh->released = 0;
+    tail_ = fresh;  // the old tail is freed by its last release()
   }
 
   block* tail_ = nullptr;

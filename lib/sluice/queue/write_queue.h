@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "sluice/queue/byte_arena.h"
 #include "sluice/queue/write_req.h"
 
 namespace sluice::detail {
@@ -34,6 +35,13 @@ class write_queue {
   write_req& front() noexcept { return list_.front(); }
   const write_req* first() const noexcept { return list_.empty() ? nullptr : &list_.front(); }
 
+  /// Moves every request to the front of a bare list (the pool's free list).
+  void drain_into(req_list& other) noexcept {
+    if (list_.empty()) return;
+    other.splice_after(other.before_begin(), list_);
+    count_ = bytes_ = 0;
+  }
+
   void push_back(write_req& r) noexcept {
     list_.push_back(r);
     ++count_;
@@ -54,6 +62,20 @@ class write_queue {
     bytes_ += other.bytes_;
     other.count_ = other.bytes_ = 0;
   }
+
+  /// Moves the first n requests of this queue to the back of `to`: O(1) when
+  /// n is the whole queue, else O(n).
+  void move_front_to(write_queue& to, std::size_t n) noexcept {
+    if (n >= count_) {
+      to.splice_back(*this);
+      return;
+    }
+    while (n-- > 0) to.push_back(pop_front());
+  }
+
+  using iterator = req_list::iterator;
+  iterator begin() noexcept { return list_.begin(); }
+  iterator end() noexcept { return list_.end(); }
 
   static const write_req* next(const write_req& r) noexcept {
     auto it = req_list::s_iterator_to(r);
@@ -77,35 +99,64 @@ class req_pool {
   req_pool& operator=(const req_pool&) = delete;
   ~req_pool() { free_.clear(); }
 
-  write_req& acquire() {
-    if (free_.empty()) grow();
+  [[gnu::always_inline]] write_req& acquire() {
+    if (free_.empty()) [[unlikely]]
+      grow();
     write_req& r = free_.front();
     free_.pop_front();
     return r;
   }
-  /// Returns a request that is linked nowhere; its callback must be gone.
+  /// Returns a request that is linked nowhere.
   void release(write_req& r) noexcept {
-    if (r.block) {
-      arena.release(r.block, r.data.size());
-      r.block = nullptr;
-    }
-    if (r.owned.index() != 0) r.owned = std::monostate{};
-    r.cb = nullptr;
+    clear(r);
     free_.push_front(r);
+  }
+  /// Returns every request of `q`, which is left empty, in one splice. The
+  /// requests must have been emptied by clear_quick() (or clear()).
+  void release_all(write_queue& q) noexcept { q.drain_into(free_); }
+
+  /// Drops what a request holds: its arena bytes, owned buffer and callback.
+  void clear(write_req& r) noexcept {
+    clear_quick(r);
+    flush_released();
+  }
+
+  /// clear() for a run of requests: arena bytes are given back per block, not
+  /// per request. Call flush_released() after the run.
+  [[gnu::always_inline]] void clear_quick(write_req& r) noexcept {
+    if (r.owned) [[unlikely]] {
+      delete r.owned;
+      r.owned = nullptr;
+    } else if (!r.data.empty()) {
+      byte_arena::block* b = byte_arena::block_of(r.data.data());
+      if (b != run_block_) {
+        flush_released();
+        run_block_ = b;
+      }
+      run_bytes_ += r.data.size();
+    }
+    r.cb = nullptr;
+  }
+  void flush_released() noexcept {
+    if (run_block_) arena.release(run_block_, run_bytes_);
+    run_block_ = nullptr;
+    run_bytes_ = 0;
   }
 
   byte_arena arena;
 
  private:
-  void grow() {
+  [[gnu::noinline]] void grow() {
     const std::size_t n = slabs_.empty() ? 16 : 64 * slabs_.size();
-    auto slab = std::make_unique<write_req[]>(n);
+    auto slab = std::unique_ptr<write_req[]>(new write_req[n]);
     for (std::size_t i = 0; i < n; ++i) free_.push_front(slab[i]);
     slabs_.push_back(std::move(slab));
   }
 
   std::vector<std::unique_ptr<write_req[]>> slabs_;
   req_list free_;
+  byte_arena::block* run_block_ = nullptr;  // see clear_quick()
+  std::size_t run_bytes_ = 0;
 };
 
 }  // namespace sluice::detail

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "sluice/function.h"
-#include "sluice/queue/byte_arena.h"
 
 namespace sluice {
 
@@ -22,13 +21,18 @@ using write_cb = inline_function<void(std::error_code), 16>;
 
 namespace detail {
 
-struct write_req {
+/// A large chunk taken by ownership, so that it is never copied twice.
+struct owned_chunk {
+  std::variant<std::string, std::vector<std::byte>, std::shared_ptr<const void>> buffer;
+};
+
+/// One cache line: the write path touches every request three times (write,
+/// writev, callback), so their size is most of its memory traffic.
+struct alignas(64) write_req {
   boost::intrusive::slist_member_hook<> hook;
-  std::string_view data;  // the bytes, in the arena or in `owned`
+  std::string_view data;  // the bytes: in the stream's arena unless `owned` holds them
   write_cb cb;
-  byte_arena::block* block = nullptr;  // arena block to release, if the bytes are there
-  // Large chunks are taken by ownership, so they are never copied twice.
-  std::variant<std::monostate, std::string, std::vector<std::byte>, std::shared_ptr<const void>> owned;
+  owned_chunk* owned = nullptr;
 };
 
 }  // namespace detail

@@ -31,7 +31,7 @@ fd_sink::fd_sink(int fd, bool close_fd) : fd_(fd), close_fd_(close_fd) {
   }
   struct sigaction sa {};
   if (::sigaction(SIGPIPE, nullptr, &sa) == 0) ignore_sigpipe_ = sa.sa_handler == SIG_IGN;
-  iov_.reserve(64);
+  iov_.resize(iov_max);
 }
 
 fd_sink::~fd_sink() {
@@ -88,45 +88,61 @@ void fd_sink::complete() noexcept {
 }
 
 // Fills iov_ from the current position, merging chunks that are adjacent in
-// memory, up to IOV_MAX entries. Returns the bytes it covers.
+// memory, up to IOV_MAX entries. Returns the bytes it covers, and leaves in
+// fill_end_ the position just past them, for a write that takes them all.
 std::size_t fd_sink::fill_iov() noexcept {
-  iov_.clear();
   std::size_t total = 0;
-  auto add = [&](std::string_view c) {
-    if (c.empty()) return true;
-    if (!iov_.empty()) {
-      iovec& last = iov_.back();
-      if (static_cast<const char*>(last.iov_base) + last.iov_len == c.data()) {
-        last.iov_len += c.size();
-        total += c.size();
-        return true;
-      }
-      if (iov_.size() == iov_max) return false;
-    }
-    iov_.push_back({const_cast<char*>(c.data()), c.size()});
-    total += c.size();
-    return true;
-  };
+  iov_count_ = 0;
   if (chunks_left_ == 0) return 0;
   if (single_call_) {
-    add(single_.substr(pos_offset_));
-    return total;
+    const std::string_view c = single_.substr(pos_offset_);
+    iov_[0] = {const_cast<char*>(c.data()), c.size()};
+    iov_count_ = c.empty() ? 0 : 1;
+    fill_end_ = {pos_, 0, 0};
+    return c.size();
   }
+  // The first chunk may be partly written already; the others are whole.
   auto it = pos_;
   std::size_t left = chunks_left_;
-  std::string_view first = *it;
-  if (!add(first.substr(pos_offset_))) return total;
-  for (++it, --left; left > 0; ++it, --left)
-    if (!add(*it)) break;
+  std::string_view c = *it;
+  c.remove_prefix(pos_offset_);
+  iovec* const first = iov_.data();
+  iovec* const limit = first + iov_max;
+  iovec* cur = first - 1;  // the iovec being extended; none yet
+  const char* cur_end = nullptr;
+  for (;;) {
+    if (!c.empty()) {
+      if (c.data() == cur_end) {
+        cur->iov_len += c.size();  // adjacent in memory: one buffer
+      } else {
+        if (cur + 1 == limit) break;
+        ++cur;
+        cur->iov_base = const_cast<char*>(c.data());
+        cur->iov_len = c.size();
+      }
+      cur_end = c.data() + c.size();
+      total += c.size();
+    }
+    ++it;
+    if (--left == 0) break;
+    c = *it;
+  }
+  iov_count_ = static_cast<std::size_t>(cur + 1 - first);
+  fill_end_ = {it, 0, left};
   return total;
 }
 
 // Moves the position past n written bytes.
-void fd_sink::advance(std::size_t n) noexcept {
+void fd_sink::advance(std::size_t n, std::size_t filled) noexcept {
   bytes_written_ += n;
+  if (n == filled) {  // the whole fill was taken: the usual case
+    pos_ = fill_end_.pos;
+    pos_offset_ = fill_end_.offset;
+    chunks_left_ = fill_end_.left;
+    return;
+  }
   if (single_call_) {
     pos_offset_ += n;
-    if (pos_offset_ == single_.size()) chunks_left_ = 0;
     return;
   }
   while (chunks_left_ > 0) {
@@ -149,14 +165,14 @@ bool fd_sink::write_some() noexcept {
       chunks_left_ = 0;
       return true;
     }
-    const ssize_t n = write_iov(iov_.data(), static_cast<int>(iov_.size()));
+    const ssize_t n = write_iov(iov_.data(), static_cast<int>(iov_count_));
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
       error_ = {errno, std::system_category()};
       return true;
     }
-    advance(static_cast<std::size_t>(n));
+    advance(static_cast<std::size_t>(n), want);
   }
 }
 

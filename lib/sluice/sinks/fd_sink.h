@@ -56,7 +56,7 @@ class fd_sink : public sink {
   // (or failed, with error_ set), false when the fd would block.
   bool write_some() noexcept;
   std::size_t fill_iov() noexcept;
-  void advance(std::size_t n) noexcept;
+  void advance(std::size_t n, std::size_t filled) noexcept;
   ssize_t write_iov(const iovec* iov, int n) noexcept;
 
   int fd_;
@@ -71,10 +71,17 @@ class fd_sink : public sink {
   write_batch::iterator pos_;
   std::size_t pos_offset_ = 0;
   std::size_t chunks_left_ = 0;
+  struct position {
+    write_batch::iterator pos;
+    std::size_t offset;
+    std::size_t left;
+  };
+  position fill_end_{};
   std::optional<write_done> done_;
   std::error_code error_;
   bool ignore_sigpipe_ = false;  // SIGPIPE is already ignored process-wide
-  std::vector<iovec> iov_;
+  std::vector<iovec> iov_;  // IOV_MAX entries, filled up to iov_count_
+  std::size_t iov_count_ = 0;
 
   std::size_t syscalls_ = 0;
   std::size_t bytes_written_ = 0;

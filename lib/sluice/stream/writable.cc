@@ -52,7 +52,7 @@ writable::~writable() {
 
 void writable::call_soon(task t) { loop_->next_tick(std::move(t), this); }
 
-std::size_t writable::chunk_len(const write_req& r) const noexcept {
+inline std::size_t writable::chunk_len(const write_req& r) const noexcept {
   return state_.has(wf::object_mode) ? 1 : r.data.size();
 }
 
@@ -66,21 +66,42 @@ bool writable::writable_need_drain() const noexcept {
 
 // ---- write
 
-write_req& writable::make_req(std::string_view chunk) {
+namespace {
+// memcpy for the small chunks of a log line, without a call into libc: two
+// overlapping fixed-size copies cover any length in [n/2, n].
+[[gnu::always_inline]] inline void copy_small(std::byte* dst, const char* src, std::size_t n) noexcept {
+  if (n >= 16 && n <= 64) {
+    if (n > 32) {
+      std::memcpy(dst, src, 32);
+      std::memcpy(dst + n - 32, src + n - 32, 32);
+    } else {
+      std::memcpy(dst, src, 16);
+      std::memcpy(dst + n - 16, src + n - 16, 16);
+    }
+  } else if (n != 0) {
+    std::memcpy(dst, src, n);
+  }
+}
+}  // namespace
+
+[[gnu::always_inline]] inline write_req& writable::make_req(std::string_view chunk) {
   write_req& r = pool_.acquire();
-  if (chunk.size() <= detail::byte_arena::max_chunk) {
-    std::byte* p = pool_.arena.allocate(chunk.size(), r.block);
-    if (!chunk.empty()) std::memcpy(p, chunk.data(), chunk.size());
+  if (chunk.empty()) {
+    r.data = {};
+  } else if (chunk.size() <= detail::byte_arena::max_chunk) [[likely]] {
+    std::byte* p = pool_.arena.allocate(chunk.size());
+    copy_small(p, chunk.data(), chunk.size());
     r.data = {reinterpret_cast<const char*>(p), chunk.size()};
   } else {
-    r.data = std::get<std::string>(r.owned = std::string(chunk));
+    r.owned = new detail::owned_chunk{std::string(chunk)};
+    r.data = std::get<std::string>(r.owned->buffer);
   }
   return r;
 }
 
 // Node: the error branch of _write(): the callback hears of the error on the
 // next tick, and the stream errors (or is destroyed).
-bool writable::reject(write_cb cb) {
+[[gnu::noinline]] bool writable::reject(write_cb cb) {
   const std::error_code err =
       make_error_code(state_.has(wf::ending) ? errc::write_after_end : errc::destroyed);
   if (cb) call_soon([cb = std::move(cb), err] { cb(err); });
@@ -92,7 +113,7 @@ bool writable::reject(write_cb cb) {
 bool writable::write(std::string_view chunk, write_cb cb) {
   if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
   write_req& r = make_req(chunk);
-  r.cb = std::move(cb);
+  r.cb.assign_empty(std::move(cb));  // pooled requests hold no callback
   ++state_.pending_cb;
   return write_or_buffer(r);
 }
@@ -107,7 +128,8 @@ bool writable::write_owned(Owned&& chunk, std::string_view bytes, write_cb cb) {
   if (bytes.size() <= detail::byte_arena::max_chunk) return write(bytes, std::move(cb));
   if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
   write_req& r = pool_.acquire();
-  r.owned = std::forward<Owned>(chunk);  // moving a std::string or vector keeps its buffer
+  // Moving a std::string or vector keeps its buffer where it is.
+  r.owned = new detail::owned_chunk{std::forward<Owned>(chunk)};
   r.data = bytes;
   r.cb = std::move(cb);
   ++state_.pending_cb;
@@ -130,34 +152,45 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
 
 // Node: writeOrBuffer(). The request goes to the sink at once when nothing is
 // in flight, else it waits in the buffer; either way it counts toward length.
-bool writable::write_or_buffer(write_req& r) {
+[[gnu::always_inline]] inline bool writable::write_or_buffer(write_req& r) {
   const std::size_t len = chunk_len(r);
   state_.length += len;
 
-  if (coalesce_ && !state_.has(wf::writing | wf::coalescing)) {
-    state_.set(wf::coalescing);
-    if (!state_.has(wf::flush_scheduled)) {
-      state_.set(wf::flush_scheduled);
-      call_soon([this] { flush_coalesced(); });
-    }
-  }
+  if (coalesce_ && !state_.has(wf::writing | wf::coalescing)) [[unlikely]]
+    start_coalescing();
 
   if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
     buffered_.push_back(r);
     state_.set(wf::buffered);
     if (r.cb) state_.clear(wf::all_noop);
   } else {
-    writing_.push_back(r);
-    state_.write_len = len;
-    if (r.cb) state_.set(wf::writecb);
-    state_.set(wf::writing | wf::sync | wf::expect_write_cb);
-    sink_->write(r.data, write_done(this));
-    state_.clear(wf::sync);
+    write_now(r, len);
   }
 
   const bool ret = state_.length < state_.high_water_mark || state_.length == 0;
   if (!ret) state_.set(wf::need_drain);
   return ret && !state_.has(wf::destroyed | wf::errored);
+}
+
+// Node: the else branch of writeOrBuffer(): nothing in flight, so the sink
+// gets this chunk at once. Out of line: the buffered branch is the hot one.
+[[gnu::noinline]] void writable::write_now(write_req& r, std::size_t len) {
+  writing_.push_back(r);
+  state_.write_len = len;
+  if (r.cb) state_.set(wf::writecb);
+  state_.set(wf::writing | wf::sync | wf::expect_write_cb);
+  sink_->write(r.data, write_done(this));
+  state_.clear(wf::sync);
+}
+
+// sluice's own: the first write of a turn to a coalescing stream holds the
+// writes that follow until the end of the turn.
+[[gnu::noinline]] void writable::start_coalescing() {
+  state_.set(wf::coalescing);
+  if (!state_.has(wf::flush_scheduled)) {
+    state_.set(wf::flush_scheduled);
+    call_soon([this] { flush_coalesced(); });
+  }
 }
 
 // sluice's own: the end of the turn in which a coalescing stream was first
@@ -272,15 +305,18 @@ void writable::after_write(std::size_t count, write_queue& reqs, std::size_t n) 
   if (state_.has(wf::ending)) finish_maybe(true);
 }
 
-// Unlinks the first n requests of `reqs` one by one and calls each callback,
-// after unlinking, because a callback may write again.
+// Calls back the first n requests of `reqs`. They are moved to a list of
+// their own first, because a callback may write again, and that can touch
+// every queue of the stream. Then they go back to the pool in one splice.
 void writable::call_back(write_queue& reqs, std::size_t n, std::error_code ec) noexcept {
-  while (n-- > 0 && !reqs.empty()) {
-    write_req& r = reqs.pop_front();
-    write_cb cb = std::move(r.cb);
-    pool_.release(r);
-    if (cb) cb(ec);
+  write_queue batch;
+  reqs.move_front_to(batch, n);
+  for (write_req& r : batch) {
+    if (r.cb) r.cb(ec);
+    pool_.clear_quick(r);
   }
+  pool_.flush_released();
+  pool_.release_all(batch);
 }
 
 // Node: errorBuffer(). Buffered requests will never be written: each

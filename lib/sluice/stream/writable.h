@@ -111,6 +111,8 @@ class writable : public emitter {
   detail::write_req& make_req(std::string_view chunk);
   std::size_t chunk_len(const detail::write_req& r) const noexcept;
   bool write_or_buffer(detail::write_req& req);
+  void write_now(detail::write_req& req, std::size_t len);
+  void start_coalescing();
   void do_write(bool writev, std::size_t len);
   void on_write(std::error_code ec) noexcept;
   void on_write_error(std::error_code ec, detail::write_queue& reqs, std::size_t n) noexcept;

@@ -1,0 +1,419 @@
+// sluice-trace: runs a stream scenario (../shared/conformance/SCENARIOS.md)
+// through sluice's streams and prints the trace, which must match the one
+// Node prints for the same scenario (oracle.mjs) byte for byte.
+//
+//   sluice-trace FILE.scn      or      sluice-trace - < FILE.scn
+//
+// Exit 0 after a run; 2 when the scenario is malformed or cannot be read;
+// 3 when it uses a command this build cannot run yet (readable streams).
+#include <cstdio>
+#include <deque>
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sluice/sluice.h"
+
+namespace {
+
+std::vector<std::string> trace;
+
+void emit(std::string line) { trace.push_back(std::move(line)); }
+
+std::string what(const std::error_code& ec) { return ec ? sluice::code_name(ec) : "ok"; }
+
+struct scenario_error {
+  int line;
+  std::string message;
+};
+
+struct unsupported {
+  int line;
+  std::string message;
+};
+
+// One pending sink call of a scenario's writable: _write, _writev and _final
+// share one FIFO, completed by `complete`.
+using pending_call = std::variant<sluice::write_done, sluice::final_done>;
+
+struct writable_opts {
+  std::optional<std::size_t> hwm;
+  bool writev = false, final = false, sync = false, object_mode = false;
+  bool no_auto_destroy = false, no_emit_close = false;
+};
+
+// The recorded sink of SCENARIOS.md: prints each call, then completes it at
+// once (sync) or leaves it pending until `complete`.
+class recording_sink final : public sluice::sink {
+ public:
+  recording_sink(std::string name, const writable_opts& o, std::deque<pending_call>& pending)
+      : name_(std::move(name)), opts_(o), pending_(pending) {}
+
+  void write(std::string_view chunk, sluice::write_done done) override {
+    emit("_write " + name_ + " " + std::string(chunk));
+    settle(done);
+  }
+  void writev(const sluice::write_batch& batch, sluice::write_done done) override {
+    std::string line = "_writev " + name_ + " ";
+    bool first = true;
+    for (std::string_view c : batch) {
+      if (!first) line += ',';
+      line.append(c);
+      first = false;
+    }
+    emit(std::move(line));
+    settle(done);
+  }
+  bool has_writev() const noexcept override { return opts_.writev; }
+  void final(sluice::final_done done) override {
+    emit("_final " + name_);
+    settle(done);
+  }
+  bool has_final() const noexcept override { return opts_.final; }
+
+ private:
+  template <class Done>
+  void settle(Done done) {
+    if (opts_.sync)
+      done();
+    else
+      pending_.push_back(done);
+  }
+  std::string name_;
+  writable_opts opts_;
+  std::deque<pending_call>& pending_;
+};
+
+struct stream_entry {
+  enum class kind { writable, readable } k;
+  std::unique_ptr<sluice::writable> w;
+  std::deque<pending_call> pending;
+};
+
+using step = std::function<void()>;
+
+struct parsed_step {
+  int line;
+  bool tick = false;
+  step run;
+};
+
+std::map<std::string, stream_entry> streams;
+
+std::string state_line(const std::string& name, sluice::writable& w) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  std::ostringstream s;
+  s << "state " << name << " length=" << w.writable_length() << " needDrain=" << b(w.writable_need_drain())
+    << " ended=" << b(w.writable_ended()) << " finished=" << b(w.writable_finished())
+    << " corked=" << w.writable_corked() << " destroyed=" << b(w.destroyed())
+    << " writable=" << b(w.is_writable());
+  return s.str();
+}
+
+bool is_chunk(const std::string& w) {
+  if (w.empty()) return false;
+  for (unsigned char c : w)
+    if (c < 0x21 || c > 0x7e) return false;
+  return true;
+}
+
+bool is_count(const std::string& w) {
+  if (w.empty()) return false;
+  for (char c : w)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+std::vector<parsed_step> parse(const std::string& text) {
+  std::map<std::string, stream_entry::kind> kinds;
+  std::vector<parsed_step> steps;
+  std::istringstream in(text);
+  std::string raw;
+  int n = 0;
+  while (std::getline(in, raw)) {
+    ++n;
+    if (auto hash = raw.find('#'); hash != std::string::npos) raw.erase(hash);
+    std::vector<std::string> words;
+    {
+      std::string w;
+      for (char c : raw) {
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f') {
+          if (!w.empty()) words.push_back(std::move(w)), w.clear();
+        } else {
+          w += c;
+        }
+      }
+      if (!w.empty()) words.push_back(std::move(w));
+    }
+    if (words.empty()) continue;
+    const std::string cmd = words[0];
+    const std::vector<std::string> args(words.begin() + 1, words.end());
+    auto fail = [&](const std::string& msg) { throw scenario_error{n, msg}; };
+    auto stream = [&](std::size_t k, std::optional<stream_entry::kind> want) {
+      if (k >= args.size()) fail(cmd + ": missing stream name");
+      const std::string& name = args[k];
+      auto it = kinds.find(name);
+      if (it == kinds.end()) fail(cmd + ": unknown stream '" + name + "'");
+      if (want && it->second != *want)
+        fail(cmd + ": '" + name + "' is not a " +
+             (*want == stream_entry::kind::writable ? "writable" : "readable"));
+      return name;
+    };
+    auto chunk = [&](const std::string& w) {
+      if (!is_chunk(w)) fail(cmd + ": bad chunk '" + w + "'");
+      return w;
+    };
+    auto arity = [&](std::size_t min, std::size_t max) {
+      if (args.size() < min || args.size() > max)
+        fail(cmd + ": expected " + (min == max ? std::to_string(min) : std::to_string(min) + "-" + std::to_string(max)) +
+             " arguments, got " + std::to_string(args.size()));
+    };
+    auto error_opt = [&](std::size_t k) -> std::optional<std::string> {
+      if (k >= args.size()) return std::nullopt;
+      const std::string& w = args[k];
+      if (w.rfind("error=", 0) != 0 || w.size() == 6) fail(cmd + ": expected error=MSG, got '" + w + "'");
+      return w.substr(6);
+    };
+    auto create = [&](stream_entry::kind k) {
+      if (args.empty()) fail(cmd + ": missing stream name");
+      const std::string& name = args[0];
+      if (kinds.count(name)) fail(cmd + ": stream '" + name + "' already exists");
+      kinds[name] = k;
+      return name;
+    };
+    const auto W = stream_entry::kind::writable;
+    const auto R = stream_entry::kind::readable;
+    parsed_step s{n, false, nullptr};
+
+    if (cmd == "writable" || cmd == "readable") {
+      const bool is_w = cmd == "writable";
+      writable_opts o;
+      std::map<std::string, bool> seen;
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& w = args[i];
+        const bool is_hwm = w.rfind("hwm=", 0) == 0;
+        const std::string key = is_hwm ? "hwm" : w;
+        static const std::vector<std::string> w_allowed = {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose"};
+        static const std::vector<std::string> r_allowed = {"hwm", "objectMode", "noAutoDestroy", "noEmitClose"};
+        const auto& allowed = is_w ? w_allowed : r_allowed;
+        if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) fail(cmd + ": unknown option '" + w + "'");
+        if (seen[key]) fail(cmd + ": option '" + key + "' given twice");
+        seen[key] = true;
+        if (is_hwm) {
+          const std::string v = w.substr(4);
+          if (!is_count(v)) fail(cmd + ": hwm wants a non-negative integer, got '" + v + "'");
+          o.hwm = std::stoull(v);
+        } else if (key == "writev") o.writev = true;
+        else if (key == "final") o.final = true;
+        else if (key == "sync") o.sync = true;
+        else if (key == "objectMode") o.object_mode = true;
+        else if (key == "noAutoDestroy") o.no_auto_destroy = true;
+        else if (key == "noEmitClose") o.no_emit_close = true;
+      }
+      const std::string name = create(is_w ? W : R);
+      if (!is_w) {
+        s.run = [n, name] { throw unsupported{n, "readable streams are not supported yet"}; };
+      } else {
+        s.run = [name, o] {
+          stream_entry& e = streams[name];
+          e.k = stream_entry::kind::writable;
+          sluice::writable_options wo;
+          wo.high_water_mark = o.hwm;
+          wo.object_mode = o.object_mode;
+          wo.auto_destroy = !o.no_auto_destroy;
+          wo.emit_close = !o.no_emit_close;
+          e.w = std::make_unique<sluice::writable>(std::make_unique<recording_sink>(name, o, e.pending), wo);
+          for (auto ev : {sluice::event::drain, sluice::event::finish, sluice::event::close, sluice::event::pipe,
+                          sluice::event::unpipe}) {
+            e.w->on(ev, [name, ev] { emit(std::string(sluice::to_string(ev)) + " " + name); });
+          }
+          e.w->on(sluice::event::error, [name](std::error_code ec) { emit("error " + name + " " + what(ec)); });
+        };
+      }
+    } else if (cmd == "write") {
+      arity(2, 3);
+      const std::string w = stream(0, W);
+      const std::string c = chunk(args[1]);
+      if (args.size() == 3 && args[2] != "cb") fail("write: third argument must be 'cb', got '" + args[2] + "'");
+      const bool cb = args.size() == 3;
+      s.run = [w, c, cb] {
+        auto& st = *streams[w].w;
+        bool ret;
+        if (cb)
+          ret = st.write(c, [w, c](std::error_code ec) { emit("cb " + w + " " + c + " " + what(ec)); });
+        else
+          ret = st.write(c);
+        emit("write " + w + " " + c + " -> " + (ret ? "true" : "false"));
+      };
+    } else if (cmd == "end") {
+      arity(1, 3);
+      const std::string w = stream(0, W);
+      std::vector<std::string> rest(args.begin() + 1, args.end());
+      const bool has_cb = !rest.empty() && rest.back() == "cb";
+      if (has_cb) rest.pop_back();
+      if (rest.size() > 1) fail("end: expected 'end W [CHUNK] [cb]'");
+      std::optional<std::string> c;
+      if (!rest.empty()) c = chunk(rest[0]);
+      s.run = [w, c, has_cb] {
+        auto& st = *streams[w].w;
+        sluice::write_cb cb;
+        if (has_cb) cb = [w](std::error_code ec) { emit("end-cb " + w + " " + what(ec)); };
+        if (c)
+          st.end(*c, std::move(cb));
+        else
+          st.end(std::move(cb));
+      };
+    } else if (cmd == "cork" || cmd == "uncork") {
+      arity(1, 1);
+      const std::string w = stream(0, W);
+      const bool is_cork = cmd == "cork";
+      s.run = [w, is_cork] {
+        if (is_cork)
+          streams[w].w->cork();
+        else
+          streams[w].w->uncork();
+      };
+    } else if (cmd == "destroy") {
+      arity(1, 2);
+      const std::string name = stream(0, std::nullopt);
+      const auto msg = error_opt(1);
+      const bool is_w = kinds[name] == W;
+      s.run = [name, msg, is_w, n] {
+        if (!is_w) throw unsupported{n, "readable streams are not supported yet"};
+        streams[name].w->destroy(msg ? sluice::user_error(*msg) : std::error_code{});
+      };
+    } else if (cmd == "complete") {
+      arity(1, 2);
+      const std::string w = stream(0, W);
+      const auto msg = error_opt(1);
+      s.run = [w, msg, n] {
+        auto& pending = streams[w].pending;
+        if (pending.empty()) throw scenario_error{n, "complete: " + w + " has no pending sink call"};
+        pending_call call = pending.front();
+        pending.pop_front();
+        const std::error_code ec = msg ? sluice::user_error(*msg) : std::error_code{};
+        std::visit([&](auto& done) { done(ec); }, call);
+      };
+    } else if (cmd == "push" || cmd == "unshift") {
+      arity(2, 2);
+      stream(0, R);
+      if (!(cmd == "push" && args[1] == "EOF")) chunk(args[1]);
+      s.run = [n] { throw unsupported{n, "readable streams are not supported yet"}; };
+    } else if (cmd == "read") {
+      arity(1, 2);
+      stream(0, R);
+      if (args.size() == 2 && !is_count(args[1])) fail("read: N must be a non-negative integer, got '" + args[1] + "'");
+      s.run = [n] { throw unsupported{n, "readable streams are not supported yet"}; };
+    } else if (cmd == "on") {
+      arity(2, 2);
+      stream(0, R);
+      if (args[1] != "data" && args[1] != "readable") fail("on: event must be 'data' or 'readable', got '" + args[1] + "'");
+      s.run = [n] { throw unsupported{n, "readable streams are not supported yet"}; };
+    } else if (cmd == "pause" || cmd == "resume") {
+      arity(1, 1);
+      stream(0, R);
+      s.run = [n] { throw unsupported{n, "readable streams are not supported yet"}; };
+    } else if (cmd == "pipe" || cmd == "unpipe") {
+      arity(2, 2);
+      stream(0, R);
+      stream(1, W);
+      s.run = [n] { throw unsupported{n, "pipe is not supported yet"}; };
+    } else if (cmd == "state") {
+      arity(1, 1);
+      const std::string name = stream(0, std::nullopt);
+      const bool is_w = kinds[name] == W;
+      s.run = [name, is_w, n] {
+        if (!is_w) throw unsupported{n, "readable streams are not supported yet"};
+        emit(state_line(name, *streams[name].w));
+      };
+    } else if (cmd == "tick") {
+      arity(0, 0);
+      s.tick = true;
+    } else {
+      fail("unknown command '" + cmd + "'");
+    }
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+void print_trace() {
+  for (const auto& l : trace) std::fputs((l + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+const char* usage =
+    "usage: sluice-trace [FILE.scn | -]\n"
+    "Runs a stream scenario (see SCENARIOS.md) through sluice and prints its trace.\n"
+    "Reads standard input when FILE is - or absent.\n"
+    "Exit status: 0 after a run, 2 for a malformed or unreadable scenario,\n"
+    "3 for a scenario that uses what this build does not support yet.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string file;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    if (!file.empty() || (a.size() > 1 && a[0] == '-')) {
+      std::fprintf(stderr, "sluice-trace: unexpected argument '%s'\n%s", a.c_str(), usage);
+      return 2;
+    }
+    file = a;
+  }
+
+  std::string text;
+  if (file.empty() || file == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    text = ss.str();
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "sluice-trace: cannot read %s\n", file.c_str());
+      return 2;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+
+  int status = 0;
+  try {
+    auto steps = parse(text);
+    auto& l = sluice::loop::current();
+    // Commands between ticks run back to back: one synchronous turn.
+    for (auto& s : steps) {
+      if (s.tick)
+        l.run_until_idle();
+      else
+        s.run();
+    }
+    l.run_until_idle();  // the implicit final tick
+  } catch (const scenario_error& e) {
+    print_trace();
+    std::fprintf(stderr, "sluice-trace: line %d: %s\n", e.line, e.message.c_str());
+    status = 2;
+  } catch (const unsupported& e) {
+    print_trace();
+    std::fprintf(stderr, "sluice-trace: line %d: unsupported: %s\n", e.line, e.message.c_str());
+    status = 3;
+  }
+  if (status == 0) print_trace();
+  std::fflush(stdout);
+  // The streams' destructors would call callbacks still owed; the trace is
+  // already printed, so leave quietly without running them.
+  std::_Exit(status);
+}
