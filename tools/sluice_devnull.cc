@@ -2,6 +2,7 @@
 // to /dev/null (or any file) as fast as a sluice fd writable clears them,
 // printing progress once a second and a summary at the end.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -37,8 +38,9 @@ Options:
   --no-callback    write without callbacks
   --cork           cork() before and uncork() after each batch
   --hwm N          the stream's high-water mark in bytes (default 16384)
-  --target PATH    write to PATH instead of /dev/null ('-' is standard output);
-                   a regular file is created or truncated
+  --target PATH    write to PATH instead of /dev/null ('-' is standard output,
+                   and the summary then goes to standard error); a regular
+                   file is created or truncated
   --json           print the summary as one JSON object on standard output
   --quiet          no progress lines
   -h, --help       show this help
@@ -290,8 +292,10 @@ class bench {
     const double mb = rate * static_cast<double>(chunk_.size()) / 1e6;
     const std::size_t rss = peak_rss_bytes();
     const std::string err = error_ ? fmt::format("{} ({})", error_.message(), sluice::code_name(error_)) : "";
+    // The summary goes to standard output, unless that is where the chunks went.
+    FILE* out = o_.target == "-" ? stderr : stdout;
     if (o_.json) {
-      std::printf(
+      std::fprintf(out,
           "{\"name\":\"sluice\",\"target\":%s,\"chunk_size\":%zu,\"batch\":%zu,\"callback\":%s,\"cork\":%s,"
           "\"issued\":%llu,\"cleared\":%llu,\"failed\":%llu,\"elapsed_s\":%.6f,\"cleared_per_s\":%.0f,"
           "\"mb_per_s\":%.2f,\"peak_rss_bytes\":%zu,\"max_buffered_bytes\":%zu,\"drains\":%llu,"
@@ -301,7 +305,7 @@ class bench {
           static_cast<unsigned long long>(failed_), elapsed_, rate, mb, rss, max_buffered_,
           static_cast<unsigned long long>(drains_), sink_->syscalls(), error_ ? json_string(err).c_str() : "null");
     } else {
-      std::printf(
+      std::fprintf(out,
           "issued %llu writes of %zu bytes to %s in %.3f s\n"
           "cleared %llu (%.2fM writes/s, %.1f MB/s)\n"
           "peak RSS %.1f MiB, largest buffered %zu bytes, %llu drains, %zu syscalls\n",
@@ -309,7 +313,7 @@ class bench {
           static_cast<unsigned long long>(c), rate / 1e6, mb, static_cast<double>(rss) / (1024.0 * 1024.0),
           max_buffered_, static_cast<unsigned long long>(drains_), sink_->syscalls());
     }
-    std::fflush(stdout);
+    std::fflush(out);
     if (error_) {
       std::fprintf(stderr, "sluice-devnull: write to %s failed: %s; %llu writes did not land\n", o_.target.c_str(),
                    err.c_str(), static_cast<unsigned long long>(issued_ - c));
@@ -336,5 +340,7 @@ class bench {
 
 int main(int argc, char** argv) {
   const options o = parse_args(argc, argv);
+  // A reader that goes away is an error to report, not a reason to die.
+  ::signal(SIGPIPE, SIG_IGN);
   return bench(o).run();
 }

@@ -30,6 +30,10 @@ struct event_arg {
   void* source = nullptr;
 };
 
+/// The argument of events that carry nothing; made once, so that emit(ev)
+/// builds no std::error_code per call.
+inline const event_arg no_arg{};
+
 using listener = inline_function<void(const event_arg&), 16>;
 using listener_id = std::uint32_t;
 
@@ -76,9 +80,13 @@ class emitter {
 
   /// Calls the listeners of `ev`; returns whether there were any (Node's
   /// emit()). An `error` with no listener goes to the unhandled-error handler.
-  bool emit(event ev, const event_arg& arg = {}) noexcept {
+  bool emit(event ev, const event_arg& arg) noexcept {
     const std::uint32_t bit = 1u << static_cast<unsigned>(ev);
-    if (!(live_ & bit)) return emit_none(ev, arg);
+    if (!(live_ & bit)) {
+      if (ev == event::error) [[unlikely]]
+        return emit_none(ev, arg);
+      return false;
+    }
     if (slow_ & bit) return emit_slow(ev, arg);
     // One persistent listener, stored inline: the common case.
     ++depth_;
@@ -86,6 +94,7 @@ class emitter {
     if (--depth_ == 0 && dirty_) compact();
     return true;
   }
+  bool emit(event ev) noexcept { return emit(ev, no_arg); }
 
  protected:
   // Streams with their own state derive from emitter; not for deleting through.

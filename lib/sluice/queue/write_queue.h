@@ -84,8 +84,11 @@ class write_queue {
   }
 
  private:
-  req_list list_;
+  // The counters are kept apart: side by side, GCC merges their updates into
+  // one 16-byte store, and the next push's 8-byte load of either then stalls
+  // on store forwarding (measured: 2x the cost of a push + pop).
   std::size_t count_ = 0;
+  req_list list_;
   std::size_t bytes_ = 0;
 };
 

@@ -61,6 +61,7 @@ class writable : public emitter {
   /// stream has ended or is destroyed, in which case `cb` gets the error.
   bool write(std::string_view chunk, write_cb cb = {});
   bool write(std::span<const std::byte> chunk, write_cb cb = {});
+  bool write(const char* chunk, write_cb cb = {}) { return write(std::string_view(chunk), std::move(cb)); }
   /// Takes the chunk by ownership: never copied.
   bool write(std::string&& chunk, write_cb cb = {});
   bool write(std::vector<std::byte>&& chunk, write_cb cb = {});
@@ -72,6 +73,7 @@ class writable : public emitter {
   writable& end(write_cb cb = {});
   /// Node: end(chunk, cb).
   writable& end(std::string_view chunk, write_cb cb = {});
+  writable& end(const char* chunk, write_cb cb = {}) { return end(std::string_view(chunk), std::move(cb)); }
 
   void cork() noexcept;
   void uncork();
