@@ -136,7 +136,9 @@ class emitter {
   std::uint32_t live_ = 0;  // bit per event with at least one live listener
   std::uint32_t slow_ = 0;  // bit per event that needs the general path
   std::uint32_t depth_ = 0;  // emits in progress (nesting)
-  std::uint32_t gen_ = 0;    // emit generation, see entry
+  // Emit generation, see entry. Starts at 1: a removal stamps removed_gen with
+  // it, and 0 there means "live".
+  std::uint32_t gen_ = 1;
   listener_id next_id_ = 1;
   bool dirty_ = false;       // removed entries wait for depth_ == 0
   entry first_;              // the oldest listener, inline

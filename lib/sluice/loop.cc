@@ -27,11 +27,19 @@ loop::queued loop::ring::pop() {
 }
 
 void loop::ring::cancel(const void* owner) noexcept {
-  // Cancelled slots stay in place, empty, so the order of the others holds.
+  // Compacts in place, keeping the order of the others.
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < count_; ++i) {
-    queued& q = slots_[(head_ + i) & (slots_.size() - 1)];
-    if (q.owner == owner) q.fn = nullptr;
+    queued& q = slots_[(head_ + i) & mask];
+    if (q.owner == owner) {
+      q.fn = nullptr;
+      continue;
+    }
+    if (kept != i) slots_[(head_ + kept) & mask] = std::move(q);
+    ++kept;
   }
+  count_ = kept;
 }
 
 loop::loop() = default;

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 
+#include "sluice/errors.h"
 #include "sluice/loop.h"
 #include "sluice/stream/writable.h"
 
@@ -107,18 +108,15 @@ std::size_t fd_sink::fill_iov() noexcept {
   std::string_view c = *it;
   c.remove_prefix(pos_offset_);
   iovec* const first = iov_.data();
-  iovec* const limit = first + iov_max;
-  iovec* cur = first - 1;  // the iovec being extended; none yet
+  std::size_t used = 0;      // iovecs filled; first[used - 1] is being extended
   const char* cur_end = nullptr;
   for (;;) {
     if (!c.empty()) {
       if (c.data() == cur_end) {
-        cur->iov_len += c.size();  // adjacent in memory: one buffer
+        first[used - 1].iov_len += c.size();  // adjacent in memory: one buffer
       } else {
-        if (cur + 1 == limit) break;
-        ++cur;
-        cur->iov_base = const_cast<char*>(c.data());
-        cur->iov_len = c.size();
+        if (used == iov_max) break;
+        first[used++] = {const_cast<char*>(c.data()), c.size()};
       }
       cur_end = c.data() + c.size();
       total += c.size();
@@ -127,7 +125,7 @@ std::size_t fd_sink::fill_iov() noexcept {
     if (--left == 0) break;
     c = *it;
   }
-  iov_count_ = static_cast<std::size_t>(cur + 1 - first);
+  iov_count_ = used;
   fill_end_ = {it, 0, left};
   return total;
 }
@@ -209,10 +207,12 @@ ssize_t fd_sink::write_iov(const iovec* iov, int n) noexcept {
 
 std::error_code fd_sink::destroy(std::error_code err) noexcept {
   if (done_ && loop_) {
-    // A write is waiting for the fd: it will never finish now. Its completion
+    // A write is waiting for the fd: it will never finish now, and some of
+    // its bytes may not have landed, so its callback must not hear success
+    // (Differs from Node: net.Socket calls it back with null). Its completion
     // still comes from the loop, as every completion does.
     loop_->cancel(this);
-    error_ = make_error_code(std::errc::operation_canceled);
+    error_ = make_error_code(errc::destroyed);
     loop_->next_tick([this] { complete(); }, this);
   }
   const std::error_code closed = close_fd();

@@ -27,10 +27,16 @@ int file_sink::open_fd(const std::string& path, const file_options& options) noe
 file_sink::file_sink(int fd, const file_options& options) noexcept
     : fd_sink(fd, true), fsync_at_end_(options.fsync_at_end) {}
 
-file_sink::file_sink(const std::string& path, const file_options& options)
-    : file_sink(open_fd(path, options), options) {
-  if (fd() < 0) throw stream_error(errno, std::system_category(), "cannot open " + path);
+namespace {
+// open_fd() or throw, before fd_sink's constructor can touch errno.
+int open_or_throw(int fd, const std::string& path) {
+  if (fd < 0) throw stream_error(errno, std::system_category(), "cannot open " + path);
+  return fd;
 }
+}  // namespace
+
+file_sink::file_sink(const std::string& path, const file_options& options)
+    : file_sink(open_or_throw(open_fd(path, options), path), options) {}
 
 std::unique_ptr<file_sink> file_sink::open(const std::string& path, const file_options& options,
                                            std::error_code& ec) noexcept {

@@ -44,13 +44,28 @@ writable::~writable() {
   if (!destroyed()) sink_->destroy({});
   sink_.reset();
   const auto gone = make_error_code(errc::destroyed);
+  for (auto& [cb, ec] : owed_) cb(ec);
+  owed_.clear();
   call_back(done_, done_.size(), {});
+  call_back(failed_, failed_.size(), errored() ? errored() : gone);
   call_back(writing_, writing_.size(), gone);
   call_back(buffered_, buffered_.size(), errored() ? errored() : gone);
   call_finished_callbacks(gone);
 }
 
 void writable::call_soon(task t) { loop_->next_tick(std::move(t), this); }
+
+// Node: process.nextTick(cb, err). The callback waits in owed_ rather than in
+// the task, so that the destructor can still pay it if the tick never comes.
+void writable::call_back_soon(write_cb cb, std::error_code ec) {
+  if (!cb) return;
+  owed_.emplace_back(std::move(cb), ec);
+  call_soon([this] {
+    auto [callback, err] = std::move(owed_.front());
+    owed_.pop_front();
+    callback(err);
+  });
+}
 
 inline std::size_t writable::chunk_len(const write_req& r) const noexcept {
   return state_.has(wf::object_mode) ? 1 : r.data.size();
@@ -104,7 +119,7 @@ namespace {
 [[gnu::noinline]] bool writable::reject(write_cb cb) {
   const std::error_code err =
       make_error_code(state_.has(wf::ending) ? errc::write_after_end : errc::destroyed);
-  if (cb) call_soon([cb = std::move(cb), err] { cb(err); });
+  call_back_soon(std::move(cb), err);
   error_or_destroy(err, true);
   return false;
 }
@@ -195,9 +210,13 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
 
 // sluice's own: the end of the turn in which a coalescing stream was first
 // written to. Everything written since leaves in one clear_buffer().
+// Like Node's onConstructed(), which also releases held writes: clear the
+// buffer, then finish if end() came while they were held (a sink that
+// completed inside clear_buffer() could not finish: the buffer was in use).
 void writable::flush_coalesced() noexcept {
   state_.clear(wf::flush_scheduled | wf::coalescing);
   if (!state_.has(wf::writing)) clear_buffer();
+  if (state_.has(wf::ending)) finish_maybe(true);
 }
 
 // Node: doWrite(). The requests are already in writing_.
@@ -240,8 +259,8 @@ void writable::on_write(std::error_code er) noexcept {
       state_.set(wf::errored);
     }
     if (is_sync) {
-      done_.splice_back(completed);
-      call_soon([this, er, n] { on_write_error(er, done_, n); });
+      failed_.splice_back(completed);
+      call_soon([this, er, n] { on_write_error(er, failed_, n); });
     } else {
       on_write_error(er, completed, n);
     }
@@ -422,11 +441,11 @@ writable& writable::end_impl(const std::string_view* chunk_or_null, write_cb cb)
 
   if (cb) {
     if (err) {
-      call_soon([cb = std::move(cb), err] { cb(err); });
+      call_back_soon(std::move(cb), err);
     } else if (state_.has(wf::errored)) {
-      call_soon([cb = std::move(cb), e = errored_] { cb(e); });
+      call_back_soon(std::move(cb), errored_);
     } else if (state_.has(wf::finished)) {
-      call_soon([cb = std::move(cb)] { cb({}); });
+      call_back_soon(std::move(cb), {});
     } else {
       state_.set(wf::on_finished);
       on_finished_.push_back(std::move(cb));

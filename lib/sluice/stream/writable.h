@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <deque>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -133,6 +135,7 @@ class writable : public emitter {
   void emit_error_nt(std::error_code ec) noexcept;
   void emit_close_nt() noexcept;
   void call_soon(task t);
+  void call_back_soon(write_cb cb, std::error_code ec);
 
   detail::writable_state state_;
   std::error_code errored_;
@@ -142,6 +145,8 @@ class writable : public emitter {
   detail::write_queue buffered_;  // Node: state.buffered
   detail::write_queue writing_;   // the requests of the sink call in flight
   detail::write_queue done_;      // completed synchronously; callbacks wait for the tick
+  detail::write_queue failed_;    // failed synchronously; callbacks wait for the tick
+  std::deque<std::pair<write_cb, std::error_code>> owed_;  // see call_back_soon()
   std::vector<write_cb> on_finished_;  // end() callbacks
   bool coalesce_ = false;
 };

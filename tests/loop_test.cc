@@ -1,0 +1,284 @@
+// loop: next_tick and set_immediate queues, cancel, fd watches, run(), wakeup.
+#include "support/printers.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sluice/loop.h"
+
+using sluice::loop;
+
+namespace {
+
+struct pipe_fds {
+  int r = -1, w = -1;
+  pipe_fds() {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    r = fds[0];
+    w = fds[1];
+  }
+  ~pipe_fds() {
+    if (r >= 0) ::close(r);
+    if (w >= 0) ::close(w);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ticks run in the order they were queued") {
+  loop l;
+  std::string order;
+  l.next_tick([&] { order += 'a'; });
+  l.next_tick([&] { order += 'b'; });
+  l.next_tick([&] { order += 'c'; });
+  CHECK(order.empty());  // nothing runs before the loop does
+  l.run_until_idle();
+  CHECK(order == "abc");
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("ticks queued by ticks run in the same drain, after those already queued") {
+  loop l;
+  std::string order;
+  l.next_tick([&] {
+    order += 'a';
+    l.next_tick([&] { order += 'c'; });
+  });
+  l.next_tick([&] { order += 'b'; });
+  l.set_immediate([&] { order += 'i'; });
+  l.run_until_idle();
+  CHECK(order == "abci");
+}
+
+TEST_CASE("immediates run after the ticks, each followed by the ticks it queued") {
+  loop l;
+  std::string order;
+  l.set_immediate([&] {
+    order += 'I';
+    l.next_tick([&] { order += 't'; });
+  });
+  l.set_immediate([&] { order += 'J'; });
+  l.next_tick([&] { order += 'a'; });
+  l.run_until_idle();
+  CHECK(order == "aItJ");
+}
+
+TEST_CASE("an immediate queued by an immediate waits for the next turn") {
+  loop l;
+  std::string order;
+  l.set_immediate([&] {
+    order += '1';
+    l.set_immediate([&] { order += '3'; });
+  });
+  l.set_immediate([&] { order += '2'; });
+  l.run_until_idle();
+  CHECK(order == "123");
+}
+
+TEST_CASE("many ticks keep their order across the queue's growth") {
+  loop l;
+  std::vector<int> seen;
+  for (int i = 0; i < 1000; ++i) l.next_tick([&seen, i] { seen.push_back(i); });
+  l.run_until_idle();
+  REQUIRE(seen.size() == 1000);
+  bool in_order = true;
+  for (int i = 0; i < 1000; ++i) in_order = in_order && seen[static_cast<std::size_t>(i)] == i;
+  CHECK(in_order);
+}
+
+TEST_CASE("the tick queue keeps its order when it wraps around") {
+  loop l;
+  std::vector<int> seen;
+  int next = 0;
+  // Keep 40 ticks queued while 200 pass through, so the ring wraps.
+  for (int i = 0; i < 40; ++i) l.next_tick([&seen, n = next++] { seen.push_back(n); });
+  l.run_until_idle();
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 40; ++i) l.next_tick([&seen, n = next++] { seen.push_back(n); });
+    l.run_until_idle();
+  }
+  // Now grow while wrapped: 50 left in a 64-slot ring, then 100 more.
+  for (int i = 0; i < 150; ++i) l.next_tick([&seen, n = next++] { seen.push_back(n); });
+  l.run_until_idle();
+  REQUIRE(seen.size() == static_cast<std::size_t>(next));
+  bool in_order = true;
+  for (int i = 0; i < next; ++i) in_order = in_order && seen[static_cast<std::size_t>(i)] == i;
+  CHECK(in_order);
+}
+
+TEST_CASE("cancel(owner) drops that owner's ticks, immediates and watches only") {
+  loop l;
+  pipe_fds p;
+  int mine = 0, theirs = 0;
+  std::string order;
+  l.next_tick([&] { order += 'm'; }, &mine);
+  l.next_tick([&] { order += 't'; }, &theirs);
+  l.set_immediate([&] { order += 'M'; }, &mine);
+  l.set_immediate([&] { order += 'T'; }, &theirs);
+  l.next_tick([&] { order += 'u'; });  // no owner
+  l.watch(p.r, POLLIN, [&](short) { order += 'W'; }, &mine);
+  l.cancel(&mine);
+  l.cancel(nullptr);  // no-op: tasks without an owner are never cancelled
+  CHECK(l.watched_fds().empty());
+  l.run_until_idle();
+  CHECK(order == "tuT");
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("a watch on a pipe's read end fires once, when data arrives") {
+  loop l;
+  pipe_fds p;
+  int calls = 0;
+  short got = 0;
+  l.watch(p.r, POLLIN, [&](short revents) {
+    ++calls;
+    got = revents;
+  });
+  CHECK(l.alive());
+  l.run_until_idle();  // does not wait for fds
+  CHECK(calls == 0);
+  REQUIRE(::write(p.w, "x", 1) == 1);
+  l.run();  // waits in poll(), then returns: the watch was one-shot
+  CHECK(calls == 1);
+  CHECK((got & POLLIN) != 0);
+  CHECK_FALSE(l.alive());
+  l.run();  // nothing left: returns at once
+  CHECK(calls == 1);
+}
+
+TEST_CASE("a watch's task may watch again") {
+  loop l;
+  pipe_fds p;
+  int calls = 0;
+  REQUIRE(::write(p.w, "xy", 2) == 2);
+  l.watch(p.r, POLLIN, [&](short) {
+    char c;
+    REQUIRE(::read(p.r, &c, 1) == 1);
+    if (++calls == 1) l.watch(p.r, POLLIN, [&](short) {
+      char d;
+      REQUIRE(::read(p.r, &d, 1) == 1);
+      ++calls;
+    });
+  });
+  l.run();
+  CHECK(calls == 2);
+}
+
+TEST_CASE("a watch fires with POLLHUP when the other end closes") {
+  loop l;
+  pipe_fds p;
+  short got = 0;
+  l.watch(p.r, POLLIN, [&](short revents) { got = revents; });
+  ::close(p.w);
+  p.w = -1;
+  l.run();
+  CHECK((got & (POLLHUP | POLLIN)) != 0);
+}
+
+TEST_CASE("run() returns when ticks, immediates and watches are all done") {
+  loop l;
+  pipe_fds p;
+  std::string order;
+  l.next_tick([&] {
+    order += 't';
+    l.set_immediate([&] {
+      order += 'i';
+      REQUIRE(::write(p.w, "x", 1) == 1);
+    });
+  });
+  l.watch(p.r, POLLIN, [&](short) {
+    order += 'w';
+    l.next_tick([&] { order += 'T'; });
+  });
+  l.run();
+  CHECK(order == "tiwT");
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("watched_fds lists the watches and dispatch_ready runs a matching one") {
+  loop l;
+  pipe_fds p;
+  int calls = 0;
+  l.watch(p.w, POLLOUT, [&](short revents) {
+    ++calls;
+    CHECK((revents & POLLOUT) != 0);
+  });
+  const auto fds = l.watched_fds();
+  REQUIRE(fds.size() == 1);
+  CHECK(fds[0].fd == p.w);
+  CHECK(fds[0].events == POLLOUT);
+  l.dispatch_ready(p.w, POLLIN);  // not what it waits for
+  CHECK(calls == 0);
+  l.dispatch_ready(p.r, POLLOUT);  // not its fd
+  CHECK(calls == 0);
+  l.dispatch_ready(p.w, POLLOUT);
+  CHECK(calls == 1);
+  CHECK(l.watched_fds().empty());
+  l.dispatch_ready(p.w, POLLOUT);  // one-shot
+  CHECK(calls == 1);
+}
+
+TEST_CASE("set_wakeup is called when work is queued into an idle loop, not while it runs") {
+  loop l;
+  int wakeups = 0;
+  l.set_wakeup([&] { ++wakeups; });
+  l.next_tick([] {});
+  CHECK(wakeups == 1);
+  l.set_immediate([] {});
+  CHECK(wakeups == 2);
+  l.next_tick([&] {
+    l.next_tick([] {});  // queued while running: no wakeup
+    l.set_immediate([] {});
+  });
+  CHECK(wakeups == 3);
+  l.run_until_idle();
+  CHECK(wakeups == 3);
+  pipe_fds p;
+  l.watch(p.r, POLLIN, [](short) {});
+  CHECK(wakeups == 4);
+  l.cancel(nullptr);
+}
+
+TEST_CASE("loop::current() is one loop per thread") {
+  loop& a = loop::current();
+  loop& b = loop::current();
+  CHECK(&a == &b);
+  loop* other = nullptr;
+  std::thread t([&] { other = &loop::current(); });
+  t.join();
+  CHECK(other != &a);
+}
+
+TEST_CASE("a loop whose only tasks were cancelled is not alive") {
+  loop l;
+  int owner = 0;
+  int calls = 0;
+  l.next_tick([&] { ++calls; }, &owner);
+  l.set_immediate([&] { ++calls; }, &owner);
+  CHECK(l.alive());
+  l.cancel(&owner);
+  CHECK_FALSE(l.alive());
+  l.run_until_idle();
+  CHECK(calls == 0);
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("cancelling one owner keeps the order of the other tasks") {
+  loop l;
+  int a = 0, b = 0;
+  std::string order;
+  for (int i = 0; i < 5; ++i) {
+    l.next_tick([&order, i] { order += static_cast<char>('0' + i); }, &a);
+    l.next_tick([&order] { order += 'x'; }, &b);
+  }
+  l.cancel(&b);
+  l.run_until_idle();
+  CHECK(order == "01234");
+}
