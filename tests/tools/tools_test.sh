@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The tools as a user meets them: help, bad usage, the JSON summary, I/O
+# errors named in a message and a non-zero exit (never a signal death), and
+# sluice-trace's answer to malformed scenarios.
+#
+#   tools_test.sh path/to/sluice-devnull path/to/sluice-trace
+set -uo pipefail
+devnull=${1:?usage: tools_test.sh SLUICE_DEVNULL SLUICE_TRACE}
+trace=${2:?usage: tools_test.sh SLUICE_DEVNULL SLUICE_TRACE}
+
+passed=0 failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {  # check NAME COMMAND...: the command must succeed
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name"
+  fi
+}
+
+json_field() {  # json_field FILE KEY
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# --help: exit 0, usage on stdout.
+"$devnull" --help >"$tmp/out" 2>&1
+check "devnull --help exits 0" test $? -eq 0
+check "devnull --help prints usage" grep -q '^usage: sluice-devnull' "$tmp/out"
+
+# Bad usage: exit 2 and a message naming the problem.
+for args in "--bogus" "--batch 0" "--chunk-size x" "--duration -1" "--count" "--json=1" "extra"; do
+  # shellcheck disable=SC2086
+  "$devnull" $args >"$tmp/out" 2>"$tmp/err"
+  status=$?
+  check "devnull $args exits 2" test $status -eq 2
+  check "devnull $args says why" test -s "$tmp/err"
+done
+
+# The JSON summary: one object with the documented keys; every write cleared.
+"$devnull" --count 5000 --json --quiet >"$tmp/json" 2>"$tmp/err"
+check "devnull --json exits 0" test $? -eq 0
+for key in issued cleared cleared_per_s mb_per_s peak_rss_bytes max_buffered_bytes drains; do
+  check "devnull --json has $key" python3 -c 'import json,sys; assert sys.argv[2] in json.load(open(sys.argv[1]))' "$tmp/json" "$key"
+done
+check "devnull --count 5000 issues 5000" test "$(json_field "$tmp/json" issued)" = 5000
+check "devnull --count 5000 clears 5000" test "$(json_field "$tmp/json" cleared)" = 5000
+
+# The other modes still land every byte.
+for mode in "" "--no-callback" "--cork" "--hwm 1 --batch 7"; do
+  # shellcheck disable=SC2086
+  "$devnull" --count 3001 --chunk-size 10 --quiet --target "$tmp/file" $mode >/dev/null 2>"$tmp/err"
+  check "devnull $mode to a file exits 0" test $? -eq 0
+  check "devnull $mode writes every byte" test "$(stat -c %s "$tmp/file")" = 30010
+done
+
+# A progress line on a long run.
+"$devnull" --duration 1.3 >/dev/null 2>"$tmp/err"
+check "devnull prints progress" grep -q 'writes/s' "$tmp/err"
+
+# A full disk: exit 1, the error named.
+"$devnull" --target /dev/full --quiet >/dev/null 2>"$tmp/err"
+check "devnull /dev/full exits 1" test $? -eq 1
+check "devnull /dev/full names ENOSPC" grep -q ENOSPC "$tmp/err"
+
+# A reader that goes away: exit 1 with EPIPE, not death by SIGPIPE (141).
+"$devnull" --target - --duration 2 --quiet 2>"$tmp/err" | head -c 10 >/dev/null
+status=${PIPESTATUS[0]}
+check "devnull closed pipe exits 1 (got $status)" test "$status" -eq 1
+check "devnull closed pipe names EPIPE" grep -q EPIPE "$tmp/err"
+
+# A path it cannot open.
+"$devnull" --target /no/such/dir/file --quiet >/dev/null 2>"$tmp/err"
+check "devnull unopenable target exits 1" test $? -eq 1
+check "devnull unopenable target says so" grep -q 'cannot open' "$tmp/err"
+
+# sluice-trace: a malformed line names its number, prints nothing, exit 2.
+printf 'writable w\nwrite w\n' >"$tmp/bad.scn"
+"$trace" "$tmp/bad.scn" >"$tmp/out" 2>"$tmp/err"
+check "trace malformed exits 2" test $? -eq 2
+check "trace malformed names line 2" grep -q 'line 2' "$tmp/err"
+check "trace malformed prints no trace" test ! -s "$tmp/out"
+
+printf 'writable w\nwrite x a\n' >"$tmp/unknown.scn"
+"$trace" "$tmp/unknown.scn" >/dev/null 2>"$tmp/err"
+check "trace unknown stream exits 2" test $? -eq 2
+check "trace unknown stream says so" grep -q "unknown stream 'x'" "$tmp/err"
+
+# `complete` with nothing pending is found at run time: the trace so far, then exit 2.
+printf 'writable w sync\nwrite w a\ncomplete w\n' >"$tmp/nothing.scn"
+"$trace" "$tmp/nothing.scn" >"$tmp/out" 2>"$tmp/err"
+check "trace complete-nothing exits 2" test $? -eq 2
+check "trace complete-nothing prints the trace so far" grep -q '^write w a -> true$' "$tmp/out"
+check "trace complete-nothing names line 3" grep -q 'line 3' "$tmp/err"
+
+# Standard input, CRLF line ends and comments.
+printf 'writable w sync # a comment\r\nwrite w ab cb\r\n' | "$trace" - >"$tmp/out" 2>"$tmp/err"
+check "trace reads stdin" test $? -eq 0
+check "trace stdin output" test "$(cat "$tmp/out")" = "$(printf '_write w ab\nwrite w ab -> true\ncb w ab ok')"
+
+"$trace" --help >/dev/null
+check "trace --help exits 0" test $? -eq 0
+"$trace" /no/such.scn >/dev/null 2>&1
+check "trace unreadable file exits 2" test $? -eq 2
+
+echo "tools: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
