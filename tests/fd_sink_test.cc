@@ -28,36 +28,16 @@
 #include "sluice/sinks/file_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
+#include "support/pipe_fds.h"
 #include "support/recording_sink.h"
 
 using namespace sluice;
 using namespace std::string_view_literals;
 using sluice::test::must_call;
+using sluice::test::pipe_fds;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct pipe_fds {
-  int r = -1, w = -1;
-  pipe_fds() {
-    int fds[2];
-    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-    r = fds[0];
-    w = fds[1];
-  }
-  ~pipe_fds() {
-    close_r();
-    close_w();
-  }
-  void close_r() {
-    if (r >= 0) ::close(r);
-    r = -1;
-  }
-  void close_w() {
-    if (w >= 0) ::close(w);
-    w = -1;
-  }
-};
 
 // Everything readable from fd right now (fd must be non-blocking or at EOF).
 std::string read_available(int fd, std::size_t max = SIZE_MAX) {

@@ -11,24 +11,12 @@
 #include <vector>
 
 #include "sluice/loop.h"
+#include "support/pipe_fds.h"
 
 using sluice::loop;
+using sluice::test::pipe_fds;
 
 namespace {
-
-struct pipe_fds {
-  int r = -1, w = -1;
-  pipe_fds() {
-    int fds[2];
-    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-    r = fds[0];
-    w = fds[1];
-  }
-  ~pipe_fds() {
-    if (r >= 0) ::close(r);
-    if (w >= 0) ::close(w);
-  }
-};
 
 }  // namespace
 
