@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -269,4 +271,73 @@ TEST_CASE("cancelling one owner keeps the order of the other tasks") {
   l.cancel(&b);
   l.run_until_idle();
   CHECK(order == "01234");
+}
+
+TEST_CASE("timers fire in order of their deadlines, and run() waits for them") {
+  loop l;
+  std::string order;
+  const auto t0 = std::chrono::steady_clock::now();
+  l.set_timeout(std::chrono::milliseconds(30), [&] { order += 'b'; });
+  l.set_timeout(std::chrono::milliseconds(10), [&] { order += 'a'; });
+  l.set_timeout(std::chrono::milliseconds(30), [&] { order += 'c'; });  // same deadline: after b
+  l.next_tick([&] { order += 't'; });
+  l.run();
+  CHECK(order == "tabc");
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(30));
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("a cleared timer never fires, and its owner's cancel drops timers too") {
+  loop l;
+  int calls = 0, owner = 0;
+  const auto id = l.set_timeout(std::chrono::milliseconds(1), [&] { ++calls; });
+  l.set_timeout(std::chrono::milliseconds(1), [&] { ++calls; }, &owner);
+  l.clear_timeout(id);
+  l.cancel(&owner);
+  CHECK_FALSE(l.alive());
+  l.run();
+  CHECK(calls == 0);
+}
+
+TEST_CASE("a task posted from another thread runs on the loop's thread and wakes run()") {
+  loop l;
+  const auto loop_thread = std::this_thread::get_id();
+  std::thread::id ran_on;
+  l.hold();  // keeps run() waiting for the post
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    l.post([&] {
+      ran_on = std::this_thread::get_id();
+      l.release();
+    });
+  });
+  l.run();
+  t.join();
+  CHECK(ran_on == loop_thread);
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("posts from several threads all run, in each thread's order") {
+  loop l;
+  constexpr int per_thread = 2000;
+  std::vector<int> seen[2];
+  l.hold();
+  std::atomic<int> done{0};
+  auto producer = [&](int k) {
+    for (int i = 0; i < per_thread; ++i) {
+      l.post([&, k, i] {
+        seen[k].push_back(i);
+        if (seen[0].size() + seen[1].size() == 2 * per_thread) l.release();
+      });
+    }
+    ++done;
+  };
+  std::thread a(producer, 0), b(producer, 1);
+  l.run();
+  a.join();
+  b.join();
+  for (auto& s : seen) {
+    REQUIRE(s.size() == per_thread);
+    for (int i = 0; i < per_thread; ++i) CHECK(s[static_cast<std::size_t>(i)] == i);
+  }
 }

@@ -1,7 +1,10 @@
 #include "sluice/loop.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 
@@ -43,7 +46,100 @@ void loop::ring::cancel(const void* owner) noexcept {
 }
 
 loop::loop() = default;
-loop::~loop() = default;
+loop::~loop() {
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void loop::make_wake_fd() {
+  if (wake_fd_.load(std::memory_order_relaxed) >= 0) return;
+  const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "eventfd");
+  wake_fd_.store(fd, std::memory_order_release);
+}
+
+void loop::hold() {
+  {
+    // run() must have something to wait on while it waits for posts.
+    std::lock_guard lock(posted_mutex_);
+    make_wake_fd();
+  }
+  ++holds_;
+}
+
+namespace {
+// Orders timer_entry as a min-heap: earliest due first, then the oldest id.
+struct later {
+  template <class T>
+  bool operator()(const T& a, const T& b) const noexcept {
+    return a.due != b.due ? a.due > b.due : a.id > b.id;
+  }
+};
+}  // namespace
+
+timer_id loop::set_timeout(std::chrono::milliseconds delay, task t, const void* owner) {
+  const timer_id id = next_timer_++;
+  timers_.push_back({std::chrono::steady_clock::now() + delay, id, owner, std::move(t)});
+  std::push_heap(timers_.begin(), timers_.end(), later{});
+  poke();
+  return id;
+}
+
+void loop::clear_timeout(timer_id id) noexcept {
+  for (auto& t : timers_)
+    if (t.id == id) t.fn = nullptr;  // dropped when it comes due
+  std::erase_if(timers_, [](const timer_entry& t) { return !t.fn; });
+  std::make_heap(timers_.begin(), timers_.end(), later{});
+}
+
+void loop::run_timers() {
+  if (timers_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  while (!timers_.empty() && timers_.front().due <= now) {
+    std::pop_heap(timers_.begin(), timers_.end(), later{});
+    task fn = std::move(timers_.back().fn);
+    timers_.pop_back();
+    if (fn) fn();
+    drain_ticks();
+  }
+}
+
+int loop::next_timeout_ms() const {
+  if (timers_.empty()) return -1;
+  const auto left = timers_.front().due - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+  // Rounded up, so that a timer is never run early and then waited for again.
+  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+}
+
+void loop::post(task t) {
+  bool wake;
+  {
+    std::lock_guard lock(posted_mutex_);
+    make_wake_fd();
+    wake = posted_.empty();
+    posted_.push_back(std::move(t));
+  }
+  if (wake) {
+    const std::uint64_t one = 1;
+    // Only EAGAIN can fail here (the counter is full): the loop is awake then.
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void loop::drain_posted() {
+  // No eventfd: nothing was ever posted. It is made once, under the lock,
+  // and never changes after.
+  if (wake_fd_.load(std::memory_order_acquire) < 0) return;
+  {
+    std::lock_guard lock(posted_mutex_);
+    if (posted_.empty()) return;
+    std::swap(posted_, posted_swap_);
+    std::uint64_t count;
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
+  }
+  for (auto& t : posted_swap_) ticks_.push({nullptr, std::move(t)});
+  posted_swap_.clear();
+}
 
 loop& loop::current() {
   thread_local loop instance;
@@ -73,13 +169,16 @@ void loop::cancel(const void* owner) noexcept {
   if (owner == nullptr) return;
   ticks_.cancel(owner);
   immediates_.cancel(owner);
+  const auto before = timers_.size();
+  std::erase_if(timers_, [owner](const timer_entry& t) { return t.owner == owner; });
+  if (timers_.size() != before) std::make_heap(timers_.begin(), timers_.end(), later{});
   for (auto& w : watches_)
     if (w.owner == owner) w.fn = nullptr;
   std::erase_if(watches_, [](const watch_entry& w) { return !w.fn; });
 }
 
 bool loop::alive() const noexcept {
-  return !ticks_.empty() || !immediates_.empty() || !watches_.empty();
+  return !ticks_.empty() || !immediates_.empty() || !watches_.empty() || !timers_.empty() || holds_ > 0;
 }
 
 void loop::drain_ticks() {
@@ -92,8 +191,10 @@ void loop::drain_ticks() {
 void loop::run_until_idle() {
   ++running_;
   for (;;) {
+    drain_posted();
     drain_ticks();
-    if (immediates_.empty()) break;
+    run_timers();
+    if (immediates_.empty() && ticks_.empty()) break;
     // One turn: the immediates queued before it, each followed by the ticks it
     // queued, as Node runs setImmediate callbacks.
     for (std::size_t n = immediates_.size(); n > 0 && !immediates_.empty(); --n) {
@@ -127,15 +228,16 @@ void loop::dispatch_ready(int fd, short revents) {
 
 bool loop::poll_watches(int timeout_ms) {
   std::vector<pollfd> fds;
-  fds.reserve(watches_.size());
+  fds.reserve(watches_.size() + 1);
   for (const auto& w : watches_) fds.push_back({w.fd, w.events, 0});
+  if (wake_fd_ >= 0) fds.push_back({wake_fd_, POLLIN, 0});
   int n;
   do {
     n = ::poll(fds.data(), fds.size(), timeout_ms);
   } while (n < 0 && errno == EINTR);
   if (n < 0) throw std::system_error(errno, std::system_category(), "poll");
   for (const auto& p : fds)
-    if (p.revents) dispatch_ready(p.fd, p.revents);
+    if (p.revents && p.fd != wake_fd_) dispatch_ready(p.fd, p.revents);
   return n > 0;
 }
 
@@ -143,8 +245,8 @@ void loop::run() {
   ++running_;
   for (;;) {
     run_until_idle();
-    if (watches_.empty()) break;
-    poll_watches(-1);
+    if (watches_.empty() && timers_.empty() && holds_ == 0) break;
+    poll_watches(next_timeout_ms());
   }
   --running_;
 }

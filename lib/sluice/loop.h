@@ -2,8 +2,11 @@
 // readiness, for programs that have no event loop of their own.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "sluice/function.h"
@@ -12,6 +15,7 @@ namespace sluice {
 
 using task = inline_function<void(), 32>;
 using fd_task = inline_function<void(short revents), 32>;
+using timer_id = std::uint64_t;
 
 /// Deferred work for the streams of one thread. Streams never block and never
 /// call back from inside write(): what Node defers with process.nextTick goes
@@ -49,7 +53,18 @@ class loop {
   /// Calls `t` once, from run(), when `fd` is ready for `events` (POLLIN,
   /// POLLOUT) or in error; revents says which.
   void watch(int fd, short events, fd_task t, const void* owner = nullptr);
-  /// Drops every task and watch queued with this owner (O(queued)).
+  /// Node: setTimeout(). Calls `t` once, from run(), after `delay`; a zero
+  /// delay waits for the next turn. Returns an id for clear_timeout().
+  timer_id set_timeout(std::chrono::milliseconds delay, task t, const void* owner = nullptr);
+  /// Node: clearTimeout(). Unknown or fired ids are ignored.
+  void clear_timeout(timer_id id) noexcept;
+
+  /// The one call that may come from any thread: queues `t` to run on this
+  /// loop's thread, as a tick, and wakes the loop if it is waiting in run().
+  /// Used by worker threads to hand completions back.
+  void post(task t);
+
+  /// Drops every task, timer and watch queued with this owner (O(queued)).
   void cancel(const void* owner) noexcept;
 
   /// Runs ticks and immediates until none are left. Does not wait for fds.
@@ -57,8 +72,14 @@ class loop {
   /// Runs until nothing at all is left: no ticks, no immediates, no watches;
   /// waits in poll() while only watches remain.
   void run();
-  /// Whether anything is queued or watched.
+  /// Whether anything is queued, watched, timed, or expected from another
+  /// thread (see hold()).
   bool alive() const noexcept;
+
+  /// Keeps run() from returning while work is expected through post() (a
+  /// worker thread with writes in flight); release() when none is. Counted.
+  void hold();
+  void release() noexcept { --holds_; }
 
   /// Called (from this loop's thread) when work is queued while the loop is not
   /// running, so that a host event loop can schedule run_until_idle().
@@ -100,15 +121,36 @@ class loop {
     fd_task fn;
   };
 
+  struct timer_entry {
+    std::chrono::steady_clock::time_point due;
+    timer_id id;
+    const void* owner;
+    task fn;
+  };
+
   void drain_ticks();
+  void drain_posted();
+  void run_timers();
   void poke();
   bool poll_watches(int timeout_ms);
+  int next_timeout_ms() const;
 
   ring ticks_;
   ring immediates_;
   std::vector<watch_entry> watches_;
+  std::vector<timer_entry> timers_;  // a min-heap on (due, id)
+  timer_id next_timer_ = 1;
   task wakeup_;
   int running_ = 0;
+  std::size_t holds_ = 0;
+
+  // post(): the only state shared across threads. The eventfd is made on the
+  // first post, so a loop that never hears from another thread has none.
+  std::mutex posted_mutex_;
+  std::vector<task> posted_;
+  std::vector<task> posted_swap_;  // reused, so draining allocates nothing
+  std::atomic<int> wake_fd_{-1};
+  void make_wake_fd();  // with posted_mutex_ held
 };
 
 }  // namespace sluice
