@@ -44,6 +44,16 @@ class byte_arena {
     return p;
   }
 
+  /// Room to write in place (print() formats straight into the arena): at
+  /// least `min` bytes, all that is left of the current block. Nothing is
+  /// handed out until commit(n), which must follow before any allocate().
+  std::byte* reserve(std::size_t min, std::size_t& room) {
+    if (!tail_ || tail_->used + min > block_size) next_block();
+    room = block_size - tail_->used;
+    return reinterpret_cast<std::byte*>(tail_) + tail_->used;
+  }
+  void commit(std::size_t n) noexcept { tail_->used += n; }
+
   static block* block_of(const void* p) noexcept {
     return reinterpret_cast<block*>(reinterpret_cast<std::uintptr_t>(p) & ~(block_size - 1));
   }

@@ -5,7 +5,10 @@
 // in Node's order, so the two can be read side by side.
 #include "sluice/stream/writable.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "sluice/errors.h"
 
@@ -127,10 +130,41 @@ namespace {
 // Node: Writable.prototype.write() and _write().
 bool writable::write(std::string_view chunk, write_cb cb) {
   if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
-  write_req& r = make_req(chunk);
+  return accept(make_req(chunk), std::move(cb));
+}
+
+// Node: the end of _write(): the request counts as pending from here on.
+[[gnu::always_inline]] inline bool writable::accept(write_req& r, write_cb cb) {
   r.cb.assign_empty(std::move(cb));  // pooled requests hold no callback
   ++state_.pending_cb;
   return write_or_buffer(r);
+}
+
+// write() for text that fmt makes: formatted into what is left of the arena's
+// block (a fresh block when less than a long line's worth is left), then
+// handed on like any small chunk.
+bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
+  if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
+  constexpr std::size_t min_room = 1024;
+  std::size_t room;
+  std::byte* p = pool_.arena.reserve(min_room, room);
+  room = std::min(room, detail::byte_arena::max_chunk);
+  auto result = fmt::vformat_to_n(reinterpret_cast<char*>(p), room, format, args);
+  if (result.size > room) {
+    // Longer than the room left: once more, into a fresh block, or into a
+    // buffer the request owns when longer than any small chunk.
+    if (result.size > detail::byte_arena::max_chunk) return write(fmt::vformat(format, args), std::move(cb));
+    p = pool_.arena.reserve(result.size, room);
+    result = fmt::vformat_to_n(reinterpret_cast<char*>(p), room, format, args);
+  }
+  write_req& r = pool_.acquire();
+  if (result.size != 0) {
+    pool_.arena.commit(result.size);
+    r.data = {reinterpret_cast<const char*>(p), result.size};
+  } else {
+    r.data = {};
+  }
+  return accept(r, std::move(cb));
 }
 
 bool writable::write(std::span<const std::byte> chunk, write_cb cb) {
@@ -146,9 +180,7 @@ bool writable::write_owned(Owned&& chunk, std::string_view bytes, write_cb cb) {
   // Moving a std::string or vector keeps its buffer where it is.
   r.owned = new detail::owned_chunk{std::forward<Owned>(chunk)};
   r.data = bytes;
-  r.cb = std::move(cb);
-  ++state_.pending_cb;
-  return write_or_buffer(r);
+  return accept(r, std::move(cb));
 }
 
 bool writable::write(std::string&& chunk, write_cb cb) {
@@ -402,6 +434,15 @@ void writable::uncork() {
     if (--state_.corked == 0) state_.clear(wf::corked);
     if (!state_.has(wf::writing)) clear_buffer();
   }
+}
+
+// sluice's own: ends the turn's coalescing early. The flush_coalesced() tick
+// stays scheduled (flush_scheduled stays set, so writes that follow coalesce
+// until it runs, as they would have) and then finds nothing held.
+void writable::flush_held() noexcept {
+  if (!state_.has(wf::coalescing)) return;
+  state_.clear(wf::coalescing);
+  if (!state_.has(wf::writing)) clear_buffer();
 }
 
 // ---- end

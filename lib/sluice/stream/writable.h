@@ -12,6 +12,8 @@
 #include <system_error>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "sluice/emitter.h"
 #include "sluice/loop.h"
 #include "sluice/queue/write_queue.h"
@@ -70,6 +72,19 @@ class writable : public emitter {
   /// Shares an immutable buffer: `bytes` must stay valid while `keep` lives.
   bool write(std::shared_ptr<const void> keep, std::string_view bytes, write_cb cb = {});
 
+  /// Formats with fmt (format strings checked at compile time) straight into
+  /// the stream's pending buffer: no temporary string, and no allocation per
+  /// line in steady state. Otherwise exactly write(): the same return value,
+  /// the same rules after end() and destroy(). A line longer than 4 KiB is
+  /// formatted twice and owned on the heap.
+  ///
+  ///     log->print("{} {} request id={} status={}\n", ts, level, id, status);
+  template <class... Args>
+  bool print(fmt::format_string<Args...> format, Args&&... args) {
+    return vprint(format, fmt::make_format_args(args...));
+  }
+  bool vprint(fmt::string_view format, fmt::format_args args, write_cb cb = {});
+
   /// Node: end(cb): no more writes; 'finish' follows once all are done.
   /// `cb` is called after the finish, or with the error that prevented it.
   writable& end(write_cb cb = {});
@@ -79,6 +94,10 @@ class writable : public emitter {
 
   void cork() noexcept;
   void uncork();
+  /// sluice's own: hands the writes that coalescing holds (see
+  /// sink::coalesce_writes()) to the sink now rather than at the end of the
+  /// turn. Corked writes stay corked. flush_sync() starts with it.
+  void flush_held() noexcept;
 
   /// Node: destroy(err). Pending callbacks get ERR_STREAM_DESTROYED (or `err`);
   /// 'error' (if err) and then 'close' follow on the next tick.
@@ -107,6 +126,9 @@ class writable : public emitter {
  private:
   friend class write_done;
   friend class final_done;
+  // pipe() reads the raw needDrain and errorEmitted bits and calls
+  // errorOrDestroy() on its destination, as Node's pipe() does.
+  friend class readable;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool reject(write_cb cb);
@@ -114,6 +136,7 @@ class writable : public emitter {
   bool write_owned(Owned&& chunk, std::string_view bytes, write_cb cb);
   detail::write_req& make_req(std::string_view chunk);
   std::size_t chunk_len(const detail::write_req& r) const noexcept;
+  bool accept(detail::write_req& req, write_cb cb);
   bool write_or_buffer(detail::write_req& req);
   void write_now(detail::write_req& req, std::size_t len);
   void start_coalescing();
