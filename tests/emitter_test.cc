@@ -256,6 +256,76 @@ TEST_CASE("a nested emit does not call a listener removed by the outer emit, whi
   CHECK(order == "AAB");
 }
 
+TEST_CASE("prepend_listener runs before the listeners already added, newest first") {
+  emitter e;
+  std::string order;
+  e.on(event::error, [&] { order += 'A'; });
+  e.on(event::error, [&] { order += 'B'; });
+  e.prepend_listener(event::error, [&] { order += 'P'; });
+  e.prepend_listener(event::error, [&] { order += 'Q'; });
+  e.on(event::error, [&] { order += 'C'; });
+  e.emit(event::error, event_arg{});
+  CHECK(order == "QPABC");
+  CHECK(e.listener_count(event::error) == 5);
+}
+
+TEST_CASE("a prepended listener is the first even when it is the only one") {
+  emitter e;
+  int calls = 0;
+  const listener_id id = e.prepend_listener(event::drain, [&] { ++calls; });
+  e.emit(event::drain);
+  CHECK(calls == 1);
+  CHECK(e.off(event::drain, id));
+  CHECK_FALSE(e.off(event::drain, id));
+  CHECK_FALSE(e.emit(event::drain));
+  e.on(event::drain, [&] { calls += 10; });
+  e.emit(event::drain);
+  CHECK(calls == 11);
+}
+
+TEST_CASE("a listener prepended during an emit waits for the next emit") {
+  emitter e;
+  std::string order;
+  bool added = false;
+  e.on(event::drain, [&] {
+    order += 'A';
+    if (!added) {
+      added = true;
+      e.prepend_listener(event::drain, [&] { order += 'P'; });
+    }
+  });
+  e.on(event::drain, [&] { order += 'B'; });
+  e.emit(event::drain);
+  CHECK(order == "AB");
+  e.emit(event::drain);
+  CHECK(order == "ABPAB");
+}
+
+TEST_CASE("a prepended listener can remove itself and the others during an emit") {
+  emitter e;
+  std::string order;
+  listener_id self = 0, other = 0;
+  other = e.on(event::drain, [&] { order += 'A'; });
+  self = e.prepend_listener(event::drain, [&] {
+    order += 'P';
+    e.off(event::drain, self);
+    e.off(event::drain, other);
+  });
+  e.emit(event::drain);  // A was present when the emit started
+  CHECK(order == "PA");
+  e.emit(event::drain);
+  CHECK(order == "PA");
+  CHECK(e.listener_count(event::drain) == 0);
+}
+
+TEST_CASE("remove_all_listeners removes prepended listeners too") {
+  emitter e;
+  e.prepend_listener(event::error, [] {});
+  e.on(event::error, [] {});
+  e.remove_all_listeners(event::error);
+  CHECK(e.listener_count(event::error) == 0);
+}
+
 TEST_CASE("listener_count counts the live listeners of one event") {
   emitter e;
   CHECK(e.listener_count(event::error) == 0);

@@ -4,8 +4,7 @@
 //
 //   sluice-trace FILE.scn      or      sluice-trace - < FILE.scn
 //
-// Exit 0 after a run; 2 when the scenario is malformed or cannot be read;
-// 3 when it uses a command this build cannot run yet (readable streams).
+// Exit 0 after a run; 2 when the scenario is malformed or cannot be read.
 #include <cstdio>
 #include <deque>
 #include <algorithm>
@@ -31,11 +30,6 @@ void emit(std::string line) { trace.push_back(std::move(line)); }
 std::string what(const std::error_code& ec) { return ec ? sluice::code_name(ec) : "ok"; }
 
 struct scenario_error {
-  int line;
-  std::string message;
-};
-
-struct unsupported {
   int line;
   std::string message;
 };
@@ -92,9 +86,21 @@ class recording_sink final : public sluice::sink {
   std::deque<pending_call>& pending_;
 };
 
+// The recorded source of SCENARIOS.md: prints each _read and pushes nothing;
+// data only arrives through `push`.
+class scenario_source final : public sluice::source {
+ public:
+  explicit scenario_source(std::string name) : name_(std::move(name)) {}
+  void read(std::size_t) override { emit("_read " + name_); }
+
+ private:
+  std::string name_;
+};
+
 struct stream_entry {
   enum class kind { writable, readable } k;
   std::unique_ptr<sluice::writable> w;
+  std::unique_ptr<sluice::readable> r;
   std::deque<pending_call> pending;
 };
 
@@ -115,6 +121,17 @@ std::string state_line(const std::string& name, sluice::writable& w) {
     << " ended=" << b(w.writable_ended()) << " finished=" << b(w.writable_finished())
     << " corked=" << w.writable_corked() << " destroyed=" << b(w.destroyed())
     << " writable=" << b(w.is_writable());
+  return s.str();
+}
+
+std::string state_line(const std::string& name, sluice::readable& r) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  const auto flowing = r.readable_flowing();
+  std::ostringstream s;
+  s << "state " << name << " length=" << r.readable_length()
+    << " flowing=" << (flowing ? b(*flowing) : "null") << " ended=" << b(r.ended())
+    << " endEmitted=" << b(r.readable_ended()) << " destroyed=" << b(r.destroyed())
+    << " readable=" << b(r.is_readable());
   return s.str();
 }
 
@@ -220,7 +237,20 @@ std::vector<parsed_step> parse(const std::string& text) {
       }
       const std::string name = create(is_w ? W : R);
       if (!is_w) {
-        s.run = [n, name] { throw unsupported{n, "readable streams are not supported yet"}; };
+        s.run = [name, o] {
+          stream_entry& e = streams[name];
+          e.k = stream_entry::kind::readable;
+          sluice::readable_options ro;
+          ro.high_water_mark = o.hwm;
+          ro.object_mode = o.object_mode;
+          ro.auto_destroy = !o.no_auto_destroy;
+          ro.emit_close = !o.no_emit_close;
+          e.r = std::make_unique<sluice::readable>(std::make_unique<scenario_source>(name), ro);
+          for (auto ev : {sluice::event::end, sluice::event::close, sluice::event::pause, sluice::event::resume}) {
+            e.r->on(ev, [name, ev] { emit(std::string(sluice::to_string(ev)) + " " + name); });
+          }
+          e.r->on(sluice::event::error, [name](std::error_code ec) { emit("error " + name + " " + what(ec)); });
+        };
       } else {
         s.run = [name, o] {
           stream_entry& e = streams[name];
@@ -286,9 +316,12 @@ std::vector<parsed_step> parse(const std::string& text) {
       const std::string name = stream(0, std::nullopt);
       const auto msg = error_opt(1);
       const bool is_w = kinds[name] == W;
-      s.run = [name, msg, is_w, n] {
-        if (!is_w) throw unsupported{n, "readable streams are not supported yet"};
-        streams[name].w->destroy(msg ? sluice::user_error(*msg) : std::error_code{});
+      s.run = [name, msg, is_w] {
+        const std::error_code err = msg ? sluice::user_error(*msg) : std::error_code{};
+        if (is_w)
+          streams[name].w->destroy(err);
+        else
+          streams[name].r->destroy(err);
       };
     } else if (cmd == "complete") {
       arity(1, 2);
@@ -302,37 +335,81 @@ std::vector<parsed_step> parse(const std::string& text) {
         const std::error_code ec = msg ? sluice::user_error(*msg) : std::error_code{};
         std::visit([&](auto& done) { done(ec); }, call);
       };
-    } else if (cmd == "push" || cmd == "unshift") {
+    } else if (cmd == "push") {
       arity(2, 2);
-      stream(0, R);
-      if (!(cmd == "push" && args[1] == "EOF")) chunk(args[1]);
-      s.run = [n] { throw unsupported{n, "readable streams are not supported yet"}; };
+      const std::string r = stream(0, R);
+      const bool eof = args[1] == "EOF";
+      const std::string c = eof ? args[1] : chunk(args[1]);
+      s.run = [r, c, eof] {
+        auto& st = *streams[r].r;
+        const bool ret = eof ? st.push_eof() : st.push(c);
+        emit("push " + r + " " + c + " -> " + (ret ? "true" : "false"));
+      };
+    } else if (cmd == "unshift") {
+      arity(2, 2);
+      const std::string r = stream(0, R);
+      const std::string c = chunk(args[1]);
+      s.run = [r, c] { streams[r].r->unshift(c); };
     } else if (cmd == "read") {
       arity(1, 2);
-      stream(0, R);
+      const std::string r = stream(0, R);
       if (args.size() == 2 && !is_count(args[1])) fail("read: N must be a non-negative integer, got '" + args[1] + "'");
-      s.run = [n] { throw unsupported{n, "readable streams are not supported yet"}; };
+      // A count too large for size_t is far above Node's 1 GiB limit: the
+      // same ERR_OUT_OF_RANGE.
+      std::optional<std::size_t> size;
+      if (args.size() == 2) {
+        const std::string& v = args[1];
+        size = v.size() > 18 ? std::size_t{1} << 62 : std::stoull(v);
+      }
+      s.run = [r, size] {
+        auto& st = *streams[r].r;
+        const std::optional<std::string> v = size ? st.read(*size) : st.read();
+        emit("read " + r + " -> " + (v ? *v : "null"));
+      };
     } else if (cmd == "on") {
       arity(2, 2);
-      stream(0, R);
+      const std::string r = stream(0, R);
       if (args[1] != "data" && args[1] != "readable") fail("on: event must be 'data' or 'readable', got '" + args[1] + "'");
-      s.run = [n] { throw unsupported{n, "readable streams are not supported yet"}; };
+      const bool data = args[1] == "data";
+      s.run = [r, data] {
+        auto& st = *streams[r].r;
+        if (data)
+          st.on(sluice::event::data, [r](std::string_view c) { emit("data " + r + " " + std::string(c)); });
+        else
+          st.on(sluice::event::readable, [r] { emit("readable " + r); });
+      };
     } else if (cmd == "pause" || cmd == "resume") {
       arity(1, 1);
-      stream(0, R);
-      s.run = [n] { throw unsupported{n, "readable streams are not supported yet"}; };
+      const std::string r = stream(0, R);
+      const bool is_pause = cmd == "pause";
+      s.run = [r, is_pause] {
+        if (is_pause)
+          streams[r].r->pause();
+        else
+          streams[r].r->resume();
+      };
     } else if (cmd == "pipe" || cmd == "unpipe") {
       arity(2, 2);
-      stream(0, R);
-      stream(1, W);
-      s.run = [n] { throw unsupported{n, "pipe is not supported yet"}; };
+      const std::string r = stream(0, R);
+      const std::string w = stream(1, W);
+      const bool is_pipe = cmd == "pipe";
+      s.run = [r, w, is_pipe] {
+        auto& src = *streams[r].r;
+        auto& dest = *streams[w].w;
+        if (is_pipe)
+          src.pipe(dest);
+        else
+          src.unpipe(dest);
+      };
     } else if (cmd == "state") {
       arity(1, 1);
       const std::string name = stream(0, std::nullopt);
       const bool is_w = kinds[name] == W;
-      s.run = [name, is_w, n] {
-        if (!is_w) throw unsupported{n, "readable streams are not supported yet"};
-        emit(state_line(name, *streams[name].w));
+      s.run = [name, is_w] {
+        if (is_w)
+          emit(state_line(name, *streams[name].w));
+        else
+          emit(state_line(name, *streams[name].r));
       };
     } else if (cmd == "tick") {
       arity(0, 0);
@@ -354,8 +431,7 @@ const char* usage =
     "usage: sluice-trace [FILE.scn | -]\n"
     "Runs a stream scenario (see SCENARIOS.md) through sluice and prints its trace.\n"
     "Reads standard input when FILE is - or absent.\n"
-    "Exit status: 0 after a run, 2 for a malformed or unreadable scenario,\n"
-    "3 for a scenario that uses what this build does not support yet.\n";
+    "Exit status: 0 after a run, 2 for a malformed or unreadable scenario.\n";
 
 }  // namespace
 
@@ -396,20 +472,22 @@ int main(int argc, char** argv) {
     auto& l = sluice::loop::current();
     // Commands between ticks run back to back: one synchronous turn.
     for (auto& s : steps) {
-      if (s.tick)
+      if (s.tick) {
         l.run_until_idle();
-      else
+        continue;
+      }
+      // A command that throws in Node prints `throw WHAT` and the run goes on.
+      try {
         s.run();
+      } catch (const sluice::stream_error& e) {
+        emit("throw " + what(e.code()));
+      }
     }
     l.run_until_idle();  // the implicit final tick
   } catch (const scenario_error& e) {
     print_trace();
     std::fprintf(stderr, "sluice-trace: line %d: %s\n", e.line, e.message.c_str());
     status = 2;
-  } catch (const unsupported& e) {
-    print_trace();
-    std::fprintf(stderr, "sluice-trace: line %d: unsupported: %s\n", e.line, e.message.c_str());
-    status = 3;
   }
   if (status == 0) print_trace();
   std::fflush(stdout);

@@ -46,6 +46,20 @@ listener_id emitter::add(event ev, listener fn, bool once) {
   return e->id;
 }
 
+listener_id emitter::add_front(event ev, listener fn) {
+  if (!front_) front_ = std::make_unique<std::deque<entry>>();
+  entry& e = front_->emplace_back();
+  e.fn = std::move(fn);
+  e.id = next_id_++;
+  e.added_gen = gen_;
+  e.removed_gen = 0;
+  e.ev = ev;
+  e.once = false;
+  e.used = true;
+  recompute_masks();
+  return e.id;
+}
+
 bool emitter::visible(const entry& e, event ev, std::uint32_t gen) const noexcept {
   return e.used && e.ev == ev && e.added_gen < gen && (e.removed_gen == 0 || gen <= e.removed_gen);
 }
@@ -65,27 +79,36 @@ void emitter::remove(entry& e) noexcept {
 
 bool emitter::off(event ev, listener_id id) noexcept {
   auto match = [&](entry& e) { return e.used && e.ev == ev && e.id == id && e.removed_gen == 0; };
-  bool found = false;
-  if (match(first_)) {
-    remove(first_);
-    found = true;
-  } else {
-    for (entry& e : rest_) {
+  entry* found = nullptr;
+  if (front_) {
+    for (entry& e : *front_) {
       if (match(e)) {
-        remove(e);
-        found = true;
+        found = &e;
         break;
       }
     }
   }
-  if (found && depth_ == 0) compact();
-  return found;
+  if (!found && match(first_)) found = &first_;
+  if (!found) {
+    for (entry& e : rest_) {
+      if (match(e)) {
+        found = &e;
+        break;
+      }
+    }
+  }
+  if (!found) return false;
+  remove(*found);
+  if (depth_ == 0) compact();
+  return true;
 }
 
 void emitter::remove_all_listeners(event ev) noexcept {
   auto drop = [&](entry& e) {
     if (e.used && e.ev == ev && e.removed_gen == 0) remove(e);
   };
+  if (front_)
+    for (entry& e : *front_) drop(e);
   drop(first_);
   for (entry& e : rest_) drop(e);
   if (depth_ == 0) compact();
@@ -94,6 +117,8 @@ void emitter::remove_all_listeners(event ev) noexcept {
 std::size_t emitter::listener_count(event ev) const noexcept {
   std::size_t n = 0;
   auto count = [&](const entry& e) { n += e.used && e.ev == ev && e.removed_gen == 0; };
+  if (front_)
+    for (const entry& e : *front_) count(e);
   count(first_);
   for (const entry& e : rest_) count(e);
   return n;
@@ -115,6 +140,12 @@ bool emitter::emit_slow(event ev, const event_arg& arg) noexcept {
     if (e.once && e.removed_gen == 0) remove(e);  // Node removes a once-listener before calling it
     e.fn(arg);
   };
+  // Prepended listeners first, newest first. Those prepended during this
+  // emit land past `m` and are not visible to it anyway.
+  if (front_) {
+    const std::size_t m = front_->size();
+    for (std::size_t i = m; i-- > 0;) call((*front_)[i]);
+  }
   call(first_);
   for (std::size_t i = 0; i < n; ++i) call(rest_[i]);
   if (--depth_ == 0 && dirty_) compact();
@@ -129,6 +160,7 @@ void emitter::compact() noexcept {
     first_.used = false;
   }
   std::erase_if(rest_, dead);
+  if (front_) std::erase_if(*front_, dead);
   if (!first_.used && !rest_.empty()) {
     first_ = std::move(rest_.front());
     rest_.pop_front();
@@ -149,6 +181,8 @@ void emitter::recompute_masks() noexcept {
     if ((live_ & bit) || !inline_slot || e.once) slow_ |= bit;
     live_ |= bit;
   };
+  if (front_)
+    for (const entry& e : *front_) mark(e, false);
   mark(first_, true);
   for (const entry& e : rest_) mark(e, false);
 }

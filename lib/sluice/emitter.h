@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
@@ -23,11 +24,14 @@ inline constexpr int event_count = 12;
 std::string_view to_string(event ev) noexcept;
 
 /// What an event carries: `error` its error, `data` its chunk, `pipe` and
-/// `unpipe` the source stream. Unused fields are empty.
+/// `unpipe` the source stream (a sluice::readable*). Unused fields are empty.
 struct event_arg {
   std::error_code error;
   std::string_view chunk;
   void* source = nullptr;
+  /// `unpipe` only: Node's unpipeInfo.hasUnpiped, shared by the listeners of
+  /// one emit, so that only the first pipe to that destination cleans up.
+  bool* has_unpiped = nullptr;
 };
 
 /// The argument of events that carry nothing; made once, so that emit(ev)
@@ -73,6 +77,12 @@ class emitter {
   listener_id once(event ev, F&& f) {
     return add(ev, adapt(std::forward<F>(f)), true);
   }
+  /// Node: prependListener(). Like on(), but the listener runs before every
+  /// listener already added (pipe() puts its 'error' handler first so).
+  template <class F>
+  listener_id prepend_listener(event ev, F&& f) {
+    return add_front(ev, adapt(std::forward<F>(f)));
+  }
   /// Removes the listener `id` of `ev`; false if there is none.
   bool off(event ev, listener_id id) noexcept;
   void remove_all_listeners(event ev) noexcept;
@@ -99,17 +109,7 @@ class emitter {
  protected:
   // Streams with their own state derive from emitter; not for deleting through.
 
- private:
-  struct entry {
-    listener fn;
-    listener_id id = 0;
-    std::uint32_t added_gen = 0;    // gen_ when added: emits started later see it
-    std::uint32_t removed_gen = 0;  // 0 while live; else gen_ at removal
-    event ev = event::drain;
-    bool once = false;
-    bool used = false;  // for first_: holds an entry
-  };
-
+  /// Wraps any listener shape accepted by on() into a listener.
   template <class F>
   static listener adapt(F&& f) {
     using D = std::decay_t<F>;
@@ -125,7 +125,19 @@ class emitter {
     }
   }
 
+ private:
+  struct entry {
+    listener fn;
+    listener_id id = 0;
+    std::uint32_t added_gen = 0;    // gen_ when added: emits started later see it
+    std::uint32_t removed_gen = 0;  // 0 while live; else gen_ at removal
+    event ev = event::drain;
+    bool once = false;
+    bool used = false;  // for first_: holds an entry
+  };
+
   listener_id add(event ev, listener fn, bool once);
+  listener_id add_front(event ev, listener fn);
   bool emit_none(event ev, const event_arg& arg) noexcept;
   bool emit_slow(event ev, const event_arg& arg) noexcept;
   bool visible(const entry& e, event ev, std::uint32_t gen) const noexcept;
@@ -143,6 +155,10 @@ class emitter {
   bool dirty_ = false;       // removed entries wait for depth_ == 0
   entry first_;              // the oldest listener, inline
   std::deque<entry> rest_;   // the others; a deque so entries never move while called
+  // Listeners added by prepend_listener(), newest last: they run back to front,
+  // before first_. Made on first use (only pipe() prepends); appending keeps
+  // the entries an emit in progress is walking where they are.
+  std::unique_ptr<std::deque<entry>> front_;
 };
 
 }  // namespace sluice

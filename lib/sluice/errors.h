@@ -22,6 +22,7 @@ namespace sluice {
   X(premature_close, "ERR_STREAM_PREMATURE_CLOSE", "Premature close")                        \
   X(cannot_pipe, "ERR_STREAM_CANNOT_PIPE", "Cannot pipe, not readable")                      \
   X(method_not_implemented, "ERR_METHOD_NOT_IMPLEMENTED", "The method is not implemented")  \
+  X(out_of_range, "ERR_OUT_OF_RANGE", "The value of \"size\" is out of range. It must be <= 1GiB") \
   X(line_too_long, "ERR_SLUICE_LINE_TOO_LONG", "line longer than the configured maximum")
 
 /// Errors a stream reports through callbacks and the `error` event.

@@ -5,15 +5,15 @@
 #
 #   run-conformance.sh path/to/sluice-trace DIR...
 #
-# Scenarios that sluice-trace reports as unsupported (exit 3) are counted as
-# skipped. Exit 1 if any scenario fails.
+# Every scenario must run: any exit status other than 0 is a failure.
+# Exit 1 if any scenario fails.
 set -uo pipefail
 
 trace_bin=${1:?usage: run-conformance.sh SLUICE_TRACE DIR...}
 shift
 [ $# -gt 0 ] || { echo "usage: run-conformance.sh SLUICE_TRACE DIR..." >&2; exit 2; }
 
-passed=0 failed=0 skipped=0
+passed=0 failed=0
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 
@@ -29,11 +29,6 @@ for dir in "$@"; do
     expected="${scn%.scn}.trace"
     "$trace_bin" "$scn" >"$out" 2>"$err"
     status=$?
-    if [ $status -eq 3 ]; then
-      skipped=$((skipped + 1))
-      echo "SKIP $name: $(head -n 1 "$err")"
-      continue
-    fi
     if [ ! -f "$expected" ]; then
       echo "FAIL $name: no stored trace $expected"
       failed=$((failed + 1))
@@ -49,5 +44,5 @@ for dir in "$@"; do
   done
 done
 
-echo "conformance: $passed passed, $failed failed, $skipped skipped"
+echo "conformance: $passed passed, $failed failed"
 [ $failed -eq 0 ]

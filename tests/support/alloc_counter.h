@@ -4,18 +4,21 @@
 // itself allocates inside CHECK.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 
 namespace sluice::test {
-inline std::size_t allocations = 0;
-inline std::size_t allocation_count() noexcept { return allocations; }
+// Atomic: tests with threads of their own (worker_sink_test) allocate on
+// several threads at once.
+inline std::atomic<std::size_t> allocations{0};
+inline std::size_t allocation_count() noexcept { return allocations.load(std::memory_order_relaxed); }
 }  // namespace sluice::test
 
 namespace sluice::test::detail {
 inline void* counted_alloc(std::size_t n, std::size_t align) {
-  ++allocations;
+  allocations.fetch_add(1, std::memory_order_relaxed);
   if (n == 0) n = 1;
   void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
                                                : std::malloc(n);

@@ -31,7 +31,7 @@ class byte_arena {
   ~byte_arena() {
     // Every allocation must have been released: requests outlive no stream.
     std::free(tail_);
-    std::free(spare_);
+    for (std::size_t i = 0; i < spare_count_; ++i) std::free(spares_[i]);
   }
 
   /// 0 < n <= max_chunk bytes, contiguous with the previous allocation when
@@ -66,8 +66,8 @@ class byte_arena {
     if (b == tail_) {
       b->used = header;  // the next chunks start again at the front of a warm block
       b->released = 0;
-    } else if (!spare_) {
-      spare_ = b;
+    } else if (spare_count_ < max_spares) {
+      spares_[spare_count_++] = b;
     } else {
       std::free(b);
     }
@@ -80,8 +80,7 @@ class byte_arena {
       tail_->released = 0;
       return;
     }
-    block* fresh = spare_;
-    spare_ = nullptr;
+    block* fresh = spare_count_ ? spares_[--spare_count_] : nullptr;
     if (!fresh) {
       fresh = static_cast<block*>(std::aligned_alloc(block_size, block_size));
       if (!fresh) throw std::bad_alloc();
@@ -91,8 +90,14 @@ class byte_arena {
     tail_ = fresh;  // the old tail is freed by its last release()
   }
 
+  // Freed blocks kept for reuse. glibc serves a 64 KiB-aligned 64 KiB block
+  // with mmap, and frees it with munmap (a TLB shootdown in a threaded
+  // process), so a stream that keeps several blocks pending must not give
+  // them back one by one: up to max_spares (1 MiB) wait here instead.
+  static constexpr std::size_t max_spares = 16;
+  block* spares_[max_spares] = {};
+  std::size_t spare_count_ = 0;
   block* tail_ = nullptr;
-  block* spare_ = nullptr;  // one block kept back, so alternating batches don't malloc
 };
 
 }  // namespace sluice::detail

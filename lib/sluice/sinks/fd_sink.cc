@@ -24,7 +24,12 @@ constexpr std::size_t iov_max = 1024;
 #endif
 }  // namespace
 
-fd_sink::fd_sink(int fd, bool close_fd) : fd_(fd), close_fd_(close_fd) {
+// ---- fd_writer: the syscalls, for fd_sink on its loop and for file_worker's
+// thread alike.
+
+namespace detail {
+
+fd_writer::fd_writer(int fd) : fd_(fd) {
   struct stat st {};
   if (::fstat(fd_, &st) == 0) {
     if (S_ISFIFO(st.st_mode)) kind_ = kind::pipe;
@@ -35,63 +40,24 @@ fd_sink::fd_sink(int fd, bool close_fd) : fd_(fd), close_fd_(close_fd) {
   iov_.resize(iov_max);
 }
 
-fd_sink::~fd_sink() {
-  if (loop_) loop_->cancel(this);
-  close_fd();
-}
-
-std::error_code fd_sink::close_fd() noexcept {
-  if (!close_fd_ || fd_ < 0) return {};
-  close_fd_ = false;
-  // close() is not retried on EINTR: on Linux the fd is gone either way.
-  if (::close(fd_) != 0) return {errno, std::system_category()};
-  return {};
-}
-
-void fd_sink::write(std::string_view chunk, write_done done) {
+void fd_writer::start(std::string_view chunk) noexcept {
   single_ = chunk;
   single_call_ = true;
   chunks_left_ = 1;
   pos_offset_ = 0;
-  start(done);
 }
 
-void fd_sink::writev(const write_batch& batch, write_done done) {
+void fd_writer::start(const write_batch& batch) noexcept {
   single_call_ = false;
   pos_ = batch.begin();
   chunks_left_ = batch.size();
   pos_offset_ = 0;
-  start(done);
-}
-
-void fd_sink::start(write_done done) noexcept {
-  done_.emplace(done);
-  error_.clear();
-  if (write_some()) {
-    complete();
-  } else {
-    loop_->watch(fd_, POLLOUT, [this](short) { resume(); }, this);
-  }
-}
-
-void fd_sink::resume() noexcept {
-  if (write_some()) {
-    complete();
-  } else {
-    loop_->watch(fd_, POLLOUT, [this](short) { resume(); }, this);
-  }
-}
-
-void fd_sink::complete() noexcept {
-  const write_done done = *done_;
-  done_.reset();
-  done(error_);
 }
 
 // Fills iov_ from the current position, merging chunks that are adjacent in
 // memory, up to IOV_MAX entries. Returns the bytes it covers, and leaves in
 // fill_end_ the position just past them, for a write that takes them all.
-std::size_t fd_sink::fill_iov() noexcept {
+std::size_t fd_writer::fill_iov() noexcept {
   std::size_t total = 0;
   iov_count_ = 0;
   if (chunks_left_ == 0) return 0;
@@ -131,7 +97,7 @@ std::size_t fd_sink::fill_iov() noexcept {
 }
 
 // Moves the position past n written bytes.
-void fd_sink::advance(std::size_t n, std::size_t filled) noexcept {
+void fd_writer::advance(std::size_t n, std::size_t filled) noexcept {
   bytes_written_ += n;
   if (n == filled) {  // the whole fill was taken: the usual case
     pos_ = fill_end_.pos;
@@ -155,7 +121,7 @@ void fd_sink::advance(std::size_t n, std::size_t filled) noexcept {
   }
 }
 
-bool fd_sink::write_some() noexcept {
+bool fd_writer::write_some(std::error_code& error) noexcept {
   for (;;) {
     const std::size_t want = fill_iov();
     if (want == 0) {
@@ -167,14 +133,14 @@ bool fd_sink::write_some() noexcept {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-      error_ = {errno, std::system_category()};
+      error = {errno, std::system_category()};
       return true;
     }
     advance(static_cast<std::size_t>(n), want);
   }
 }
 
-ssize_t fd_sink::write_iov(const iovec* iov, int n) noexcept {
+ssize_t fd_writer::write_iov(const iovec* iov, int n) noexcept {
   ++syscalls_;
   if (kind_ == kind::socket) {
     msghdr msg{};
@@ -203,6 +169,68 @@ ssize_t fd_sink::write_iov(const iovec* iov, int n) noexcept {
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   errno = saved;
   return r;
+}
+
+std::error_code fd_writer::write_all() noexcept {
+  std::error_code error;
+  while (!write_some(error)) {
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, -1) < 0 && errno != EINTR) return {errno, std::system_category()};
+  }
+  return error;
+}
+
+}  // namespace detail
+
+// ---- fd_sink
+
+fd_sink::fd_sink(int fd, bool close_fd) : fd_(fd), close_fd_(close_fd), out_(fd) {}
+
+fd_sink::~fd_sink() {
+  if (loop_) loop_->cancel(this);
+  close_fd();
+}
+
+std::error_code fd_sink::close_fd() noexcept {
+  if (!close_fd_ || fd_ < 0) return {};
+  close_fd_ = false;
+  // close() is not retried on EINTR: on Linux the fd is gone either way.
+  if (::close(fd_) != 0) return {errno, std::system_category()};
+  return {};
+}
+
+void fd_sink::write(std::string_view chunk, write_done done) {
+  out_.start(chunk);
+  start(done);
+}
+
+void fd_sink::writev(const write_batch& batch, write_done done) {
+  out_.start(batch);
+  start(done);
+}
+
+void fd_sink::start(write_done done) noexcept {
+  done_.emplace(done);
+  error_.clear();
+  if (out_.write_some(error_)) {
+    complete();
+  } else {
+    loop_->watch(fd_, POLLOUT, [this](short) { resume(); }, this);
+  }
+}
+
+void fd_sink::resume() noexcept {
+  if (out_.write_some(error_)) {
+    complete();
+  } else {
+    loop_->watch(fd_, POLLOUT, [this](short) { resume(); }, this);
+  }
+}
+
+void fd_sink::complete() noexcept {
+  const write_done done = *done_;
+  done_.reset();
+  done(error_);
 }
 
 std::error_code fd_sink::destroy(std::error_code err) noexcept {

@@ -1,14 +1,12 @@
 // fd_sink: writes to a file descriptor with writev, batching a turn's writes.
 #pragma once
 
-#include <sys/uio.h>
-
 #include <cstddef>
 #include <optional>
 #include <string_view>
 #include <system_error>
-#include <vector>
 
+#include "sluice/sinks/fd_writer.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice {
@@ -40,51 +38,24 @@ class fd_sink : public sink {
 
   int fd() const noexcept { return fd_; }
   /// Counters for tools and tests: syscalls made and bytes written.
-  std::size_t syscalls() const noexcept { return syscalls_; }
-  std::size_t bytes_written() const noexcept { return bytes_written_; }
+  std::size_t syscalls() const noexcept { return out_.syscalls(); }
+  std::size_t bytes_written() const noexcept { return out_.bytes_written(); }
 
  protected:
   /// Closes the fd if owned; the error of close(), if any.
   std::error_code close_fd() noexcept;
 
  private:
-  enum class kind { other, pipe, socket };
   void start(write_done done) noexcept;
   void resume() noexcept;
   void complete() noexcept;
-  // Writes from the current position; returns true when the call is done
-  // (or failed, with error_ set), false when the fd would block.
-  bool write_some() noexcept;
-  std::size_t fill_iov() noexcept;
-  void advance(std::size_t n, std::size_t filled) noexcept;
-  ssize_t write_iov(const iovec* iov, int n) noexcept;
 
   int fd_;
   bool close_fd_;
-  kind kind_ = kind::other;
   loop* loop_ = nullptr;
-
-  // The call in flight: the chunk not yet fully written (pos_, or single_
-  // for a write()), how far into it the kernel has taken, and what is left.
-  std::string_view single_;
-  bool single_call_ = false;
-  write_batch::iterator pos_;
-  std::size_t pos_offset_ = 0;
-  std::size_t chunks_left_ = 0;
-  struct position {
-    write_batch::iterator pos;
-    std::size_t offset;
-    std::size_t left;
-  };
-  position fill_end_{};
+  detail::fd_writer out_;  // the syscalls, shared with file_worker's thread
   std::optional<write_done> done_;
   std::error_code error_;
-  bool ignore_sigpipe_ = false;  // SIGPIPE is already ignored process-wide
-  std::vector<iovec> iov_;  // IOV_MAX entries, filled up to iov_count_
-  std::size_t iov_count_ = 0;
-
-  std::size_t syscalls_ = 0;
-  std::size_t bytes_written_ = 0;
 };
 
 }  // namespace sluice

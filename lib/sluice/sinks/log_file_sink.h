@@ -1,0 +1,176 @@
+// log_file_sink: an append-only file for logs, rotated by size, reopened on
+// request (logrotate's SIGHUP), synced by policy.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "sluice/loop.h"
+#include "sluice/sinks/fd_writer.h"
+#include "sluice/sinks/sink.h"
+
+namespace sluice {
+
+struct writable_options;
+class writable;
+
+struct log_options {
+  /// Rotate before a chunk that would take the file past this many bytes
+  /// (unless the file is empty). 0: never rotate.
+  std::uint64_t max_size = 0;
+  /// Rotated files to keep: app.log.1 (the newest) to app.log.<keep>. With 0,
+  /// rotation starts the file afresh and keeps nothing.
+  unsigned keep = 5;
+  /// For a file that is created.
+  mode_t permissions = 0644;
+
+  enum class fsync_policy {
+    never,        // leave it to the kernel
+    at_end,       // each file, once, before it is closed (end, rotation, reopen)
+    every_bytes,  // after the write that brings the unsynced bytes to fsync_bytes
+    every_ms,     // at most fsync_interval after a write, even when idle
+  };
+  fsync_policy fsync = fsync_policy::never;
+  std::uint64_t fsync_bytes = 1 << 20;                 // every_bytes; 0: after every write
+  std::chrono::milliseconds fsync_interval{1000};      // every_ms
+};
+
+/// A sink that appends to a log file (O_WRONLY | O_CREAT | O_APPEND |
+/// O_CLOEXEC), writing a turn's lines with writev as fd_sink does (the same
+/// fd_writer: IOV_MAX, partial writes, EINTR, EAGAIN through the loop).
+///
+/// - **Rotation by size.** When the next chunk would take the file past
+///   max_size and the file is not empty, the file is rotated first:
+///   app.log.<keep-1> -> app.log.<keep> (replacing it), ..., app.log ->
+///   app.log.1, then app.log is created afresh. A chunk (one write(),
+///   normally one line) is never split across two files: a batch is written
+///   in parts, rotating between chunks. A chunk larger than max_size goes
+///   whole into a fresh file, which then exceeds max_size. The size counts
+///   the file's size when opened plus this sink's own writes (another
+///   process appending to the same file is not seen). Only the files below
+///   the first missing number move up (into the gap), so a rotation costs one
+///   rename per kept file at most; numbers above <keep> left by an earlier,
+///   larger keep are not touched.
+/// - **reopen()** closes and reopens the path (creating it), for external
+///   rotation: logrotate renames the file, then signals the process (see
+///   on_signal() in sluice/signals.h). A reopen asked for while a write is in
+///   flight waits until the chunk being written is complete.
+/// - **fsync policy**: see log_options::fsync_policy. Unless the policy is
+///   never, each file is synced before it is closed if it has unsynced
+///   bytes (at rotation, reopen and end, not at destroy()).
+/// - Errors of rename, open, fsync and close become the stream's error (a
+///   system_category code with the errno): through the write or end in
+///   flight, else through destroy(err) on the stream given to bind() (as
+///   make_log_writable() does), else through the next write or end.
+///
+///     auto log = sluice::make_log_writable("app.log", {.max_size = 10 << 20, .keep = 3});
+///     log->write("started\n");
+class log_file_sink : public sink {
+ public:
+  /// Throws stream_error (with the errno) when the file cannot be opened.
+  explicit log_file_sink(const std::string& path, const log_options& options = {});
+  /// The non-throwing twin: null and `ec` set on failure.
+  static std::unique_ptr<log_file_sink> open(const std::string& path, const log_options& options,
+                                             std::error_code& ec) noexcept;
+  ~log_file_sink() override;
+  log_file_sink(const log_file_sink&) = delete;
+  log_file_sink& operator=(const log_file_sink&) = delete;
+
+  void attach(loop& l) override { loop_ = &l; }
+  void write(std::string_view chunk, write_done done) override;
+  void writev(const write_batch& batch, write_done done) override;
+  bool has_writev() const noexcept override { return true; }
+  void final(final_done done) override;
+  bool has_final() const noexcept override { return true; }
+  std::error_code destroy(std::error_code err) noexcept override;
+  bool coalesce_writes() const noexcept override { return true; }
+
+  /// Closes the file and opens the path again, creating it. Between writes
+  /// it happens now, and its error (also reported as the stream's) is
+  /// returned; during a write it happens once the chunk being written is
+  /// complete, and {} is returned. After end or destroy it does nothing.
+  std::error_code reopen() noexcept;
+
+  /// Errors met outside a write or end (a sync timer, reopen()) are reported
+  /// with `w.destroy(err)`. make_log_writable() binds its stream.
+  void bind(writable& w) noexcept { stream_ = &w; }
+
+  const std::string& path() const noexcept { return path_; }
+  int fd() const noexcept { return fd_; }
+  /// The current file's size as this sink counts it.
+  std::uint64_t size() const noexcept { return file_size_; }
+  /// Counters, for tools and tests.
+  std::size_t rotations() const noexcept { return rotations_; }
+  std::size_t reopens() const noexcept { return reopens_; }
+  std::size_t fsyncs() const noexcept { return fsyncs_; }
+  std::size_t syscalls() const noexcept { return syscalls_; }
+  std::uint64_t bytes_written() const noexcept { return bytes_written_; }
+
+ private:
+  log_file_sink(int fd, const std::string& path, const log_options& options);
+  static int open_fd(const std::string& path, mode_t permissions) noexcept;
+
+  std::error_code prepare(std::size_t next_chunk) noexcept;
+  std::error_code start_segment() noexcept;
+  void pump() noexcept;
+  void finish(std::error_code ec) noexcept;
+  void after_call(std::error_code& ec) noexcept;
+  void account() noexcept;
+  std::error_code rotate() noexcept;
+  std::error_code reopen_now() noexcept;
+  std::error_code adopt(int fd) noexcept;
+  std::error_code close_fd() noexcept;
+  std::error_code sync() noexcept;
+  std::error_code sync_if_dirty() noexcept;
+  void on_timer() noexcept;
+  void report(std::error_code ec) noexcept;
+
+  std::string path_;
+  std::vector<std::string> rotated_;  // app.log.1 ... app.log.<keep>
+  log_options options_;
+  int fd_ = -1;
+  std::optional<detail::fd_writer> out_;  // made again for each new fd
+  loop* loop_ = nullptr;
+  writable* stream_ = nullptr;
+
+  // The call in flight: its write_done, and the chunks after the part that
+  // out_ is writing now.
+  std::optional<write_done> done_;
+  write_batch::iterator next_;
+  std::size_t left_ = 0;
+
+  std::uint64_t file_size_ = 0;
+  std::uint64_t unsynced_ = 0;
+  std::size_t seen_ = 0;          // out_->bytes_written() already counted
+  std::size_t syscalls_seen_ = 0;  // out_->syscalls() already counted
+  timer_id timer_ = 0;    // every_ms: the sync that is due
+  bool reopen_asked_ = false;
+  bool closed_ = false;   // by end or destroy: no more reopen, rotation or sync
+  std::error_code pending_;  // met between calls, for the next call to report
+
+  std::size_t rotations_ = 0;
+  std::size_t reopens_ = 0;
+  std::size_t fsyncs_ = 0;
+  std::size_t syscalls_ = 0;
+  std::uint64_t bytes_written_ = 0;
+};
+
+/// A writable over a new log_file_sink, bound to it (see bind()). Throws
+/// stream_error when the file cannot be opened.
+std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
+                                            const writable_options& stream_options);
+std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options = {});
+/// The non-throwing twin: null and `ec` set on failure.
+std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
+                                            const writable_options& stream_options, std::error_code& ec) noexcept;
+
+}  // namespace sluice

@@ -1,0 +1,142 @@
+// worker_sink: a file written by a thread of its own. Each producer thread
+// writes through its own writable on its own loop; one file_worker makes
+// every syscall, and the completions come back to each producer's loop.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+
+#include "sluice/sinks/file_sink.h"
+#include "sluice/sinks/sink.h"
+
+namespace sluice {
+
+class writable;
+struct writable_options;
+class worker_sink;
+
+namespace detail {
+struct worker_core;
+struct worker_slot;
+}  // namespace detail
+
+/// One thread that writes one file (or any fd) for any number of producers.
+///
+/// - A producer makes a sink with make_sink() and builds its writable on it,
+///   on the producer's own thread and loop. Its writes are coalesced per turn
+///   and handed to the worker as one batch; the worker writes the batch
+///   straight from the stream's buffers (no copy) with fd_sink's code path
+///   (writev up to IOV_MAX buffers, partial writes resumed, EINTR retried),
+///   then posts the completion back to the producer's loop, where the write
+///   callbacks, 'drain' and 'finish' run, in order.
+/// - A batch is written whole before any other: if the kernel takes part of
+///   it, the rest follows before the next producer's batch. A line written
+///   with one write() is never torn or interleaved with another.
+/// - Each producer has at most one batch at the worker (the writable never
+///   starts a second sink call before the first is done), so one producer's
+///   lines keep their order.
+/// - flush_sync(stream) blocks the producer until everything it wrote has
+///   been written, with no allocation and, when the worker is quick, no
+///   syscall: the two threads meet on one atomic word.
+///
+///     sluice::file_worker log("app.log", {.mode = sluice::file_options::open_mode::append});
+///     // on each producer thread:
+///     auto out = sluice::make_worker_writable(log);
+///     out->write("one line\n");
+///     sluice::flush_sync(*out);          // or run the loop: callbacks come back there
+///     sluice::loop::current().run();
+///
+/// The destructor writes everything already handed over, then joins the
+/// thread and closes the fd (if owned). Sinks may outlive it: their later
+/// writes fail with EBADF.
+class file_worker {
+ public:
+  /// A worker over `fd`; `close_fd`: close it when the worker is closed.
+  explicit file_worker(int fd, bool close_fd = false);
+  /// Opens `path` as file_sink does; throws stream_error when it cannot.
+  /// `fsync_at_end` syncs the file when the worker is closed.
+  explicit file_worker(const std::string& path, const file_options& options = {});
+  ~file_worker();
+  file_worker(const file_worker&) = delete;
+  file_worker& operator=(const file_worker&) = delete;
+
+  /// A sink for one producer's writable; any thread may ask for one.
+  std::unique_ptr<worker_sink> make_sink();
+
+  /// Writes what was handed over, stops the thread, then syncs (if asked)
+  /// and closes the fd (if owned). Returns the error of fsync or close.
+  /// Called by the destructor; later calls return the same result.
+  std::error_code close() noexcept;
+
+  int fd() const noexcept { return fd_; }
+  /// Counters, for tools and tests: batches written, syscalls made, bytes.
+  std::size_t batches() const noexcept;
+  std::size_t syscalls() const noexcept;
+  std::size_t bytes_written() const noexcept;
+
+ private:
+  std::shared_ptr<detail::worker_core> core_;
+  std::thread thread_;
+  int fd_;
+  bool close_fd_;
+  bool fsync_at_close_ = false;
+  bool closed_ = false;
+  std::error_code close_error_;
+};
+
+/// One producer's sink onto a file_worker (see there). Coalesces a turn's
+/// writes, so that they leave as one batch.
+class worker_sink : public sink {
+ public:
+  ~worker_sink() override;
+  worker_sink(const worker_sink&) = delete;
+  worker_sink& operator=(const worker_sink&) = delete;
+
+  void attach(loop& l) override;
+  void write(std::string_view chunk, write_done done) override;
+  void writev(const write_batch& batch, write_done done) override;
+  bool has_writev() const noexcept override { return true; }
+  bool coalesce_writes() const noexcept override { return true; }
+
+ private:
+  friend class file_worker;
+  friend std::error_code flush_sync(writable& stream);
+  explicit worker_sink(std::shared_ptr<detail::worker_core> core);
+  void hand_over(write_done done);
+  void complete_here() noexcept;
+  std::error_code flush(writable& stream);
+
+  std::shared_ptr<detail::worker_core> core_;
+  detail::worker_slot* slot_;  // outlives the sink while a completion is posted
+};
+
+/// A writable over a new sink of `worker`, on this thread's loop (or the
+/// options' loop).
+std::unique_ptr<writable> make_worker_writable(file_worker& worker);
+std::unique_ptr<writable> make_worker_writable(file_worker& worker, const writable_options& options);
+
+/// Blocks the calling thread, which must be the stream's, until everything
+/// written to `stream` before the call is in the file: writes held for
+/// coalescing are handed over at once, and each batch's completion (its
+/// callbacks, 'drain') runs here as soon as the worker is done with it,
+/// rather than later on the loop. Writes that those callbacks make are
+/// flushed too; corked writes stay corked.
+///
+/// Returns the stream's first error (ENOSPC, EPIPE, ...), or
+/// ERR_STREAM_DESTROYED if it was destroyed with writes that never went out,
+/// or ERR_METHOD_NOT_IMPLEMENTED if its sink is not a worker_sink. With
+/// nothing pending it returns at once. No allocation.
+///
+/// Called from a write callback (or 'drain' listener) of the same stream, it
+/// hands over what is held and waits for the bytes only: the completions
+/// then come from the loop, after the callbacks still due in the current one.
+std::error_code flush_sync(writable& stream);
+
+}  // namespace sluice

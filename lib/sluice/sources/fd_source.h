@@ -1,0 +1,84 @@
+// fd_source: reads a file descriptor into a readable, as Node's
+// fs.ReadStream and net.Socket do.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "sluice/sources/source.h"
+#include "sluice/stream/readable.h"
+
+namespace sluice {
+
+/// A source over any file descriptor: file, pipe, stdin, socket, tty.
+///
+/// - read(n) reads up to chunk_size bytes (64 KiB unless told otherwise) on
+///   the loop's next turn and pushes them; a read of 0 bytes is the end
+///   (push_eof()). EINTR is retried.
+/// - On a non-blocking fd, EAGAIN waits for POLLIN through the loop, then
+///   reads again. A blocking fd (a terminal, or a pipe someone else left
+///   blocking) blocks the thread in read(), as any blocking read does.
+/// - Any other errno destroys the stream with that error (a
+///   system_category code): 'error', then 'close'.
+///
+/// The bytes are read into one buffer that the source keeps and reuses. In
+/// flowing mode with nothing buffered, a 'data' chunk is a view of that
+/// buffer, so reading costs no copy and no allocation; a chunk that has to
+/// be buffered is copied once, at its exact size.
+///
+///     auto in = sluice::make_fd_readable(STDIN_FILENO);
+///     auto out = sluice::make_fd_writable(STDOUT_FILENO);
+///     in->pipe(*out);  // cat
+///     sluice::loop::current().run();
+class fd_source : public source {
+ public:
+  static constexpr std::size_t default_chunk_size = 64 * 1024;
+
+  /// `close_fd`: close the fd when the stream is destroyed.
+  explicit fd_source(int fd, bool close_fd = false, std::size_t chunk_size = default_chunk_size);
+  ~fd_source() override;
+  fd_source(const fd_source&) = delete;
+  fd_source& operator=(const fd_source&) = delete;
+
+  void attach(loop& l) override { loop_ = &l; }
+  void read(std::size_t n) override;
+  std::error_code destroy(std::error_code err) noexcept override;
+
+  int fd() const noexcept { return fd_; }
+  std::size_t chunk_size() const noexcept { return chunk_size_; }
+  /// Counters for tools and tests: read() calls made and bytes read.
+  std::size_t syscalls() const noexcept { return syscalls_; }
+  std::size_t bytes_read() const noexcept { return bytes_read_; }
+
+ private:
+  void read_now() noexcept;
+  void wait_readable() noexcept;
+  std::error_code close_fd() noexcept;
+
+  int fd_;
+  bool close_fd_;
+  std::size_t chunk_size_;
+  loop* loop_ = nullptr;
+  std::unique_ptr<char[]> buffer_;  // made at the first read
+  std::size_t syscalls_ = 0;
+  std::size_t bytes_read_ = 0;
+};
+
+/// A readable over an fd_source. Unless `options` sets one, the high-water
+/// mark is 64 KiB, the chunk size (Node's fs.createReadStream does the same).
+std::unique_ptr<readable> make_fd_readable(int fd, bool close_fd = false, const readable_options& options = {});
+
+/// Opens `path` for reading (O_RDONLY | O_CLOEXEC) and returns a readable
+/// over it that closes the fd when destroyed (after 'end', by default).
+/// Throws stream_error with the errno of open() when the file cannot be
+/// opened.
+///
+///     auto in = sluice::make_file_readable("access.log");
+std::unique_ptr<readable> make_file_readable(const std::string& path, const readable_options& options = {});
+/// The non-throwing twin: null, and `ec` set to the errno of open(), on failure.
+std::unique_ptr<readable> make_file_readable(const std::string& path, std::error_code& ec,
+                                             const readable_options& options = {}) noexcept;
+
+}  // namespace sluice

@@ -1,0 +1,841 @@
+// The read path, in the order of Node's lib/internal/streams/readable.js:
+// push -> readableAddChunk* -> addChunk -> emitReadable -> maybeReadMore,
+// then read -> howMuchToRead -> fromList -> endReadable, pipe and unpipe,
+// on/removeListener, resume/pause/flow, then destroy (destroy.js). Each
+// function names its Node counterpart and keeps its branches in Node's order,
+// so the two can be read side by side.
+#include "sluice/stream/readable.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "sluice/errors.h"
+#include "sluice/stream/writable.h"
+
+namespace sluice {
+
+namespace rf = detail::rflag;
+
+readable::readable(std::unique_ptr<source> s, const readable_options& options)
+    : source_(std::move(s)), loop_(options.event_loop ? options.event_loop : &loop::current()) {
+  if (!source_) throw stream_error(make_error_code(errc::method_not_implemented), "readable needs a source");
+  if (options.object_mode) state_.set(rf::object_mode);
+  state_.high_water_mark = options.high_water_mark.value_or(options.object_mode ? 16 : 16384);
+  if (!options.auto_destroy) state_.clear(rf::auto_destroy);
+  if (!options.emit_close) state_.clear(rf::emit_close);
+  source_->stream_ = this;
+  source_->attach(*loop_);
+}
+
+void readable::call_soon(task t) { loop_->next_tick(std::move(t), this); }
+
+void readable::emit_data(std::string_view chunk) noexcept {
+  event_arg arg;
+  arg.chunk = chunk;
+  emit(event::data, arg);
+}
+
+// ---- push and unshift
+
+bool readable::push(std::string_view chunk) { return push_chunk({chunk, nullptr}); }
+bool readable::push(std::string&& chunk) { return push_chunk({chunk, &chunk}); }
+bool readable::unshift(std::string_view chunk) { return unshift_chunk({chunk, nullptr}); }
+bool readable::unshift(std::string&& chunk) { return unshift_chunk({chunk, &chunk}); }
+
+// Node: Readable.prototype.push().
+bool readable::push_chunk(chunk_ref c) {
+  return !state_.has(rf::object_mode) ? readable_add_chunk_push_byte_mode(c) : readable_add_chunk_push_object_mode(c);
+}
+
+// Node: the `chunk === null` branch that opens both readableAddChunkPush*Mode().
+bool readable::push_eof() {
+  state_.clear(rf::reading);
+  on_eof_chunk();
+  return false;
+}
+
+// Node: Readable.prototype.unshift().
+bool readable::unshift_chunk(chunk_ref c) {
+  return !state_.has(rf::object_mode) ? readable_add_chunk_unshift_byte_mode(c)
+                                      : readable_add_chunk_unshift_object_mode(c);
+}
+
+// Node: readableAddChunkUnshiftByteMode(). An empty chunk adds nothing.
+bool readable::readable_add_chunk_unshift_byte_mode(chunk_ref c) {
+  if (c.bytes.empty()) return can_push_more();
+  return readable_add_chunk_unshift_value(c);
+}
+
+// Node: readableAddChunkUnshiftObjectMode().
+bool readable::readable_add_chunk_unshift_object_mode(chunk_ref c) { return readable_add_chunk_unshift_value(c); }
+
+// Node: readableAddChunkUnshiftValue().
+bool readable::readable_add_chunk_unshift_value(chunk_ref c) {
+  if (state_.has(rf::end_emitted))
+    error_or_destroy(make_error_code(errc::unshift_after_end), false);
+  else if (state_.has(rf::destroyed | rf::errored))
+    return false;
+  else
+    add_chunk(c, true);
+  return can_push_more();
+}
+
+// Node: readableAddChunkPushByteMode(). An empty chunk ends a pending read
+// without adding anything, even after EOF.
+bool readable::readable_add_chunk_push_byte_mode(chunk_ref c) {
+  if (c.bytes.empty()) {
+    state_.clear(rf::reading);
+    maybe_read_more();
+    return can_push_more();
+  }
+  if (state_.has(rf::ended)) {
+    error_or_destroy(make_error_code(errc::push_after_eof), false);
+    return false;
+  }
+  if (state_.has(rf::destroyed | rf::errored)) return false;
+  state_.clear(rf::reading);
+  add_chunk(c, false);
+  return can_push_more();
+}
+
+// Node: readableAddChunkPushObjectMode(). Every chunk counts, even an empty one.
+bool readable::readable_add_chunk_push_object_mode(chunk_ref c) {
+  if (state_.has(rf::ended)) {
+    error_or_destroy(make_error_code(errc::push_after_eof), false);
+    return false;
+  }
+  if (state_.has(rf::destroyed | rf::errored)) return false;
+  state_.clear(rf::reading);
+  add_chunk(c, false);
+  return can_push_more();
+}
+
+// Node: canPushMore(). Below the high-water mark, or nothing buffered at all:
+// Node's workaround for hwm = 0 streams (the REPL), which must still ask for data.
+bool readable::can_push_more() const noexcept {
+  return !state_.has(rf::ended) && (state_.length < state_.high_water_mark || state_.length == 0);
+}
+
+// Node: addChunk(). In flowing mode with an empty buffer, outside the
+// source's read(), the chunk goes straight out as 'data'; else it is buffered.
+void readable::add_chunk(chunk_ref c, bool add_to_front) {
+  if ((state_.flags & (rf::flowing | rf::sync | rf::data_listening)) == (rf::flowing | rf::data_listening) &&
+      state_.length == 0) {
+    clear_await_drain();
+    state_.set(rf::data_emitted);
+    emit_data(c.bytes);
+  } else {
+    state_.length += state_.has(rf::object_mode) ? 1 : c.bytes.size();
+    if (add_to_front)
+      buffer_.push_front(c.take());
+    else
+      buffer_.push_back(c.take());
+    if (state_.has(rf::need_readable)) emit_readable();
+  }
+  maybe_read_more();
+}
+
+// Node: Readable.prototype.isPaused().
+bool readable::is_paused() const noexcept {
+  return state_.has(rf::paused) || (state_.flags & (rf::has_flowing | rf::flowing)) == rf::has_flowing;
+}
+
+namespace {
+// Node: computeNewHighWaterMark(). Don't raise the hwm above 1 GiB; else
+// round up to a power of two, so that it does not grow in tiny steps.
+std::size_t compute_new_high_water_mark(std::size_t n) {
+  constexpr std::size_t max_hwm = 0x40000000;
+  if (n > max_hwm) throw stream_error(make_error_code(errc::out_of_range));
+  n--;
+  n |= n >> 1;
+  n |= n >> 2;
+  n |= n >> 4;
+  n |= n >> 8;
+  n |= n >> 16;
+  n++;
+  return n;
+}
+}  // namespace
+
+// Node: howMuchToRead(). `all` is Node's n = NaN: read() with no size.
+std::size_t readable::how_much_to_read(std::size_t n, bool all) const noexcept {
+  if ((!all && n == 0) || (state_.length == 0 && state_.has(rf::ended))) return 0;
+  if (state_.has(rf::object_mode)) return 1;
+  if (all) {
+    // Only flow one chunk at a time.
+    if (state_.has(rf::flowing) && state_.length) return buffer_.front().size();
+    return state_.length;
+  }
+  if (n <= state_.length) return n;
+  return state_.has(rf::ended) ? state_.length : 0;
+}
+
+std::optional<std::string> readable::read() { return read_impl(0, true); }
+std::optional<std::string> readable::read(std::size_t n) { return read_impl(n, false); }
+
+// Node: Readable.prototype.read(). The source's read() is called before the
+// chunk is taken, because a synchronous source may fill the buffer.
+std::optional<std::string> readable::read_impl(std::size_t n, bool all) {
+  const std::size_t n_orig = n;
+
+  if (!all && n > state_.high_water_mark) state_.high_water_mark = compute_new_high_water_mark(n);
+
+  if (all || n != 0) state_.clear(rf::emitted_readable);
+
+  // read(0) to trigger a 'readable' with enough buffered already: just emit it.
+  if (!all && n == 0 && state_.has(rf::need_readable) &&
+      ((state_.high_water_mark != 0 ? state_.length >= state_.high_water_mark : state_.length > 0) ||
+       state_.has(rf::ended))) {
+    if (state_.length == 0 && state_.has(rf::ended))
+      end_readable();
+    else
+      emit_readable();
+    return std::nullopt;
+  }
+
+  n = how_much_to_read(n, all);
+
+  // Ended, and now clear: finish it up.
+  if (n == 0 && state_.has(rf::ended)) {
+    if (state_.length == 0) end_readable();
+    return std::nullopt;
+  }
+
+  // Read more when a 'readable' is owed, or when below the high-water mark
+  // after this read; never when ended, reading already, or destroyed.
+  bool do_read = state_.has(rf::need_readable);
+  if (state_.length == 0 || state_.length - n < state_.high_water_mark) do_read = true;
+
+  if ((state_.flags & (rf::reading | rf::ended | rf::destroyed | rf::errored | rf::constructed)) != rf::constructed) {
+    do_read = false;
+  } else if (do_read) {
+    state_.set(rf::reading | rf::sync);
+    if (state_.length == 0) state_.set(rf::need_readable);
+    source_->read(state_.high_water_mark);
+    state_.clear(rf::sync);
+    // A synchronous push ended `reading`: look again at what is there.
+    if (!state_.has(rf::reading)) n = how_much_to_read(n_orig, all);
+  }
+
+  std::optional<std::string> ret;
+  if (n > 0) ret = from_list(n);
+
+  if (!ret) {
+    if (state_.length <= state_.high_water_mark) state_.set(rf::need_readable);
+    n = 0;
+  } else {
+    state_.length -= n;
+    clear_await_drain();
+  }
+
+  if (state_.length == 0) {
+    // Nothing buffered: a 'readable' is owed as soon as something comes.
+    if (!state_.has(rf::ended)) state_.set(rf::need_readable);
+    // A read past the end: 'end' on the next tick. (Node compares nOrig with
+    // n, and NaN, read()'s size, never equals anything.)
+    if ((all || n_orig != n) && state_.has(rf::ended)) end_readable();
+  }
+
+  if (ret && !state_.has(rf::error_emitted | rf::close_emitted)) {
+    state_.set(rf::data_emitted);
+    emit_data(*ret);
+  }
+  return ret;
+}
+
+// Node: onEofChunk(). Inside the source's read() the 'readable' waits for the
+// next tick; otherwise it is emitted now (modules such as dicer rely on it).
+void readable::on_eof_chunk() noexcept {
+  if (state_.has(rf::ended)) return;
+  state_.set(rf::ended);
+  if (state_.has(rf::sync)) {
+    emit_readable();
+  } else {
+    state_.clear(rf::need_readable);
+    state_.set(rf::emitted_readable);
+    emit_readable_();
+  }
+}
+
+// Node: emitReadable(). Never emits at once: a 'readable' listener calling
+// read() could recurse without bound.
+void readable::emit_readable() noexcept {
+  state_.clear(rf::need_readable);
+  if (!state_.has(rf::emitted_readable)) {
+    state_.set(rf::emitted_readable);
+    call_soon([this] { emit_readable_(); });
+  }
+}
+
+// Node: emitReadable_().
+void readable::emit_readable_() noexcept {
+  if (!state_.has(rf::destroyed | rf::errored) && (state_.length || state_.has(rf::ended))) {
+    emit(event::readable);
+    state_.clear(rf::emitted_readable);
+  }
+  // Another 'readable' is owed if not flowing (flow() takes care of that),
+  // not ended, and at or below the high-water mark.
+  if ((state_.flags & (rf::flowing | rf::ended)) == 0 && state_.length <= state_.high_water_mark)
+    state_.set(rf::need_readable);
+  flow();
+}
+
+// Node: maybeReadMore(). Fill the buffer up to the high-water mark on the
+// next tick, ahead of the consumer.
+void readable::maybe_read_more() noexcept {
+  if ((state_.flags & (rf::reading_more | rf::constructed)) == rf::constructed) {
+    state_.set(rf::reading_more);
+    call_soon([this] { maybe_read_more_(); });
+  }
+}
+
+// Node: maybeReadMore_(). Reads while below the high-water mark (or while
+// flowing with nothing buffered), until a read brings nothing synchronously.
+void readable::maybe_read_more_() noexcept {
+  while ((state_.flags & (rf::reading | rf::ended)) == 0 &&
+         (state_.length < state_.high_water_mark || (state_.has(rf::flowing) && state_.length == 0))) {
+    const std::size_t len = state_.length;
+    read_impl(0, false);
+    if (len == state_.length) break;  // no data came: stop spinning
+  }
+  state_.clear(rf::reading_more);
+}
+
+// ---- pipe
+
+// The closures of one Readable.prototype.pipe() call: Node keeps them in the
+// call's scope; here they share this object, which every listener of the
+// pipe holds, so it lives until the last of them is gone.
+//
+// Differs from Node: C++ objects can go away while the pipe is in place.
+// `src` becomes null when the readable is destroyed, `dest` when the writable
+// is (see dest_guard), and every entry point then does nothing.
+struct readable::pipe_link : std::enable_shared_from_this<pipe_link> {
+  pipe_link(readable* s, writable* d, bool end) noexcept : src(s), dest(d), do_end(end) {}
+
+  readable* src;
+  writable* dest;
+  bool do_end;               // Node: doEnd; endFn is onend, else unpipe
+  bool cleaned_up = false;   // Node: cleanedUp
+  bool has_ondrain = false;  // Node: ondrain is set
+  bool detached = false;     // the listeners are being taken off on purpose
+  listener_id on_end_id = 0;  // on src; 0 when endFn was queued instead
+  listener_id on_data_id = 0;
+  listener_id on_unpipe_id = 0, on_error_id = 0, on_close_id = 0, on_finish_id = 0, on_drain_id = 0;
+
+  bool live() const noexcept { return src && dest; }
+
+  // Node: endFn.
+  void end_fn() {
+    if (!live()) return;
+    if (do_end)
+      on_end();
+    else
+      unpipe();
+  }
+
+  // Node: onunpipe(). Only the first listener of an unpipe emit cleans up.
+  void on_unpipe(const event_arg& a) {
+    if (!live()) return;
+    if (a.source == src && a.has_unpiped && !*a.has_unpiped) {
+      *a.has_unpiped = true;
+      cleanup();
+    }
+  }
+
+  // Node: onend().
+  void on_end() { dest->end(); }
+
+  // Takes this pipe's listeners off the destination.
+  void detach_from_dest() noexcept {
+    detached = true;
+    dest->off(event::close, on_close_id);
+    dest->off(event::finish, on_finish_id);
+    if (has_ondrain) dest->off(event::drain, on_drain_id);
+    dest->off(event::error, on_error_id);
+    dest->off(event::unpipe, on_unpipe_id);
+  }
+
+  // Node: cleanup(). Takes every listener of this pipe off both streams.
+  void cleanup() {
+    const auto keep = shared_from_this();
+    detach_from_dest();
+    if (on_end_id) src->emitter::off(event::end, on_end_id);
+    src->off(event::data, on_data_id);
+
+    cleaned_up = true;
+    std::erase(src->links_, keep);
+
+    // If the source waits for a 'drain' of this dest, it would never flow
+    // again: call the drain handler now. If unsure, assume it waits.
+    if (has_ondrain && src->await_drain_set() && need_drain_flag(*dest)) src->pipe_on_drain(*dest);
+  }
+
+  // The writable object is being destroyed with the pipe in place. Forget it
+  // without a word: no 'unpipe' (its emitter is half gone). A source left
+  // with no destination stops flowing, as after unpipe(), but without
+  // 'pause': no listener may run while the writable is being destroyed.
+  void dest_gone() noexcept {
+    const auto keep = shared_from_this();
+    writable* d = dest;
+    dest = nullptr;
+    cleaned_up = true;
+    if (!src) return;
+    readable& r = *src;
+    std::erase(r.pipes_, d);
+    if (r.await_drain_ == d) r.await_drain_ = nullptr;
+    std::erase(r.await_drain_many_, d);
+    if (on_end_id) r.emitter::off(event::end, on_end_id);
+    r.off(event::data, on_data_id);
+    std::erase(r.links_, keep);
+    if (r.pipes_.empty()) {
+      r.state_.set(rf::has_flowing | rf::has_paused | rf::paused);
+      r.state_.clear(rf::flowing);
+    }
+  }
+
+  // Node: pause(), pipe()'s own. dest.write() returned false: wait for its
+  // 'drain'. Checks that dest is still piped to, as an unpipe during write()
+  // would otherwise leave the source paused for good.
+  void pause() {
+    if (!cleaned_up) {
+      auto& pipes = src->pipes_;
+      if (pipes.size() == 1 && pipes[0] == dest) {
+        src->await_drain_ = dest;
+        src->state_.clear(rf::multi_await_drain);
+      } else if (pipes.size() > 1 && std::find(pipes.begin(), pipes.end(), dest) != pipes.end()) {
+        auto& many = src->await_drain_many_;
+        if (std::find(many.begin(), many.end(), dest) == many.end()) many.push_back(dest);
+      }
+      src->pause();
+    }
+    if (!has_ondrain && live()) {
+      // Node: pipeOnDrain(src, dest), added once and kept until cleanup.
+      has_ondrain = true;
+      on_drain_id = dest->on(event::drain, [self = shared_from_this()] {
+        if (self->live()) self->src->pipe_on_drain(*self->dest);
+      });
+    }
+  }
+
+  // Node: ondata().
+  void on_data(std::string_view chunk) {
+    if (!live()) return;
+    const bool ret = dest->write(chunk);
+    if (!ret && live()) pause();
+  }
+
+  // Node: onerror(). Stop piping into a dest that failed, without hiding the
+  // error: with no other listener it is re-emitted, as Node would throw it.
+  void on_error(std::error_code er) {
+    if (!live()) return;
+    unpipe();
+    if (!dest) return;
+    dest->off(event::error, on_error_id);
+    if (dest->listener_count(event::error) == 0) {
+      if (!error_emitted_flag(*dest)) {
+        error_or_destroy(*dest, er);  // the 'error' was emitted by hand
+      } else {
+        event_arg arg;
+        arg.error = er;
+        dest->emit(event::error, arg);
+      }
+    }
+  }
+
+  // Node: onclose(). 'close' and 'finish' both unpipe, once.
+  void on_close() {
+    if (!live()) return;
+    dest->off(event::finish, on_finish_id);
+    unpipe();
+  }
+
+  // Node: onfinish().
+  void on_finish() {
+    if (!live()) return;
+    dest->off(event::close, on_close_id);
+    unpipe();
+  }
+
+  // Node: unpipe(), pipe()'s own.
+  void unpipe() {
+    if (live()) src->unpipe(*dest);
+  }
+};
+
+namespace {
+// The pipe's 'unpipe' listener on the destination. It lives exactly as long
+// as the pipe's hold on the destination: taken off by cleanup() or by the
+// readable's destructor (both mark the link detached first), or destroyed
+// with the destination's emitter, which is how the pipe learns that the
+// writable object is gone.
+template <class Link>
+struct dest_guard {
+  std::shared_ptr<Link> link;
+
+  explicit dest_guard(std::shared_ptr<Link> l) noexcept : link(std::move(l)) {}
+  dest_guard(dest_guard&& o) noexcept = default;
+  dest_guard& operator=(dest_guard&&) = delete;
+  ~dest_guard() {
+    if (link && !link->detached && link->dest) link->dest_gone();
+  }
+  void operator()(const event_arg& a) const { link->on_unpipe(a); }
+};
+}  // namespace
+
+bool readable::need_drain_flag(const writable& w) noexcept { return w.state_.has(detail::wflag::need_drain); }
+bool readable::error_emitted_flag(const writable& w) noexcept { return w.state_.has(detail::wflag::error_emitted); }
+void readable::error_or_destroy(writable& w, std::error_code err) noexcept { w.error_or_destroy(err, false); }
+
+// Node: state.awaitDrainWriters is truthy (a set always is, even empty).
+bool readable::await_drain_set() const noexcept {
+  return state_.has(rf::multi_await_drain) || await_drain_ != nullptr;
+}
+
+// Node: `awaitDrainWriters.clear()` or `awaitDrainWriters = null`, by mode.
+void readable::clear_await_drain() noexcept {
+  if (state_.has(rf::multi_await_drain))
+    await_drain_many_.clear();
+  else
+    await_drain_ = nullptr;
+}
+
+// Node: Readable.prototype.pipe().
+writable& readable::pipe(writable& dest, const pipe_options& options) {
+  if (pipes_.size() == 1) {
+    if (!state_.has(rf::multi_await_drain)) {
+      state_.set(rf::multi_await_drain);
+      await_drain_many_.clear();
+      if (await_drain_) await_drain_many_.push_back(await_drain_);
+    }
+  }
+
+  pipes_.push_back(&dest);
+  auto link = std::make_shared<pipe_link>(this, &dest, options.end);
+  links_.push_back(link);
+
+  if (state_.has(rf::end_emitted))
+    call_soon([link] { link->end_fn(); });
+  else
+    link->on_end_id = emitter::once(event::end, [link] { link->end_fn(); });  // 'end' has no mode effect
+
+  link->on_unpipe_id = dest.on(event::unpipe, dest_guard<pipe_link>(link));
+  link->on_data_id = on(event::data, [link](std::string_view chunk) { link->on_data(chunk); });
+  // Before any userland 'error' listener.
+  link->on_error_id = dest.prepend_listener(event::error, [link](std::error_code er) { link->on_error(er); });
+  link->on_close_id = dest.once(event::close, [link] { link->on_close(); });
+  link->on_finish_id = dest.once(event::finish, [link] { link->on_finish(); });
+
+  event_arg arg;
+  arg.source = this;
+  dest.emit(event::pipe, arg);
+
+  // Start the flow if it hasn't been started already.
+  if (dest.writable_need_drain()) {
+    link->pause();
+  } else if (!state_.has(rf::flowing)) {
+    resume();
+  }
+  return dest;
+}
+
+// Node: pipeOnDrain(src, dest), the 'drain' handler of a pipe.
+void readable::pipe_on_drain(writable& dest) noexcept {
+  if (!state_.has(rf::multi_await_drain) && await_drain_ == &dest) {
+    await_drain_ = nullptr;
+  } else if (state_.has(rf::multi_await_drain)) {
+    std::erase(await_drain_many_, &dest);
+  }
+  const bool waiting = state_.has(rf::multi_await_drain) ? !await_drain_many_.empty() : await_drain_ != nullptr;
+  if (!waiting && state_.has(rf::data_listening)) resume();
+}
+
+// Node: Readable.prototype.unpipe(dest).
+readable& readable::unpipe(writable& dest) {
+  if (pipes_.empty()) return *this;
+  const auto it = std::find(pipes_.begin(), pipes_.end(), &dest);
+  if (it == pipes_.end()) return *this;
+  pipes_.erase(it);
+  if (pipes_.empty()) pause();
+  bool has_unpiped = false;  // Node: unpipeInfo
+  event_arg arg;
+  arg.source = this;
+  arg.has_unpiped = &has_unpiped;
+  dest.emit(event::unpipe, arg);
+  return *this;
+}
+
+// Node: Readable.prototype.unpipe() with no dest: remove all.
+readable& readable::unpipe() {
+  if (pipes_.empty()) return *this;
+  const std::vector<writable*> dests = std::move(pipes_);
+  pipes_.clear();
+  pause();
+  for (writable* d : dests) {
+    bool has_unpiped = false;
+    event_arg arg;
+    arg.source = this;
+    arg.has_unpiped = &has_unpiped;
+    d->emit(event::unpipe, arg);
+  }
+  return *this;
+}
+
+// ---- listeners
+
+// Node: Readable.prototype.on(), after the listener is added.
+void readable::on_listener_added(event ev) {
+  if (ev == event::data) {
+    state_.set(rf::data_listening);
+    // So that resume() below is a no-op with a 'readable' listener (once('readable')).
+    if (listener_count(event::readable) > 0) state_.set(rf::readable_listening);
+    // Start flowing on the next tick, unless explicitly paused.
+    if ((state_.flags & (rf::has_flowing | rf::flowing)) != rf::has_flowing) resume();
+  } else if (ev == event::readable) {
+    if ((state_.flags & (rf::end_emitted | rf::readable_listening)) == 0) {
+      state_.set(rf::readable_listening | rf::need_readable | rf::has_flowing);
+      state_.clear(rf::flowing | rf::emitted_readable);
+      if (state_.length) {
+        emit_readable();
+      } else if (!state_.has(rf::reading)) {
+        call_soon([this] { read_impl(0, false); });  // Node: nReadingNextTick()
+      }
+    }
+  }
+}
+
+// Node: Readable.prototype.removeListener().
+bool readable::off(event ev, listener_id id) noexcept {
+  const bool res = emitter::off(ev, id);
+  on_listener_removed(ev);
+  return res;
+}
+
+// Node: the part of removeListener() that follows the removal. A 'readable'
+// listener's removal is looked at on the next tick, after the 'readable' in
+// progress, so that once('readable') cycles keep working.
+void readable::on_listener_removed(event ev) noexcept {
+  if (ev == event::readable) {
+    call_soon([this] { update_readable_listening(); });
+  } else if (ev == event::data && listener_count(event::data) == 0) {
+    state_.clear(rf::data_listening);
+  }
+}
+
+// Node: Readable.prototype.removeAllListeners(ev). (Node does not clear
+// dataListening here; neither does sluice.)
+void readable::remove_all_listeners(event ev) noexcept {
+  emitter::remove_all_listeners(ev);
+  if (ev == event::readable) call_soon([this] { update_readable_listening(); });
+}
+
+// Node: updateReadableListening().
+void readable::update_readable_listening() noexcept {
+  if (listener_count(event::readable) > 0)
+    state_.set(rf::readable_listening);
+  else
+    state_.clear(rf::readable_listening);
+
+  if ((state_.flags & (rf::has_paused | rf::paused | rf::resume_scheduled)) == (rf::has_paused | rf::resume_scheduled)) {
+    // Flowing must be true now, or the resume_() to come will not flow.
+    state_.set(rf::has_flowing | rf::flowing);
+  } else if (state_.has(rf::data_listening)) {
+    resume();
+  } else if (!state_.has(rf::readable_listening)) {
+    state_.clear(rf::has_flowing | rf::flowing);
+  }
+}
+
+// ---- flowing mode
+
+// Node: Readable.prototype.resume(). Flows only without a 'readable'
+// listener, but is remembered either way.
+readable& readable::resume() {
+  if (!state_.has(rf::flowing)) {
+    state_.set(rf::has_flowing);
+    if (!state_.has(rf::readable_listening))
+      state_.set(rf::flowing);
+    else
+      state_.clear(rf::flowing);
+    schedule_resume();
+  }
+  state_.set(rf::has_paused);
+  state_.clear(rf::paused);
+  return *this;
+}
+
+// Node: resume(stream, state), the internal one.
+void readable::schedule_resume() noexcept {
+  if (!state_.has(rf::resume_scheduled)) {
+    state_.set(rf::resume_scheduled);
+    call_soon([this] { resume_(); });
+  }
+}
+
+// Node: resume_().
+void readable::resume_() noexcept {
+  if (!state_.has(rf::reading)) read_impl(0, false);
+  state_.clear(rf::resume_scheduled);
+  emit(event::resume);
+  flow();
+  if ((state_.flags & (rf::flowing | rf::reading)) == rf::flowing) read_impl(0, false);
+}
+
+// Node: Readable.prototype.pause().
+readable& readable::pause() {
+  if ((state_.flags & (rf::has_flowing | rf::flowing)) != rf::has_flowing) {
+    state_.set(rf::has_flowing);
+    state_.clear(rf::flowing);
+    emit(event::pause);
+  }
+  state_.set(rf::has_paused | rf::paused);
+  return *this;
+}
+
+// Node: flow().
+void readable::flow() noexcept {
+  while (state_.has(rf::flowing) && read_impl(0, true)) {
+  }
+}
+
+// Node: fromList(). Takes n bytes (one chunk in object mode) off the
+// buffer; state.length is the caller's to update.
+std::optional<std::string> readable::from_list(std::size_t n) {
+  if (state_.length == 0) return std::nullopt;
+  assert(!buffer_.empty());
+
+  if (state_.has(rf::object_mode)) return buffer_.take_front();
+
+  if (n >= state_.length) {
+    // Read it all, emptying the buffer.
+    if (buffer_.size() == 1) return buffer_.take_front();
+    std::string ret;
+    ret.reserve(state_.length);
+    while (!buffer_.empty()) ret += buffer_.take_front();
+    return ret;
+  }
+
+  const std::string_view head = buffer_.front();
+  if (n < head.size()) {
+    // Only part of the first chunk: copy those bytes, leave the rest in place.
+    std::string ret(head.substr(0, n));
+    buffer_.consume_front(n);
+    return ret;
+  }
+  if (n == head.size()) return buffer_.take_front();  // a perfect match
+
+  // Spans several chunks.
+  std::string ret;
+  ret.reserve(n);
+  while (!buffer_.empty()) {
+    const std::string_view data = buffer_.front();
+    if (n > data.size()) {
+      n -= data.size();
+      ret += buffer_.take_front();
+    } else {
+      if (n == data.size()) {
+        ret += buffer_.take_front();
+      } else {
+        ret.append(data.substr(0, n));
+        buffer_.consume_front(n);
+      }
+      break;
+    }
+  }
+  return ret;
+}
+
+// Node: endReadable().
+void readable::end_readable() noexcept {
+  if (!state_.has(rf::end_emitted)) {
+    state_.set(rf::ended);
+    call_soon([this] { end_readable_nt(); });
+  }
+}
+
+// Node: endReadableNT(). Checks that no unshift() came in the meantime.
+void readable::end_readable_nt() noexcept {
+  if ((state_.flags & (rf::errored | rf::close_emitted | rf::end_emitted)) == 0 && state_.length == 0) {
+    state_.set(rf::end_emitted);
+    emit(event::end);
+    if (state_.has(rf::auto_destroy)) destroy();
+  }
+}
+
+// ---- destroy (Node: destroyImpl.destroy and friends, for a Readable)
+
+readable& readable::destroy(std::error_code err) {
+  if (state_.has(rf::destroyed)) return *this;
+
+  // checkError()
+  if (err && !state_.has(rf::errored)) {
+    errored_ = err;
+    state_.set(rf::errored);
+  }
+  state_.set(rf::destroyed);
+
+  // Differs from Node: a source's destroy (Node's _destroy) is synchronous.
+  const std::error_code e = source_->destroy(err);
+  if (e && !state_.has(rf::errored)) {
+    errored_ = e;
+    state_.set(rf::errored);
+  }
+  state_.set(rf::closed);
+  if (e) {
+    call_soon([this, e] {
+      emit_error_nt(e);
+      emit_close_nt();
+    });
+  } else {
+    call_soon([this] { emit_close_nt(); });
+  }
+  return *this;
+}
+
+// Node: emitErrorNT().
+void readable::emit_error_nt(std::error_code err) noexcept {
+  if (state_.has(rf::error_emitted)) return;
+  state_.set(rf::error_emitted);
+  event_arg arg;
+  arg.error = err;
+  emit(event::error, arg);
+}
+
+// Node: emitCloseNT().
+void readable::emit_close_nt() noexcept {
+  state_.set(rf::close_emitted);
+  if (state_.has(rf::emit_close)) emit(event::close);
+}
+
+// Node: errorOrDestroy().
+void readable::error_or_destroy(std::error_code err, bool is_sync) noexcept {
+  if (state_.has(rf::destroyed)) return;
+  if (state_.has(rf::auto_destroy)) {
+    destroy(err);
+  } else if (err) {
+    if (!state_.has(rf::errored)) {
+      errored_ = err;
+      state_.set(rf::errored);
+    }
+    if (is_sync)
+      call_soon([this, err] { emit_error_nt(err); });
+    else
+      emit_error_nt(err);
+  }
+}
+
+// Differs from Node: a C++ object can go away while piping. Its listeners on
+// the destinations are taken off (without 'unpipe'), deferred work is
+// dropped, and the source is destroyed if the stream was not.
+readable::~readable() {
+  loop_->cancel(this);
+  for (const auto& link : links_) {
+    if (link->dest) link->detach_from_dest();
+    link->cleaned_up = true;
+    link->src = nullptr;
+  }
+  links_.clear();
+  if (!destroyed()) source_->destroy({});
+}
+
+}  // namespace sluice

@@ -1,0 +1,53 @@
+// readable_state: Node's ReadableState. One flag word plus counters; the
+// behaviour lives in readable.cc. Bits keep Node's names and positions
+// (kObjectMode = 1 << 0 ... kDataListening = 1 << 27), so the two files can
+// be read side by side.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sluice::detail {
+
+namespace rflag {
+enum : std::uint32_t {
+  object_mode = 1u << 0,     // fixed at construction: length counts chunks, not bytes
+  error_emitted = 1u << 1,   // 'error' has been emitted; it never is twice
+  auto_destroy = 1u << 2,    // option: destroy() after 'end' and after an error
+  emit_close = 1u << 3,      // option: emit 'close' once destroyed
+  destroyed = 1u << 4,       // destroy() was called
+  closed = 1u << 5,          // the source's destroy has run
+  close_emitted = 1u << 6,   // set just before 'close' would be emitted
+  errored = 1u << 7,         // `errored` holds the first error
+  constructed = 1u << 8,     // always set: sluice has no _construct
+  ended = 1u << 9,           // push_eof() was seen (or read() ran into the end)
+  end_emitted = 1u << 10,    // 'end' was emitted (Node's public readableEnded)
+  reading = 1u << 11,        // the source's read() was called and has pushed nothing yet
+  sync = 1u << 12,           // inside the source's read(); set at first, until the first read()
+  need_readable = 1u << 13,  // a read() came back empty: 'readable' is owed when data comes
+  emitted_readable = 1u << 14,    // a 'readable' is queued or was just emitted
+  readable_listening = 1u << 15,  // there is a 'readable' listener
+  resume_scheduled = 1u << 16,    // resume_() is queued for the next tick
+  multi_await_drain = 1u << 17,   // await_drain holds a set of destinations, not one
+  reading_more = 1u << 18,   // maybe_read_more_() is queued for the next tick
+  data_emitted = 1u << 19,   // 'data' was emitted at least once (Node's readableDidRead)
+  // 1 << 20 .. 1 << 22 are Node's encoding bits: sluice has no encodings.
+  has_flowing = 1u << 23,    // flowing is true or false, not null
+  flowing = 1u << 24,        // flowing mode: 'data' events drain the buffer
+  has_paused = 1u << 25,     // pause() or resume() has been called
+  paused = 1u << 26,         // the last of them was pause()
+  data_listening = 1u << 27, // there is a 'data' listener
+};
+}  // namespace rflag
+
+struct readable_state {
+  std::uint32_t flags = rflag::emit_close | rflag::auto_destroy | rflag::constructed | rflag::sync;
+  std::size_t length = 0;  // bytes (or chunks, in object mode) buffered and unread
+  std::size_t high_water_mark = 16384;
+
+  bool has(std::uint32_t bits) const noexcept { return (flags & bits) != 0; }
+  void set(std::uint32_t bits) noexcept { flags |= bits; }
+  void clear(std::uint32_t bits) noexcept { flags &= ~bits; }
+};
+
+}  // namespace sluice::detail

@@ -1,0 +1,581 @@
+// Lines: line_splitter's rules ("\n" and "\r\n", a last line without "\n",
+// empty lines, bytes as bytes, the maximum length), the same lines however
+// the data is cut into chunks, no copy for a line inside one chunk; and the
+// two ways in: line_reader over an fd, for_each_line over a readable.
+#include "support/printers.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "sluice/errors.h"
+#include "sluice/lines/for_each_line.h"
+#include "sluice/lines/line_reader.h"
+#include "sluice/lines/line_splitter.h"
+#include "sluice/loop.h"
+#include "sluice/sources/fd_source.h"
+#include "sluice/stream/readable.h"
+#include "support/pipe_fds.h"
+
+using namespace sluice;
+using namespace std::string_literals;
+using sluice::test::pipe_fds;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Options for a readable on the test's own loop. (Designated initializers
+// that skip high_water_mark would warn: it has no default initializer.)
+readable_options on_loop(loop& l, std::optional<std::size_t> hwm = std::nullopt) {
+  readable_options o;
+  o.event_loop = &l;
+  o.high_water_mark = hwm;
+  return o;
+}
+
+using lines = std::vector<std::string>;
+
+// "!" + the error's code name. (Built with append: g++ 12 gives a false
+// -Wrestrict for "!" + std::string at -O3, GCC PR 105329.)
+std::string error_line(std::error_code ec) {
+  std::string s = "!";
+  s += code_name(ec);
+  return s;
+}
+
+// Splits `data` cut at `cuts` (offsets, ascending) into lines; the error, if
+// any, is appended as "!" + its code name.
+lines split(std::string_view data, const std::vector<std::size_t>& cuts = {},
+            std::size_t max = line_options{}.max_line_length) {
+  line_splitter s(max);
+  lines out;
+  std::error_code ec;
+  std::size_t from = 0;
+  std::vector<std::size_t> ends = cuts;
+  ends.push_back(data.size());
+  for (std::size_t to : ends) {
+    // Each chunk is its own copy, freed after use: a view kept past its
+    // chunk would be caught by the sanitizers.
+    const std::string chunk(data.substr(from, to - from));
+    s.feed(chunk);
+    while (auto line = s.next(ec)) out.emplace_back(*line);
+    from = to;
+  }
+  if (!ec)
+    if (auto last = s.finish(ec)) out.emplace_back(*last);
+  if (ec) out.push_back(error_line(ec));
+  return out;
+}
+
+struct temp_file {
+  fs::path dir, path;
+  explicit temp_file(const std::string& content) {
+    char tmpl[] = "/tmp/sluice-lines-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    path = dir / "data";
+    std::ofstream(path, std::ios::binary) << content;
+  }
+  ~temp_file() { fs::remove_all(dir); }
+};
+
+struct open_fd {
+  int fd;
+  explicit open_fd(const fs::path& p) : fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC)) { REQUIRE(fd >= 0); }
+  ~open_fd() { ::close(fd); }
+};
+
+// Every line of an fd through line_reader; the error as in split().
+lines read_lines(int fd, line_options o = {}) {
+  line_reader r(fd, o);
+  lines out;
+  std::error_code ec;
+  while (auto line = r.next(ec)) out.emplace_back(*line);
+  if (ec) out.push_back(error_line(ec));
+  return out;
+}
+
+const std::string too_long = "!ERR_SLUICE_LINE_TOO_LONG";
+
+// A source that pushes the given chunks one per turn (from outside read(),
+// so each goes straight out as 'data'), then EOF, or an error at the end, or
+// nothing more if `hang`.
+class chunks_source : public source {
+ public:
+  chunks_source(loop& l, std::vector<std::string> chunks, std::error_code fail = {}, bool hang = false)
+      : loop_(l), chunks_(std::move(chunks)), fail_(fail), hang_(hang) {}
+  ~chunks_source() override { loop_.cancel(this); }
+  void read(std::size_t) override {
+    loop_.set_immediate(
+        [this] {
+          if (next_ < chunks_.size()) {
+            stream().push(std::string_view(chunks_[next_++]));
+          } else if (hang_) {
+            return;
+          } else if (fail_) {
+            stream().destroy(fail_);
+          } else {
+            stream().push_eof();
+          }
+        },
+        this);
+  }
+  std::error_code destroy(std::error_code err) noexcept override {
+    loop_.cancel(this);
+    ++destroys;
+    return err;
+  }
+  const std::vector<std::string>& chunks() const { return chunks_; }
+  int destroys = 0;
+
+ private:
+  loop& loop_;
+  std::vector<std::string> chunks_;
+  std::error_code fail_;
+  bool hang_;
+  std::size_t next_ = 0;
+};
+
+struct line_run {
+  loop l;
+  std::unique_ptr<readable> r;
+  chunks_source* src;
+  lines got;
+  std::vector<std::error_code> done;  // every call of done
+  std::vector<std::string> events;
+
+  explicit line_run(std::vector<std::string> chunks, std::error_code fail = {}, bool hang = false) {
+    auto s = std::make_unique<chunks_source>(l, std::move(chunks), fail, hang);
+    src = s.get();
+    readable_options o;
+    o.event_loop = &l;
+    r = std::make_unique<readable>(std::move(s), o);
+    r->on(event::close, [this] { events.push_back("close"); });
+    r->on(event::end, [this] { events.push_back("end"); });
+  }
+  template <class F>
+  void start(F fn, line_options o = {}) {
+    for_each_line(*r, std::move(fn), [this](std::error_code ec) { done.push_back(ec); }, o);
+  }
+  void start(line_options o = {}) {
+    start([this](std::string_view line) { got.emplace_back(line); }, o);
+  }
+};
+
+}  // namespace
+
+// ---- line_splitter: the rules
+
+TEST_CASE("\"\\n\" and \"\\r\\n\" end lines and are not part of them") {
+  CHECK(split("a\nb\r\nc\n") == lines{"a", "b", "c"});
+  CHECK(split("one\r\ntwo\r\n") == lines{"one", "two"});
+}
+
+TEST_CASE("a last line without a newline is a line") {
+  CHECK(split("a\nb") == lines{"a", "b"});
+  CHECK(split("only") == lines{"only"});
+  CHECK(split("a\r\nb\r") == lines{"a", "b\r"});  // a final "\r" alone ends nothing
+}
+
+TEST_CASE("empty input has no lines; empty lines are lines") {
+  CHECK(split("") == lines{});
+  CHECK(split("\n") == lines{""});
+  CHECK(split("\n\n") == lines{"", ""});
+  CHECK(split("\r\n") == lines{""});
+  CHECK(split("a\n\nb\n\r\n") == lines{"a", "", "b", ""});
+}
+
+TEST_CASE("a \"\\r\" that is not before \"\\n\" is an ordinary byte") {
+  CHECK(split("a\rb\n") == lines{"a\rb"});
+  CHECK(split("\r\r\n") == lines{"\r"});
+  CHECK(split("\r") == lines{"\r"});
+}
+
+TEST_CASE("bytes are bytes: NULs, high bytes and invalid UTF-8 pass through") {
+  const std::string bin = "a\0b\n\xff\xfe\0\r\n\x80\0"s;
+  CHECK(split(bin) == lines{"a\0b"s, "\xff\xfe\0"s, "\x80\0"s});
+}
+
+TEST_CASE("the same lines however the data is cut, at every offset") {
+  const std::string data = "alpha\r\nbeta\n\ngamma delta\r\n\r\nx\n\0zz\r\nlast\r"s;
+  const lines whole = split(data);
+  REQUIRE(whole == lines{"alpha", "beta", "", "gamma delta", "", "x", "\0zz"s, "last\r"});
+  for (std::size_t i = 0; i <= data.size(); ++i) {
+    CAPTURE(i);
+    CHECK(split(data, {i}) == whole);
+    for (std::size_t j = i; j <= data.size(); ++j) {
+      CAPTURE(j);
+      CHECK(split(data, {i, j}) == whole);
+    }
+  }
+  std::vector<std::size_t> every;
+  for (std::size_t i = 1; i < data.size(); ++i) every.push_back(i);
+  CHECK(split(data, every) == whole);  // one byte a chunk
+}
+
+TEST_CASE("the maximum line length: exactly the maximum passes, one byte more is ERR_SLUICE_LINE_TOO_LONG") {
+  CHECK(split("12345\n", {}, 5) == lines{"12345"});
+  CHECK(split("12345\r\n", {}, 5) == lines{"12345"});  // the "\r\n" does not count
+  CHECK(split("12345", {}, 5) == lines{"12345"});
+  CHECK(split("ok\n123456\nnever\n", {}, 5) == lines{"ok", too_long});
+  CHECK(split("123456", {}, 5) == lines{too_long});
+  CHECK(split("12345\r", {}, 5) == lines{too_long});  // a last line keeps its "\r"
+  // The same across chunks, at every cut.
+  const std::string data = "ab\n12345\r\n1234\n123456\n";
+  for (std::size_t i = 0; i <= data.size(); ++i) {
+    CAPTURE(i);
+    CHECK(split(data, {i}, 5) == lines{"ab", "12345", "1234", too_long});
+  }
+}
+
+TEST_CASE("a too long line is found before its end arrives: memory stays bounded") {
+  line_splitter s(100);
+  std::error_code ec;
+  const std::string big(10000, 'x');
+  s.feed(big);
+  CHECK(!s.next(ec));
+  CHECK(ec == errc::line_too_long);
+  CHECK(s.failed());
+
+  line_splitter t(100);
+  ec.clear();
+  const std::string piece(60, 'y');
+  t.feed(piece);
+  CHECK(!t.next(ec));
+  CHECK(!ec);  // 60 bytes: maybe fine
+  t.feed(piece);
+  CHECK(!t.next(ec));
+  CHECK(ec == errc::line_too_long);  // 120 bytes without an end: too long already
+}
+
+TEST_CASE("after an error the splitter yields nothing more, until reset()") {
+  line_splitter s(3);
+  std::error_code ec;
+  s.feed("abcd\nok\n");
+  CHECK(!s.next(ec));
+  CHECK(ec == errc::line_too_long);
+  ec.clear();
+  CHECK(!s.next(ec));
+  CHECK(ec == errc::line_too_long);
+  ec.clear();
+  CHECK(!s.finish(ec));
+  CHECK(ec == errc::line_too_long);
+  s.reset();
+  ec.clear();
+  s.feed("ok\n");
+  const auto line = s.next(ec);
+  REQUIRE(line);
+  CHECK(*line == "ok");
+  CHECK(!ec);
+}
+
+TEST_CASE("a line inside one chunk is a view into the chunk; only a straddling line is copied") {
+  const std::string chunk1 = "first\nsecond\r\nthi";
+  const std::string chunk2 = "rd\nfourth\n";
+  line_splitter s;
+  std::error_code ec;
+  auto inside = [](std::string_view line, const std::string& chunk) {
+    return line.data() >= chunk.data() && line.data() + line.size() <= chunk.data() + chunk.size();
+  };
+  s.feed(chunk1);
+  auto l1 = s.next(ec);
+  REQUIRE(l1);
+  CHECK(*l1 == "first");
+  CHECK(l1->data() == chunk1.data());
+  auto l2 = s.next(ec);
+  REQUIRE(l2);
+  CHECK(*l2 == "second");
+  CHECK(inside(*l2, chunk1));
+  CHECK(!s.next(ec));
+  CHECK(s.copied_lines() == 0);
+  s.feed(chunk2);
+  auto l3 = s.next(ec);
+  REQUIRE(l3);
+  CHECK(*l3 == "third");
+  CHECK(!inside(*l3, chunk2));
+  CHECK(s.copied_lines() == 1);
+  auto l4 = s.next(ec);
+  REQUIRE(l4);
+  CHECK(*l4 == "fourth");
+  CHECK(inside(*l4, chunk2));
+  CHECK(!s.next(ec));
+  CHECK(!s.finish(ec));
+  CHECK(!ec);
+  CHECK(s.copied_lines() == 1);
+}
+
+// ---- line_reader over an fd
+
+static_assert(std::input_iterator<line_reader::iterator>);
+static_assert(std::sentinel_for<std::default_sentinel_t, line_reader::iterator>);
+
+TEST_CASE("line_reader gives a file's lines, with a buffer of any size") {
+  std::string data;
+  lines expected;
+  std::mt19937 gen(42);
+  for (int i = 0; i < 300; ++i) {
+    std::string line(gen() % 40, 'a');
+    for (char& c : line) c = static_cast<char>('a' + gen() % 26);
+    if (i % 17 == 0) line.clear();
+    expected.push_back(line);
+    data += line + (i % 3 == 0 ? "\r\n" : "\n");
+  }
+  data += "tail";
+  expected.push_back("tail");
+  temp_file f(data);
+  for (std::size_t buffer : {1, 2, 3, 7, 16, 41, 64, 1000, 256 * 1024}) {
+    CAPTURE(buffer);
+    open_fd fd(f.path);
+    CHECK(read_lines(fd.fd, {.buffer_size = buffer}) == expected);
+  }
+}
+
+TEST_CASE("line_reader reads only when its buffer runs out, and copies no line inside one read") {
+  std::string data;
+  for (int i = 0; i < 10000; ++i) data += "line " + std::to_string(i) + "\n";
+  temp_file f(data);
+  SUBCASE("one big read") {
+    open_fd fd(f.path);
+    line_reader r(fd.fd);
+    std::size_t n = 0;
+    for (std::string_view line : r) n += !line.empty();
+    CHECK(n == 10000);
+    CHECK(!r.error());
+    CHECK(r.lines() == 10000);
+    CHECK(r.syscalls() == 2);  // the data, then the end
+    CHECK(r.splitter().copied_lines() == 0);
+  }
+  SUBCASE("small reads: one read per buffer, a copy only where a line straddles two") {
+    open_fd fd(f.path);
+    line_reader r(fd.fd, {.buffer_size = 4096});
+    std::size_t n = 0;
+    for (std::string_view line : r) n += !line.empty();
+    CHECK(n == 10000);
+    CHECK(r.syscalls() == (data.size() + 4095) / 4096 + 1);
+    CHECK(r.splitter().copied_lines() <= data.size() / 4096 + 1);
+    CHECK(r.bytes_read() == data.size());
+  }
+}
+
+TEST_CASE("line_reader over a pipe whose data arrives in pieces") {
+  std::string data;
+  for (int i = 0; i < 2000; ++i) data += "piece " + std::to_string(i) + (i % 2 ? "\r\n" : "\n");
+  const lines expected = split(data);
+  for (bool nonblocking : {false, true}) {
+    CAPTURE(nonblocking);
+    pipe_fds p;
+    if (nonblocking) REQUIRE(::fcntl(p.r, F_SETFL, ::fcntl(p.r, F_GETFL) | O_NONBLOCK) == 0);
+    std::thread writer([&] {
+      for (std::size_t off = 0; off < data.size(); off += 777) {
+        const std::string_view piece = std::string_view(data).substr(off, 777);
+        REQUIRE(::write(p.w, piece.data(), piece.size()) == static_cast<ssize_t>(piece.size()));
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      p.close_w();
+    });
+    const lines got = read_lines(p.r);
+    writer.join();
+    CHECK(got == expected);
+  }
+}
+
+TEST_CASE("line_reader reports a read error and then stays ended") {
+  SUBCASE("EISDIR") {
+    temp_file f("");
+    open_fd fd(f.dir);
+    line_reader r(fd.fd);
+    std::error_code ec;
+    CHECK(!r.next(ec));
+    CHECK(ec == std::error_code(EISDIR, std::system_category()));
+    ec.clear();
+    CHECK(!r.next(ec));
+    CHECK(ec == std::error_code(EISDIR, std::system_category()));
+    CHECK(r.error() == ec);
+  }
+  SUBCASE("EBADF: a closed fd") {
+    int bad;
+    {
+      pipe_fds p;
+      bad = p.r;
+    }
+    CHECK(read_lines(bad) == lines{"!EBADF"});
+  }
+}
+
+TEST_CASE("line_reader: a line too long ends the lines with ERR_SLUICE_LINE_TOO_LONG and counts those before") {
+  temp_file f("short\nalso short\n" + std::string(5000, 'x') + "\nnever\n");
+  for (std::size_t buffer : {std::size_t{7}, std::size_t{256 * 1024}}) {
+    CAPTURE(buffer);
+    open_fd fd(f.path);
+    line_reader r(fd.fd, {.max_line_length = 100, .buffer_size = buffer});
+    std::vector<std::string> got;
+    for (std::string_view line : r) got.emplace_back(line);
+    CHECK(got == lines{"short", "also short"});
+    CHECK(r.error() == errc::line_too_long);
+    CHECK(r.lines() == 2);  // the long one is line 3
+  }
+}
+
+TEST_CASE("line_reader on an empty file and on a file of one newline") {
+  {
+    temp_file f("");
+    open_fd fd(f.path);
+    CHECK(read_lines(fd.fd) == lines{});
+  }
+  {
+    temp_file f("\n");
+    open_fd fd(f.path);
+    CHECK(read_lines(fd.fd) == lines{""});
+  }
+}
+
+// ---- for_each_line over a readable
+
+TEST_CASE("for_each_line: the lines of every chunk, however cut, then done(ok) once") {
+  const std::string data = "alpha\r\nbeta\n\ngam";
+  const std::string rest = "ma\r\nlast";
+  line_run run({data, rest});
+  run.start();
+  run.l.run();
+  CHECK(run.got == lines{"alpha", "beta", "", "gamma", "last"});
+  CHECK(run.done == std::vector<std::error_code>{{}});
+  CHECK(run.events == std::vector<std::string>{"end", "close"});
+
+  // One byte a chunk.
+  std::vector<std::string> bytes;
+  for (char c : data + rest) bytes.emplace_back(1, c);
+  line_run slow(bytes);
+  slow.start();
+  slow.l.run();
+  CHECK(slow.got == run.got);
+  CHECK(slow.done.size() == 1);
+}
+
+TEST_CASE("for_each_line: a line inside one chunk is a view into it") {
+  line_run run({"one\ntwo\nthr", "ee\n"});
+  std::vector<bool> inside;
+  const auto& chunks = run.src->chunks();
+  run.start([&](std::string_view line) {
+    bool in = false;
+    for (const std::string& c : chunks)
+      in = in || (line.data() >= c.data() && line.data() + line.size() <= c.data() + c.size());
+    inside.push_back(in);
+  });
+  run.l.run();
+  CHECK(inside == std::vector<bool>{true, true, false});
+}
+
+TEST_CASE("for_each_line over a file readable") {
+  std::string data;
+  for (int i = 0; i < 50000; ++i) data += "request id=" + std::to_string(i) + "\n";
+  temp_file f(data);
+  loop l;
+  auto r = make_file_readable(f.path.string(), on_loop(l));
+  std::size_t n = 0;
+  bool ordered = true;
+  int done_calls = 0;
+  for_each_line(
+      *r,
+      [&](std::string_view line) {
+        ordered = ordered && line == "request id=" + std::to_string(n);
+        ++n;
+      },
+      [&](std::error_code ec) {
+        CHECK(!ec);
+        ++done_calls;
+      });
+  l.run();
+  CHECK(n == 50000);
+  CHECK(ordered);
+  CHECK(done_calls == 1);
+}
+
+TEST_CASE("for_each_line: a too long line gives done(ERR_SLUICE_LINE_TOO_LONG) and destroys the stream quietly") {
+  line_run run({"ok\n", std::string(50, 'x'), std::string(60, 'x') + "\n", "never\n"});
+  bool error_event = false;
+  run.r->on(event::error, [&](std::error_code) { error_event = true; });
+  run.start({.max_line_length = 100});
+  run.l.run();
+  CHECK(run.got == lines{"ok"});
+  CHECK(run.done == std::vector<std::error_code>{make_error_code(errc::line_too_long)});
+  CHECK(run.r->destroyed());
+  CHECK(!error_event);
+  CHECK(run.events == std::vector<std::string>{"close"});
+}
+
+TEST_CASE("for_each_line: fn returning false stops the lines, done(ok), the stream destroyed") {
+  line_run run({"a\nb\nc\n", "d\n"});
+  run.start([&](std::string_view line) {
+    run.got.emplace_back(line);
+    return line != "b";
+  });
+  run.l.run();
+  CHECK(run.got == lines{"a", "b"});
+  CHECK(run.done == std::vector<std::error_code>{{}});
+  CHECK(run.r->destroyed());
+}
+
+TEST_CASE("for_each_line: the stream's error reaches done, once") {
+  const std::error_code eio(EIO, std::system_category());
+  line_run run({"a\nb"}, eio);
+  run.start();
+  run.l.run();
+  CHECK(run.got == lines{"a"});  // "b" never ended
+  CHECK(run.done == std::vector<std::error_code>{eio});
+}
+
+TEST_CASE("for_each_line: a stream destroyed without an error gives ERR_STREAM_PREMATURE_CLOSE") {
+  line_run run({"a\n", "b\n", "c\n"});
+  run.start([&](std::string_view line) {
+    run.got.emplace_back(line);
+    if (line == "b") run.r->destroy();
+  });
+  run.l.run();
+  CHECK(run.got == lines{"a", "b"});
+  CHECK(run.done == std::vector<std::error_code>{make_error_code(errc::premature_close)});
+}
+
+TEST_CASE("for_each_line on a stream that is already over answers on the next tick") {
+  SUBCASE("ended") {
+    line_run run({"a\n"});
+    run.r->resume();
+    run.l.run();
+    REQUIRE(run.r->readable_ended());
+    run.start();
+    CHECK(run.done.empty());  // never synchronously
+    run.l.run();
+    CHECK(run.done == std::vector<std::error_code>{{}});
+  }
+  SUBCASE("destroyed") {
+    line_run run({"a\n"});
+    run.r->destroy();
+    run.start();
+    run.l.run();
+    CHECK(run.done == std::vector<std::error_code>{make_error_code(errc::premature_close)});
+    CHECK(run.got.empty());
+  }
+}
+
+TEST_CASE("for_each_line: deleting the readable before the end still calls done, once") {
+  line_run run({"a\n", "b\n", "c"}, {}, true);
+  run.start();
+  run.l.run_until_idle();
+  CHECK(run.got == lines{"a", "b"});
+  CHECK(run.done.empty());
+  run.r.reset();
+  CHECK(run.done == std::vector<std::error_code>{make_error_code(errc::premature_close)});
+  run.l.run();
+  CHECK(run.done.size() == 1);
+}

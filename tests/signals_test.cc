@@ -1,0 +1,138 @@
+// on_signal: a signal's task runs on the loop, never in the handler; one
+// watch per signal; the previous disposition comes back.
+#include "support/printers.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "sluice/loop.h"
+#include "sluice/signals.h"
+
+using namespace sluice;
+
+namespace {
+
+// One turn of the loop with fd readiness, without waiting for ever on the
+// signal's watch as run() would.
+void turn(loop& l, int timeout_ms = 0) {
+  l.run_until_idle();
+  std::vector<pollfd> fds;
+  for (const auto& w : l.watched_fds()) fds.push_back({w.fd, w.events, 0});
+  if (!fds.empty() && ::poll(fds.data(), fds.size(), timeout_ms) > 0)
+    for (const auto& p : fds)
+      if (p.revents) l.dispatch_ready(p.fd, p.revents);
+  l.run_until_idle();
+}
+
+// Sets a signal's disposition for a test and restores it after.
+struct disposition {
+  int signo;
+  struct sigaction old {};
+  disposition(int s, void (*handler)(int)) : signo(s) {
+    struct sigaction sa {};
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    REQUIRE(::sigaction(signo, &sa, &old) == 0);
+  }
+  ~disposition() { ::sigaction(signo, &old, nullptr); }
+};
+
+void (*current_handler(int signo))(int) {
+  struct sigaction sa {};
+  ::sigaction(signo, nullptr, &sa);
+  return sa.sa_handler;
+}
+
+}  // namespace
+
+TEST_CASE("a signal's task runs from the loop, not from the handler") {
+  disposition keep(SIGUSR1, SIG_DFL);
+  loop l;
+  int calls = 0;
+  auto w = on_signal(l, SIGUSR1, [&calls] { ++calls; });
+  CHECK(bool(w));
+  ::raise(SIGUSR1);
+  CHECK(calls == 0);
+  turn(l, 1000);
+  CHECK(calls == 1);
+  SUBCASE("signals that arrive before the loop looks are coalesced") {
+    ::raise(SIGUSR1);
+    ::raise(SIGUSR1);
+    turn(l, 1000);
+    CHECK(calls == 2);
+  }
+  SUBCASE("it keeps watching") {
+    ::raise(SIGUSR1);
+    turn(l, 1000);
+    ::raise(SIGUSR1);
+    turn(l, 1000);
+    CHECK(calls == 3);
+  }
+  SUBCASE("a signal sent from another thread") {
+    std::thread t([] { ::kill(::getpid(), SIGUSR1); });
+    t.join();
+    for (int guard = 0; guard < 50 && calls == 1; ++guard) turn(l, 100);
+    CHECK(calls == 2);
+  }
+}
+
+TEST_CASE("one watch per signal per process; reset restores the previous disposition") {
+  disposition ign(SIGUSR2, SIG_IGN);
+  loop l;
+  {
+    auto first = on_signal(l, SIGUSR2, [] {});
+    CHECK((current_handler(SIGUSR2) != SIG_IGN));
+    std::error_code ec;
+    auto second = on_signal(l, SIGUSR2, [] {}, ec);
+    CHECK(ec == std::errc::device_or_resource_busy);
+    CHECK_FALSE(bool(second));
+    CHECK_THROWS_AS(on_signal(l, SIGUSR2, [] {}), std::system_error);
+    first.reset();
+    CHECK((current_handler(SIGUSR2) == SIG_IGN));
+    auto third = on_signal(l, SIGUSR2, [] {}, ec);
+    CHECK_FALSE(bool(ec));
+    CHECK(bool(third));
+    // A moved watch still owns the handler.
+    signal_watch moved = std::move(third);
+    CHECK_FALSE(bool(third));
+    CHECK((current_handler(SIGUSR2) != SIG_IGN));
+  }
+  CHECK((current_handler(SIGUSR2) == SIG_IGN));
+  CHECK(l.watched_fds().empty());
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("a signal's task may reset its own watch, and run() then returns") {
+  disposition keep(SIGUSR1, SIG_DFL);
+  loop l;
+  int calls = 0;
+  signal_watch w;
+  w = on_signal(l, SIGUSR1, [&] {
+    ++calls;
+    w.reset();
+  });
+  ::raise(SIGUSR1);
+  l.run();
+  CHECK(calls == 1);
+  CHECK_FALSE(bool(w));
+  CHECK((current_handler(SIGUSR1) == SIG_DFL));
+}
+
+TEST_CASE("signals that cannot be caught are refused with EINVAL") {
+  loop l;
+  std::error_code ec;
+  CHECK_FALSE(bool(on_signal(l, SIGKILL, [] {}, ec)));
+  CHECK(ec == std::errc::invalid_argument);
+  CHECK_FALSE(bool(on_signal(l, 0, [] {}, ec)));
+  CHECK(ec == std::errc::invalid_argument);
+  CHECK_FALSE(bool(on_signal(l, NSIG, [] {}, ec)));
+  CHECK(ec == std::errc::invalid_argument);
+  // The refused SIGKILL left its slot free.
+  CHECK_FALSE(bool(on_signal(l, SIGKILL, [] {}, ec)));
+  CHECK(ec == std::errc::invalid_argument);
+}

@@ -1,0 +1,582 @@
+// file_worker, worker_sink and flush_sync: a thread of its own writes the
+// file; completions come back to each producer's loop, in order.
+#include "support/printers.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sluice/errors.h"
+#include "sluice/loop.h"
+#include "sluice/sinks/fd_sink.h"
+#include "sluice/sinks/worker_sink.h"
+#include "sluice/stream/writable.h"
+#include "support/alloc_counter.h"
+#include "support/must_call.h"
+#include "support/pipe_fds.h"
+
+using namespace sluice;
+using namespace std::string_view_literals;
+using sluice::test::must_call;
+using sluice::test::pipe_fds;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory, removed with its files at the end of the test.
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    std::string tmpl = (fs::temp_directory_path() / "sluice-worker-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const char* name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+writable_options on(loop& l, std::size_t high_water_mark = 16384) {
+  writable_options o;
+  o.event_loop = &l;
+  o.high_water_mark = high_water_mark;
+  return o;
+}
+
+struct events {
+  std::vector<std::string> seen;
+  bool off_thread = false;
+  void attach(writable& w) {
+    const auto me = std::this_thread::get_id();
+    auto add = [this, me](std::string what) {
+      if (std::this_thread::get_id() != me) off_thread = true;
+      seen.push_back(std::move(what));
+    };
+    w.on(event::error, [add](std::error_code ec) { add("error " + code_name(ec)); });
+    w.on(event::finish, [add] { add("finish"); });
+    w.on(event::close, [add] { add("close"); });
+    w.on(event::drain, [add] { add("drain"); });
+  }
+  std::string str() const {
+    std::string s;
+    for (const auto& e : seen) s += (s.empty() ? "" : "; ") + e;
+    return s;
+  }
+};
+
+// Polls `done` for up to ten seconds.
+template <class Pred>
+bool eventually(Pred done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Line n of producer k: its length varies, and every byte depends on (k, n),
+// so a torn or interleaved line cannot pass for a good one.
+std::size_t make_line(char* buf, std::size_t size, int k, int n) {
+  const int pad = (n * 7 + k * 3) % 41;
+  int len = std::snprintf(buf, size, "p%d %07d ", k, n);
+  for (int i = 0; i < pad; ++i) buf[len++] = static_cast<char>('a' + (n + i + k) % 26);
+  buf[len++] = '\n';
+  return static_cast<std::size_t>(len);
+}
+
+// "p<k> <n> ...": k and n, or false.
+bool parse_line(std::string_view line, int& k, int& n) {
+  auto number = [&line](std::size_t& i, int& out) {
+    const std::size_t start = i;
+    out = 0;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') out = out * 10 + (line[i++] - '0');
+    return i > start && i - start < 9;
+  };
+  std::size_t i = 1;
+  if (line.empty() || line[0] != 'p' || !number(i, k)) return false;
+  if (i >= line.size() || line[i++] != ' ') return false;
+  return number(i, n);
+}
+
+// Checks a file (or pipe transcript) of lines from `producers` producers of
+// `lines` lines each: every line well formed, once, in order per producer.
+void check_lines(const std::string& text, int producers, int lines) {
+  std::vector<int> next(static_cast<std::size_t>(producers), 0);
+  std::size_t pos = 0, bad = 0, out_of_order = 0, count = 0;
+  char expect[128];
+  while (pos < text.size()) {
+    const std::size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) {
+      ++bad;
+      break;
+    }
+    const std::string_view line(text.data() + pos, eol + 1 - pos);
+    pos = eol + 1;
+    ++count;
+    int k = -1, n = -1;
+    if (!parse_line(line, k, n) || k >= producers || n >= lines) {
+      ++bad;
+      continue;
+    }
+    if (line != std::string_view(expect, make_line(expect, sizeof expect, k, n))) {
+      ++bad;
+      continue;
+    }
+    if (n != next[static_cast<std::size_t>(k)]) ++out_of_order;
+    next[static_cast<std::size_t>(k)] = n + 1;
+  }
+  CHECK(bad == 0);
+  CHECK(out_of_order == 0);
+  CHECK(count == static_cast<std::size_t>(producers) * static_cast<std::size_t>(lines));
+  for (int k = 0; k < producers; ++k) CHECK(next[static_cast<std::size_t>(k)] == lines);
+}
+
+// One producer thread's work: `lines` lines through its own writable on its
+// own loop, with backpressure, a flush_sync now and then, and a callback on
+// every write that checks the order.
+struct producer_result {
+  int called = 0;
+  bool in_order = true;
+  bool on_thread = true;
+  bool finished = false;
+  std::error_code error;
+  std::error_code flush_error;
+};
+
+void produce(file_worker& worker, int k, int lines, int flush_every, writable_options options,
+             producer_result& r) {
+  const auto me = std::this_thread::get_id();
+  struct counter {
+    producer_result* r;
+    std::thread::id me;
+  } c{&r, me};
+  auto w = make_worker_writable(worker, options);
+  int next = 0;
+  bool ended = false;
+  std::function<void()> write_some = [&] {
+    char buf[128];
+    while (next < lines) {
+      const int n = next++;
+      const bool more = w->write(std::string_view(buf, make_line(buf, sizeof buf, k, n)),
+                                 [&c, n](std::error_code ec) {
+                                   if (ec && !c.r->error) c.r->error = ec;
+                                   if (n != c.r->called) c.r->in_order = false;
+                                   if (std::this_thread::get_id() != c.me) c.r->on_thread = false;
+                                   ++c.r->called;
+                                 });
+      if (flush_every > 0 && n % flush_every == flush_every - 1) {
+        if (const std::error_code ec = flush_sync(*w); ec && !r.flush_error) r.flush_error = ec;
+      }
+      if (!more) return;
+    }
+    if (!ended) {
+      ended = true;
+      w->end();
+    }
+  };
+  w->on(event::drain, [&] { write_some(); });
+  w->on(event::finish, [&] { r.finished = true; });
+  write_some();
+  w->event_loop().run();
+}
+
+}  // namespace
+
+TEST_CASE("writes reach the file, and their callbacks run on the producer's loop, in order") {
+  temp_dir d;
+  loop l;
+  std::deque<must_call> calls;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  const auto me = std::this_thread::get_id();
+  std::vector<int> order;
+  bool on_thread = true;
+  std::string expected;
+  for (int i = 0; i < 50; ++i) {
+    const std::string line = "line " + std::to_string(i) + "\n";
+    expected += line;
+    w->write(line, calls.emplace_back(1).cb([&, i](std::error_code) {
+      order.push_back(i);
+      if (std::this_thread::get_id() != me) on_thread = false;
+    }));
+  }
+  CHECK(order.empty());  // nothing is called back before the loop runs
+  l.run();               // returns once the worker is done: the batch held the loop
+  REQUIRE(order.size() == 50);
+  bool in_order = true;
+  for (int i = 0; i < 50; ++i) in_order = in_order && order[static_cast<std::size_t>(i)] == i;
+  CHECK(in_order);
+  CHECK(on_thread);
+  for (auto& m : calls) CHECK_FALSE(m.error());
+  CHECK(slurp(d.file("a.log")) == expected);
+  // One turn's writes: one batch, one writev.
+  CHECK(worker.batches() == 1);
+  CHECK(worker.syscalls() == 1);
+  CHECK(worker.bytes_written() == expected.size());
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("'drain', 'finish' and 'close' come back on the producer's loop") {
+  temp_dir d;
+  loop l;
+  events ev;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l, 64));
+  ev.attach(*w);
+  w->once(event::drain, [&] { w->end(); });
+  std::string expected;
+  bool last = true;
+  for (int i = 0; i < 10; ++i) {
+    const std::string line = "twenty bytes line " + std::to_string(i) + "\n";
+    expected += line;
+    last = w->write(line);
+  }
+  CHECK_FALSE(last);  // past the high-water mark
+  l.run();
+  CHECK(ev.str() == "drain; finish; close");
+  CHECK_FALSE(ev.off_thread);
+  CHECK(slurp(d.file("a.log")) == expected);
+}
+
+TEST_CASE("writes of later turns are written as later batches, in order") {
+  temp_dir d;
+  loop l;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  std::string expected;
+  int turns = 0;
+  std::function<void()> turn = [&] {
+    for (int i = 0; i < 10; ++i) {
+      const std::string line = "turn " + std::to_string(turns) + " line " + std::to_string(i) + "\n";
+      expected += line;
+      w->write(line);
+    }
+    if (++turns < 20) l.set_immediate([&] { turn(); });
+  };
+  turn();
+  l.run();
+  CHECK(slurp(d.file("a.log")) == expected);
+  CHECK(worker.batches() >= 2);
+  CHECK(worker.batches() <= 20);
+}
+
+TEST_CASE("flush_sync returns once the bytes are in the file and the callbacks have run") {
+  temp_dir d;
+  loop l;
+  must_call a, b, c;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  std::string order;
+  w->write("a\n"sv, a.cb([&](std::error_code) { order += 'a'; }));
+  w->write("b\n"sv, b.cb([&](std::error_code) { order += 'b'; }));
+  w->write("c\n"sv, c.cb([&](std::error_code) { order += 'c'; }));
+  CHECK(slurp(d.file("a.log")).empty());  // held for the end of the turn
+  CHECK(flush_sync(*w) == std::error_code{});
+  CHECK(slurp(d.file("a.log")) == "a\nb\nc\n");
+  CHECK(order == "abc");
+  CHECK_FALSE(a.error());
+  CHECK(w->writable_length() == 0);
+  CHECK(worker.batches() == 1);
+  l.run();  // the coalescing tick finds nothing; no callback runs twice
+  CHECK(order == "abc");
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("flush_sync also writes what is buffered behind the batch in flight") {
+  temp_dir d;
+  loop l;
+  must_call a, b, c;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  std::string order;
+  w->write("a\n"sv, a.cb([&](std::error_code) { order += 'a'; }));
+  l.run_until_idle();  // the end of the turn: "a" goes to the worker
+  w->write("b\n"sv, b.cb([&](std::error_code) { order += 'b'; }));
+  w->write("c\n"sv, c.cb([&](std::error_code) { order += 'c'; }));
+  CHECK(flush_sync(*w) == std::error_code{});
+  CHECK(slurp(d.file("a.log")) == "a\nb\nc\n");
+  CHECK(order == "abc");
+  l.run();
+  CHECK(order == "abc");
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("flush_sync completes a batch whose completion was already posted; the posted task then does nothing") {
+  temp_dir d;
+  loop l;
+  must_call a, b;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  std::string order;
+  w->write("a\n"sv, a.cb([&](std::error_code) { order += 'a'; }));
+  l.run_until_idle();
+  REQUIRE(eventually([&] { return worker.batches() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past its post(), almost always
+  CHECK(flush_sync(*w) == std::error_code{});
+  CHECK(order == "a");
+  w->write("b\n"sv, b.cb([&](std::error_code) { order += 'b'; }));
+  l.run();
+  CHECK(order == "ab");
+  CHECK(slurp(d.file("a.log")) == "a\nb\n");
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("flush_sync after an error returns it: ENOSPC from /dev/full") {
+  const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  loop l;
+  must_call a, b, later;
+  events ev;
+  file_worker worker(fd, true);
+  auto w = make_worker_writable(worker, on(l));
+  ev.attach(*w);
+  w->write("a\n"sv, a.cb());
+  w->write("b\n"sv, b.cb());
+  const std::error_code ec = flush_sync(*w);
+  CHECK(ec == std::errc::no_space_on_device);
+  CHECK(ec.category() == std::system_category());
+  CHECK(a.error() == std::errc::no_space_on_device);
+  CHECK(b.error() == std::errc::no_space_on_device);
+  l.run();
+  CHECK(ev.str() == "error ENOSPC; close");
+  CHECK(flush_sync(*w) == std::errc::no_space_on_device);  // the stream's first error, still
+  w->write("c\n"sv, later.cb());
+  l.run();
+  CHECK(later.error() == errc::destroyed);
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("flush_sync with nothing pending returns at once, without allocating") {
+  temp_dir d;
+  loop l;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t before = test::allocation_count();
+  const std::error_code ec = flush_sync(*w);
+  const std::size_t after = test::allocation_count();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(ec == std::error_code{});
+  CHECK(after - before == 0);
+  CHECK(took < std::chrono::seconds(1));  // a loose bound: CI machines are busy
+  CHECK(worker.batches() == 0);
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("a flush_sync round trip makes no heap allocation") {
+  temp_dir d;
+  loop l;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  int called = 0;
+  const std::string_view line = "2026-11-30T02:21:43Z INFO request id=42 status=200\n";
+  auto round_trip = [&] {
+    w->write(line, [&called](std::error_code) { ++called; });
+    return flush_sync(*w);
+  };
+  for (int i = 0; i < 100; ++i) REQUIRE_FALSE(round_trip());  // warm-up: the pool, the arena
+  bool all_ok = true;
+  const std::size_t before = test::allocation_count();
+  for (int i = 0; i < 1000; ++i) all_ok = !round_trip() && all_ok;
+  const std::size_t after = test::allocation_count();
+  CHECK(all_ok);
+  CHECK(after - before == 0);
+  CHECK(called == 1100);
+  CHECK(slurp(d.file("a.log")).size() == 1100 * line.size());
+  l.run();
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("flush_sync from a write callback of the same stream waits for the bytes") {
+  temp_dir d;
+  loop l;
+  must_call a, b, c;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  std::string order, seen;
+  std::error_code inner;
+  w->write("a\n"sv, a.cb([&](std::error_code) {
+    order += 'a';
+    w->write("c\n"sv, c.cb([&](std::error_code) { order += 'c'; }));
+    inner = flush_sync(*w);
+    seen = slurp(d.file("a.log"));
+  }));
+  w->write("b\n"sv, b.cb([&](std::error_code) { order += 'b'; }));
+  l.run();
+  CHECK(inner == std::error_code{});
+  CHECK(seen == "a\nb\nc\n");  // "c" was written before flush_sync returned
+  CHECK(order == "abc");       // and its callback still came after "b"'s
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("flush_sync on a stream whose sink is not a worker_sink returns ERR_METHOD_NOT_IMPLEMENTED") {
+  const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  loop l;
+  auto w = make_fd_writable(fd, true, on(l));
+  CHECK(flush_sync(*w) == errc::method_not_implemented);
+}
+
+TEST_CASE("destroying the writable with a batch at the worker waits for it; its callbacks hear ERR_STREAM_DESTROYED") {
+  pipe_fds p;
+  loop l;
+  std::string got;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the worker block on the full pipe
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(p.r, buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+  });
+  std::string expected;
+  {
+    std::deque<must_call> calls;
+    file_worker worker(p.w);
+    auto w = make_worker_writable(worker, on(l, 1 << 20));
+    for (int i = 0; i < 64; ++i) {
+      const std::string chunk(4096, static_cast<char>('a' + i % 26));
+      expected += chunk;
+      w->write(chunk, calls.emplace_back(1).cb());
+    }
+    l.run_until_idle();  // 256 KiB to a 64 KiB pipe: the worker blocks
+    w.reset();           // waits for the worker, then pays the callbacks
+    for (auto& m : calls) CHECK(m.error() == errc::destroyed);
+    l.run();  // a completion the worker may have posted: it frees what is left
+    CHECK_FALSE(l.alive());
+    CHECK(worker.close() == std::error_code{});
+  }
+  p.close_w();
+  reader.join();
+  CHECK(got == expected);  // the batch was written whole all the same
+}
+
+TEST_CASE("destroying the writable after the worker posted its completion frees it when the loop runs") {
+  temp_dir d;
+  loop l;
+  must_call a;
+  file_worker worker(d.file("a.log"));
+  auto w = make_worker_writable(worker, on(l));
+  w->write("a\n"sv, a.cb());
+  l.run_until_idle();
+  REQUIRE(eventually([&] { return worker.batches() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past its post(), almost always
+  w.reset();
+  CHECK(a.error() == errc::destroyed);
+  l.run();  // the posted completion, which frees what the sink left
+  CHECK_FALSE(l.alive());
+  CHECK(slurp(d.file("a.log")) == "a\n");
+}
+
+TEST_CASE("destroying the worker writes what was handed over; later writes fail with EBADF") {
+  temp_dir d;
+  loop l;
+  std::deque<must_call> calls;
+  must_call late;
+  events ev;
+  auto worker = std::make_unique<file_worker>(d.file("a.log"));
+  auto w = make_worker_writable(*worker, on(l));
+  ev.attach(*w);
+  std::string expected;
+  for (int i = 0; i < 100; ++i) {
+    const std::string line = "line " + std::to_string(i) + "\n";
+    expected += line;
+    w->write(line, calls.emplace_back(1).cb());
+  }
+  l.run_until_idle();  // handed over
+  worker.reset();      // drains, joins, closes
+  CHECK(slurp(d.file("a.log")) == expected);
+  l.run();
+  for (auto& m : calls) CHECK_FALSE(m.error());
+  w->write("late\n"sv, late.cb());
+  l.run();
+  CHECK(late.error() == std::errc::bad_file_descriptor);
+  CHECK(ev.str() == "error EBADF; close");
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("two producers writing large batches to a slow non-blocking pipe: partial writes never interleave lines") {
+  pipe_fds p;
+  const int flags = ::fcntl(p.w, F_GETFL);
+  REQUIRE(::fcntl(p.w, F_SETFL, flags | O_NONBLOCK) == 0);
+  std::string got;
+  std::size_t reads = 0;
+  std::thread reader([&] {
+    char buf[4000];  // small reads: the worker meets a full pipe often
+    for (;;) {
+      const ssize_t n = ::read(p.r, buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<std::size_t>(n));
+      ++reads;
+    }
+  });
+  constexpr int producers = 2, lines = 20000;
+  producer_result results[producers];
+  {
+    file_worker worker(p.w);
+    writable_options big;
+    big.high_water_mark = 256 * 1024;  // batches larger than the pipe
+    std::vector<std::thread> threads;
+    for (int k = 0; k < producers; ++k)
+      threads.emplace_back([&, k] { produce(worker, k, lines, 0, big, results[k]); });
+    for (auto& t : threads) t.join();
+    CHECK(worker.syscalls() > worker.batches());  // the kernel took parts
+  }
+  p.close_w();
+  reader.join();
+  for (const auto& r : results) {
+    CHECK(r.called == lines);
+    CHECK(r.in_order);
+    CHECK(r.on_thread);
+    CHECK(r.finished);
+    CHECK_FALSE(r.error);
+  }
+  CHECK(reads > 1);
+  check_lines(got, producers, lines);
+}
+
+TEST_CASE("four producer threads, 100k numbered lines each, one file: every line once, in order per thread, none torn") {
+  temp_dir d;
+  constexpr int producers = 4, lines = 100000;
+  producer_result results[producers];
+  {
+    file_worker worker(d.file("a.log"), {.mode = file_options::open_mode::append});
+    std::vector<std::thread> threads;
+    for (int k = 0; k < producers; ++k)
+      threads.emplace_back([&, k] { produce(worker, k, lines, 25000, writable_options{}, results[k]); });
+    for (auto& t : threads) t.join();
+  }
+  for (const auto& r : results) {
+    CHECK(r.called == lines);
+    CHECK(r.in_order);
+    CHECK(r.on_thread);
+    CHECK(r.finished);
+    CHECK_FALSE(r.error);
+    CHECK_FALSE(r.flush_error);
+  }
+  check_lines(slurp(d.file("a.log")), producers, lines);
+}

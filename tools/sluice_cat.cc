@@ -1,0 +1,177 @@
+// sluice-cat: cat(1) through sluice streams. Each FILE (or standard input)
+// is a readable over an fd_source, piped into one fd writable for standard
+// output, one file after the other; the pipe's backpressure keeps memory
+// bounded however slow the reader of the output is.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/sluice.h"
+
+namespace {
+
+constexpr const char* usage_text = R"(usage: sluice-cat [OPTION]... [FILE]...
+Concatenates FILEs to standard output, byte for byte, like cat.
+
+With no FILE, or when FILE is -, reads standard input. Each FILE is read by
+a sluice readable (an fd_source, 128 KiB a read) piped into a writable over
+standard output, so a slow reader of the output slows the reading down
+instead of filling memory.
+
+Options:
+  --chunk-size N   bytes per read() (default 131072)
+  -h, --help       show this help
+  --               the arguments after it are FILEs, even if they start with -
+
+A FILE that cannot be opened or read is reported on standard error as
+'sluice-cat: FILE: <reason>'; the other FILEs are still copied, and the exit
+status is 1. An error writing standard output (a full disk, a closed pipe)
+stops the copy with a message and exit status 1. Exit status 2: bad usage.
+)";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "sluice-cat: %s\nTry 'sluice-cat --help' for more information.\n", msg.c_str());
+  std::exit(2);
+}
+
+struct options {
+  std::vector<std::string> files;
+  std::size_t chunk_size = 128 * 1024;
+};
+
+std::size_t parse_size(const std::string& opt, const char* s) {
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || end == s || *end != '\0' || s[0] == '-' || v < 1 || v > (1ull << 30))
+    usage_error("'" + opt + "' wants a whole number of bytes from 1 to 1073741824, got '" + s + "'");
+  return static_cast<std::size_t>(v);
+}
+
+options parse_args(int argc, char** argv) {
+  options o;
+  bool only_files = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (only_files || a == "-" || a.empty() || a[0] != '-') {
+      o.files.push_back(a);
+    } else if (a == "--") {
+      only_files = true;
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(usage_text, stdout);
+      std::exit(0);
+    } else if (a == "--chunk-size") {
+      if (i + 1 >= argc) usage_error("'--chunk-size' needs a value");
+      o.chunk_size = parse_size(a, argv[++i]);
+    } else if (a.rfind("--chunk-size=", 0) == 0) {
+      o.chunk_size = parse_size("--chunk-size", a.c_str() + 13);
+    } else {
+      usage_error("unknown option '" + a + "'");
+    }
+  }
+  if (o.files.empty()) o.files.push_back("-");
+  return o;
+}
+
+// The copy: one file at a time into `out_`; the next starts once the
+// previous readable has closed.
+class cat {
+ public:
+  explicit cat(const options& o) : o_(o) {}
+
+  int run() {
+    out_ = sluice::make_fd_writable(STDOUT_FILENO, false, {.high_water_mark = o_.chunk_size});
+    out_->on(sluice::event::error, [this](std::error_code ec) { output_failed(ec); });
+    auto& loop = sluice::loop::current();
+    loop.set_immediate([this] { next_file(); });
+    loop.run();
+    if (!output_error_ && !finished_) {
+      // Nothing left to do and the output never finished: a bug, not a state to hide.
+      std::fprintf(stderr, "sluice-cat: the output did not finish\n");
+      status_ = 1;
+    }
+    return status_;
+  }
+
+ private:
+  // Opens the next FILE and pipes it into the output; at the end, ends the
+  // output. A FILE that cannot be opened is reported and skipped.
+  void next_file() {
+    in_.reset();
+    while (!output_error_) {
+      if (next_ == o_.files.size()) {
+        out_->end([this](std::error_code ec) {
+          if (ec) output_failed(ec);
+          else finished_ = true;
+        });
+        return;
+      }
+      name_ = o_.files[next_++];
+      if (open(name_)) break;
+    }
+    if (output_error_) return;
+    in_->on(sluice::event::error, [this](std::error_code ec) { input_failed(ec); });
+    // After 'end' (autoDestroy) and after an error: the file is done. Its
+    // readable is deleted from the next turn, not from inside its own event.
+    in_->on(sluice::event::close, [this] { sluice::loop::current().set_immediate([this] { next_file(); }); });
+    in_->pipe(*out_, {.end = false});
+  }
+
+  bool open(const std::string& name) {
+    int fd = STDIN_FILENO;
+    bool owned = false;
+    if (name != "-") {
+      do {
+        fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+      } while (fd < 0 && errno == EINTR);
+      if (fd < 0) {
+        input_failed({errno, std::system_category()});
+        return false;
+      }
+      owned = true;
+    }
+    in_ = std::make_unique<sluice::readable>(std::make_unique<sluice::fd_source>(fd, owned, o_.chunk_size),
+                                             sluice::readable_options{.high_water_mark = o_.chunk_size});
+    return true;
+  }
+
+  void input_failed(std::error_code ec) {
+    std::fprintf(stderr, "sluice-cat: %s: %s\n", name_.c_str(), ec.message().c_str());
+    status_ = 1;
+  }
+
+  void output_failed(std::error_code ec) {
+    if (output_error_) return;
+    output_error_ = ec;
+    status_ = 1;
+    std::fprintf(stderr, "sluice-cat: write error: %s\n", ec.message().c_str());
+    // Nothing more can be written: stop reading too.
+    if (in_) in_->destroy();
+  }
+
+  const options& o_;
+  std::unique_ptr<sluice::writable> out_;
+  std::unique_ptr<sluice::readable> in_;
+  std::string name_;
+  std::size_t next_ = 0;
+  int status_ = 0;
+  bool finished_ = false;
+  std::error_code output_error_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const options o = parse_args(argc, argv);
+  // A reader that goes away is an error to report, not a reason to die.
+  ::signal(SIGPIPE, SIG_IGN);
+  return cat(o).run();
+}
