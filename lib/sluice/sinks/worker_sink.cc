@@ -75,6 +75,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -84,7 +85,6 @@
 
 #include <cassert>
 #include <cerrno>
-#include <cstdio>
 #include <climits>
 #include <chrono>
 #include <optional>
@@ -154,6 +154,21 @@ void wake(std::atomic<std::uint32_t>& word, bool all) noexcept {
 #endif
 }
 
+// The CPU this thread runs on, or -1 when unknown. Spinning for a thread
+// that last ran on this very CPU is pointless: it cannot run while we spin.
+// (The scheduler likes to put two threads that wake each other on one CPU
+// when the others are busy; there, spinning made each round trip cost the
+// whole spin budget.)
+int current_cpu() noexcept {
+#ifdef __linux__
+  return ::sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+bool same_cpu(int a, int b) noexcept { return a >= 0 && a == b; }
+
 // Polls `done()` for about `budget`; true as soon as it holds.
 template <class Pred>
 bool spin_until(Pred done, std::chrono::nanoseconds budget) noexcept {
@@ -181,6 +196,7 @@ struct worker_slot {
   std::string_view chunk;
   write_batch batch;
   loop* home = nullptr;  // the producer's loop, set once by attach()
+  int cpu = -1;          // where the producer ran when it pushed
   // Written by the worker before it sets `written`.
   std::error_code error;
 
@@ -203,7 +219,9 @@ struct worker_core {
   // What both sides touch on every round, on a cache line of its own.
   alignas(64) std::atomic<worker_slot*> head{nullptr};
   std::atomic<std::uint32_t> word{0};
+  std::atomic<int> worker_cpu{-1};  // where the worker last ran (a hint)
   alignas(64) fd_writer out;  // the worker thread's
+  int producer_cpu = -1;      // the worker's: where the last batch came from
   std::atomic<std::size_t> batches{0}, syscalls{0}, bytes{0};
 
   static worker_slot* closed() noexcept { return reinterpret_cast<worker_slot*>(std::uintptr_t{1}); }
@@ -236,7 +254,9 @@ bool worker_core::push(worker_slot& s) noexcept {
 // Returns once `done(state)` holds: spins first, then sleeps on the word.
 template <class Pred>
 void worker_core::wait_for(worker_slot& s, Pred done) noexcept {
-  if (spin_until([&] { return done(s.state.load(std::memory_order_acquire)); }, producer_spin)) return;
+  if (!same_cpu(current_cpu(), worker_cpu.load(std::memory_order_relaxed)) &&
+      spin_until([&] { return done(s.state.load(std::memory_order_acquire)); }, producer_spin))
+    return;
   for (;;) {
     const std::uint32_t w = word.fetch_or(waiters, std::memory_order_seq_cst) | waiters;
     if (done(s.state.load(std::memory_order_seq_cst))) return;
@@ -265,7 +285,6 @@ void worker_slot::on_posted() noexcept {
   home->release();
   if (stale_tasks > 0) {
     // Its round was completed by flush_sync or dropped by the destructor.
-    fprintf(stderr, "STALE orphaned=%d\n", (int)orphaned);
     if (--stale_tasks == 0 && orphaned) delete this;
     return;
   }
@@ -300,7 +319,9 @@ void worker_core::run() noexcept {
 // Spins, then sleeps until a slot is pushed. False when told to stop and
 // nothing is left; `head` is then closed to further pushes.
 bool worker_core::wait_for_work() noexcept {
-  if (spin_until([this] { return head.load(std::memory_order_relaxed) != nullptr; }, worker_spin)) return true;
+  if (!same_cpu(current_cpu(), producer_cpu) &&
+      spin_until([this] { return head.load(std::memory_order_relaxed) != nullptr; }, worker_spin))
+    return true;
   for (;;) {
     const std::uint32_t w = word.fetch_or(sleeping, std::memory_order_seq_cst) | sleeping;
     if (head.load(std::memory_order_seq_cst) != nullptr) break;
@@ -316,6 +337,9 @@ bool worker_core::wait_for_work() noexcept {
 }
 
 void worker_core::write(worker_slot& s) noexcept {
+  producer_cpu = s.cpu;
+  if (const int cpu = current_cpu(); worker_cpu.load(std::memory_order_relaxed) != cpu)
+    worker_cpu.store(cpu, std::memory_order_relaxed);
   if (s.single)
     out.start(s.chunk);
   else
@@ -470,6 +494,7 @@ void worker_sink::hand_over(write_done done) {
   assert(!s.in_flight);
   s.done.emplace(done);
   s.in_flight = true;
+  s.cpu = detail::current_cpu();
   // Inside flush_sync the round is completed right there: it is claimed
   // from the start, is never posted, and needs no hold on the loop.
   s.held = !s.flushing;
