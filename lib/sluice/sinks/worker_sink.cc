@@ -12,18 +12,19 @@
 //          stack has no ABA problem. At shutdown the worker swaps null for
 //          a `closed` tag, after which a push fails.
 //   word   std::atomic<uint32_t>, made once with the worker: the one word any
-//          thread ever sleeps on (C++20 wait/notify), so a round trip needs
-//          no allocation, no mutex and, while both threads are awake, no
+//          thread ever sleeps on (C++20 wait/notify; on Linux the futex
+//          calls they end in, see sleep_on()), so a round trip needs no
+//          allocation, no mutex and, while both threads are awake, no
 //          syscall.
 //            bit 0 sleeping  the worker found `head` empty and is about to
 //                            sleep (set by the worker; cleared by whoever
 //                            wakes it, with notify_one).
 //            bit 1 stopping  close(): drain `head`, then exit (set once).
-//            bit 2 waiters   some producer is about to sleep until a slot is
-//                            released (set by producers; cleared only by the
-//                            worker, which then bumps the epoch).
+//            bit 2 waiters   some producer is about to sleep until its slot's
+//                            `state` moves on (set by producers; cleared only
+//                            by the worker, which then bumps the epoch).
 //            bits 8-31 epoch bumped by the worker with notify_all when it
-//                            releases a slot and saw `waiters`, so that a
+//                            ends a round and saw `waiters`, so that a
 //                            sleeping producer wakes and looks at its slot.
 //          The worker sleeps only when it owes nothing, and a producer
 //          sleeps only while the worker still owes its slot a step, so the

@@ -44,7 +44,7 @@ struct worker_slot;
 ///   lines keep their order.
 /// - flush_sync(stream) blocks the producer until everything it wrote has
 ///   been written, with no allocation and, when the worker is quick, no
-///   syscall: the two threads meet on one atomic word.
+///   syscall: threads sleep and wake on one atomic word per worker.
 ///
 ///     sluice::file_worker log("app.log", {.mode = sluice::file_options::open_mode::append});
 ///     // on each producer thread:
