@@ -18,5 +18,7 @@
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/sources/source.h"
+#include "sluice/stream/duplex.h"
 #include "sluice/stream/readable.h"
+#include "sluice/stream/transform.h"
 #include "sluice/stream/writable.h"

@@ -10,6 +10,7 @@
 #include <cassert>
 
 #include "sluice/errors.h"
+#include "sluice/stream/destroy.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
@@ -758,70 +759,36 @@ void readable::end_readable_nt() noexcept {
   if ((state_.flags & (rf::errored | rf::close_emitted | rf::end_emitted)) == 0 && state_.length == 0) {
     state_.set(rf::end_emitted);
     emit(event::end);
-    if (state_.has(rf::auto_destroy)) destroy();
+    if (wpeer_ && wpeer_->is_writable() && !allow_half_open_) {
+      // Node: endWritableNT(): a duplex that may not stay half open ends
+      // its writable side when its readable side has ended.
+      call_soon([this] {
+        if (wpeer_->is_writable() && !wpeer_->writable_ended() && !destroyed()) wpeer_->end();
+      });
+    } else if (state_.has(rf::auto_destroy)) {
+      // A duplex is destroyed once its writable side has finished too.
+      if (!wpeer_ || (wpeer_->state_.has(detail::wflag::auto_destroy) &&
+                      wpeer_->state_.has(detail::wflag::finished | detail::wflag::not_writable)))
+        destroy();
+    }
   }
 }
 
-// ---- destroy (Node: destroyImpl.destroy and friends, for a Readable)
+// ---- destroy (Node: destroyImpl.destroy, in destroy.cc)
 
+// A duplex's destroy is its writable side's (Node: Duplex.prototype.destroy
+// is Writable.prototype.destroy).
 readable& readable::destroy(std::error_code err) {
-  if (state_.has(rf::destroyed)) return *this;
-
-  // checkError()
-  if (err && !state_.has(rf::errored)) {
-    errored_ = err;
-    state_.set(rf::errored);
-  }
-  state_.set(rf::destroyed);
-
-  // Differs from Node: a source's destroy (Node's _destroy) is synchronous.
-  const std::error_code e = source_->destroy(err);
-  if (e && !state_.has(rf::errored)) {
-    errored_ = e;
-    state_.set(rf::errored);
-  }
-  state_.set(rf::closed);
-  if (e) {
-    call_soon([this, e] {
-      emit_error_nt(e);
-      emit_close_nt();
-    });
-  } else {
-    call_soon([this] { emit_close_nt(); });
-  }
+  if (wpeer_)
+    wpeer_->destroy(err);
+  else
+    detail::destroy_impl::destroy(this, nullptr, err);
   return *this;
-}
-
-// Node: emitErrorNT().
-void readable::emit_error_nt(std::error_code err) noexcept {
-  if (state_.has(rf::error_emitted)) return;
-  state_.set(rf::error_emitted);
-  event_arg arg;
-  arg.error = err;
-  emit(event::error, arg);
-}
-
-// Node: emitCloseNT().
-void readable::emit_close_nt() noexcept {
-  state_.set(rf::close_emitted);
-  if (state_.has(rf::emit_close)) emit(event::close);
 }
 
 // Node: errorOrDestroy().
 void readable::error_or_destroy(std::error_code err, bool is_sync) noexcept {
-  if (state_.has(rf::destroyed)) return;
-  if (state_.has(rf::auto_destroy)) {
-    destroy(err);
-  } else if (err) {
-    if (!state_.has(rf::errored)) {
-      errored_ = err;
-      state_.set(rf::errored);
-    }
-    if (is_sync)
-      call_soon([this, err] { emit_error_nt(err); });
-    else
-      emit_error_nt(err);
-  }
+  detail::destroy_impl::error_or_destroy(this, wpeer_, err, is_sync);
 }
 
 // Differs from Node: a C++ object can go away while piping. Its listeners on

@@ -20,6 +20,10 @@
 namespace sluice {
 
 class writable;
+namespace detail {
+struct destroy_impl;
+struct sides;
+}  // namespace detail
 
 struct readable_options {
   /// The source is asked for more (read(n)) while fewer than this many bytes
@@ -61,7 +65,7 @@ struct pipe_options {
 /// as in Node.) A readable is used from its loop's thread only. A writable
 /// it pipes into must outlive the pipe: the pipe ends at the writable's
 /// 'finish' or 'close', at unpipe(), or when this readable is destroyed.
-class readable : public emitter {
+class readable : public virtual emitter {
  public:
   explicit readable(std::unique_ptr<source> s, const readable_options& options = {});
   ~readable();
@@ -164,9 +168,11 @@ class readable : public emitter {
   }
   bool destroyed() const noexcept { return state_.has(detail::rflag::destroyed); }
   bool closed() const noexcept { return state_.has(detail::rflag::closed); }
-  /// Node's `readable` property: false once destroyed, errored or ended.
+  /// Node's `readable` property: false once destroyed, errored or ended
+  /// (always, for a duplex made with readable = false).
   bool is_readable() const noexcept {
-    return !state_.has(detail::rflag::destroyed | detail::rflag::error_emitted | detail::rflag::end_emitted);
+    return !state_.has(detail::rflag::destroyed | detail::rflag::error_emitted | detail::rflag::end_emitted |
+                       detail::rflag::not_readable);
   }
   /// The first error the stream met, or none.
   std::error_code errored() const noexcept {
@@ -179,6 +185,12 @@ class readable : public emitter {
   source& get_source() const noexcept { return *source_; }
 
  private:
+  // Node's destroy.js, Duplex and Transform reach both states of a stream.
+  friend struct detail::destroy_impl;
+  friend struct detail::sides;
+  friend class duplex;
+  friend class transform;
+  friend class writable;
   struct pipe_link;
   // A chunk on its way in: `bytes` views it; `owned`, when set, may be moved
   // into the buffer instead of copied.
@@ -218,8 +230,6 @@ class readable : public emitter {
   void clear_await_drain() noexcept;
   bool await_drain_set() const noexcept;
   void error_or_destroy(std::error_code err, bool sync) noexcept;
-  void emit_error_nt(std::error_code err) noexcept;
-  void emit_close_nt() noexcept;
   void call_soon(task t);
   // What pipe() needs of a destination beyond its public API.
   static bool need_drain_flag(const writable& w) noexcept;
@@ -239,6 +249,10 @@ class readable : public emitter {
   // The listeners of each pipe() not yet cleaned up, so that the destructor
   // can take them off the destinations.
   std::vector<std::shared_ptr<pipe_link>> links_;
+  // The writable side, when this is a duplex's readable side (Node: the
+  // stream's _writableState); null for a plain readable.
+  writable* wpeer_ = nullptr;
+  bool allow_half_open_ = true;  // Node: Duplex's allowHalfOpen
 };
 
 }  // namespace sluice

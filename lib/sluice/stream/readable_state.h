@@ -37,6 +37,7 @@ enum : std::uint32_t {
   has_paused = 1u << 25,     // pause() or resume() has been called
   paused = 1u << 26,         // the last of them was pause()
   data_listening = 1u << 27, // there is a 'data' listener
+  not_readable = 1u << 28,   // a duplex made with readable = false (Node: state.readable === false)
 };
 }  // namespace rflag
 

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "sluice/errors.h"
+#include "sluice/stream/destroy.h"
+#include "sluice/stream/readable.h"
 
 namespace sluice {
 
@@ -74,7 +76,7 @@ inline std::size_t writable::chunk_len(const write_req& r) const noexcept {
 }
 
 bool writable::is_writable() const noexcept {
-  return !state_.has(wf::ending | wf::ended | wf::destroyed | wf::errored);
+  return !state_.has(wf::ending | wf::ended | wf::destroyed | wf::errored | wf::not_writable);
 }
 
 bool writable::writable_need_drain() const noexcept {
@@ -286,10 +288,8 @@ void writable::on_write(std::error_code er) noexcept {
   const std::size_t n = completed.size();
 
   if (er) {
-    if (!state_.has(wf::errored)) {
-      errored_ = er;
-      state_.set(wf::errored);
-    }
+    // The readable side of a duplex learns of the error too.
+    detail::destroy_impl::check_error(rpeer_, this, er);
     if (is_sync) {
       failed_.splice_back(completed);
       call_soon([this, er, n] { on_write_error(er, failed_, n); });
@@ -560,7 +560,12 @@ void writable::finish() noexcept {
   state_.set(wf::finished);
   call_finished_callbacks({});
   emit(event::finish);
-  if (state_.has(wf::auto_destroy)) destroy();
+  if (state_.has(wf::auto_destroy)) {
+    // A duplex is destroyed once its readable side has ended too.
+    if (!rpeer_ || (rpeer_->state_.has(detail::rflag::auto_destroy) &&
+                    rpeer_->state_.has(detail::rflag::end_emitted | detail::rflag::not_readable)))
+      destroy();
+  }
 }
 
 // Node: callFinishedCallbacks().
@@ -572,69 +577,18 @@ void writable::call_finished_callbacks(std::error_code ec) noexcept {
   for (auto& cb : callbacks) cb(ec);
 }
 
-// ---- destroy (Node: Writable.prototype.destroy and destroyImpl)
+// ---- destroy (Node: Writable.prototype.destroy; the rest is destroy.cc)
 
 writable& writable::destroy(std::error_code err) {
   if (state_.has(wf::buffered | wf::on_finished) && !state_.has(wf::destroyed))
     call_soon([this] { error_buffer(); });
-  if (state_.has(wf::destroyed)) return *this;
-
-  // checkError()
-  if (err && !state_.has(wf::errored)) {
-    errored_ = err;
-    state_.set(wf::errored);
-  }
-  state_.set(wf::destroyed);
-
-  // Differs from Node: a sink's destroy (Node's _destroy) is synchronous; it
-  // only releases resources, such as closing an fd.
-  const std::error_code e = sink_->destroy(err);
-  if (e && !state_.has(wf::errored)) {
-    errored_ = e;
-    state_.set(wf::errored);
-  }
-  state_.set(wf::closed);
-  if (e) {
-    call_soon([this, e] {
-      emit_error_nt(e);
-      emit_close_nt();
-    });
-  } else {
-    call_soon([this] { emit_close_nt(); });
-  }
+  detail::destroy_impl::destroy(rpeer_, this, err);
   return *this;
-}
-
-// Node: emitErrorNT().
-void writable::emit_error_nt(std::error_code err) noexcept {
-  if (state_.has(wf::error_emitted)) return;
-  state_.set(wf::error_emitted);
-  event_arg arg;
-  arg.error = err;
-  emit(event::error, arg);
-}
-
-// Node: emitCloseNT().
-void writable::emit_close_nt() noexcept {
-  state_.set(wf::close_emitted);
-  if (state_.has(wf::emit_close)) emit(event::close);
 }
 
 // Node: errorOrDestroy().
 void writable::error_or_destroy(std::error_code err, bool is_sync) noexcept {
-  if (state_.has(wf::destroyed)) return;
-  if (state_.has(wf::auto_destroy)) {
-    destroy(err);
-  } else if (err) {
-    if (!state_.has(wf::errored)) {
-      errored_ = err;
-      state_.set(wf::errored);
-    }
-    if (is_sync)
-      call_soon([this, err] { emit_error_nt(err); });
-    else
-      emit_error_nt(err);
-  }
+  detail::destroy_impl::error_or_destroy(rpeer_, this, err, is_sync);
 }
 
 }  // namespace sluice

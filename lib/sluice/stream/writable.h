@@ -22,6 +22,12 @@
 
 namespace sluice {
 
+class readable;
+namespace detail {
+struct destroy_impl;
+struct sides;
+}  // namespace detail
+
 struct writable_options {
   /// write() returns false once this many bytes (objects, in object mode)
   /// are pending. Unset means Node v20's default: 16384 bytes, or 16 objects.
@@ -51,7 +57,7 @@ struct writable_options {
 ///
 /// Every write's callback is called exactly once. A writable is used from
 /// its loop's thread only, and must outlive the sink calls it has started.
-class writable : public emitter {
+class writable : public virtual emitter {
  public:
   explicit writable(std::unique_ptr<sink> s, const writable_options& options = {});
   ~writable();
@@ -113,7 +119,8 @@ class writable : public emitter {
   bool writable_object_mode() const noexcept { return state_.has(detail::wflag::object_mode); }
   bool destroyed() const noexcept { return state_.has(detail::wflag::destroyed); }
   bool closed() const noexcept { return state_.has(detail::wflag::closed); }
-  /// Node's `writable` property: true until end(), destroy() or an error.
+  /// Node's `writable` property: true until end(), destroy() or an error
+  /// (never, for a duplex made with writable = false).
   bool is_writable() const noexcept;
   /// The first error the stream met, or none.
   std::error_code errored() const noexcept {
@@ -129,6 +136,11 @@ class writable : public emitter {
   // pipe() reads the raw needDrain and errorEmitted bits and calls
   // errorOrDestroy() on its destination, as Node's pipe() does.
   friend class readable;
+  // Node's destroy.js and Duplex reach both states of a stream.
+  friend struct detail::destroy_impl;
+  friend struct detail::sides;
+  friend class duplex;
+  friend class transform;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool reject(write_cb cb);
@@ -155,8 +167,6 @@ class writable : public emitter {
   void finish() noexcept;
   void call_finished_callbacks(std::error_code ec) noexcept;
   void error_or_destroy(std::error_code ec, bool sync) noexcept;
-  void emit_error_nt(std::error_code ec) noexcept;
-  void emit_close_nt() noexcept;
   void call_soon(task t);
   void call_back_soon(write_cb cb, std::error_code ec);
 
@@ -172,6 +182,9 @@ class writable : public emitter {
   std::deque<std::pair<write_cb, std::error_code>> owed_;  // see call_back_soon()
   std::vector<write_cb> on_finished_;  // end() callbacks
   bool coalesce_ = false;
+  // The readable side, when this is a duplex's writable side (Node: the
+  // stream's _readableState); null for a plain writable.
+  readable* rpeer_ = nullptr;
 };
 
 /// A writable over any file descriptor (file, pipe, socket, /dev/null,

@@ -39,6 +39,7 @@ enum : std::uint32_t {
   coalescing = 1u << 24,
   flush_scheduled = 1u << 25,  // the end-of-turn flush is queued
   writecb = 1u << 26,  // the sink call in flight has a callback to call (Node: writecb !== nop)
+  not_writable = 1u << 27,  // a duplex made with writable = false (Node: state.writable === false)
 };
 }  // namespace wflag
 
