@@ -4,6 +4,12 @@
 // optional timestamp and its "\n") is one print() into a log writable
 // (make_log_writable(): a log_file_sink), so a line is never torn or split
 // across two files. Signals arrive through the loop (sluice/signals.h).
+//
+// The log_file_sink runs on the loop's thread: file_worker (the worker I/O
+// thread) writes one fd as it is, with no rotation, reopen or fsync policy,
+// so it cannot serve a rotated log yet. A regular file's writes complete
+// within the sink call, so a slow disk holds the loop, and with it the
+// reading, as well as 'drain' does.
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -55,6 +61,8 @@ Options:
   --stats           at exit, print 'sluice-log: N lines, B bytes, R rotations,
                     H reopens' on standard error (N: lines read and written,
                     B: bytes written, timestamps and newlines included)
+  --json            with --stats: print them as one JSON object instead:
+                    {"lines":N,"bytes":B,"rotations":R,"reopens":H}
   -h, --help        show this help
 
 Lines: a line ends at "\n" or "\r\n" and is written with "\n" (so "\r\n"
@@ -85,6 +93,7 @@ struct options {
   sluice::log_options log;
   bool timestamp = false;
   bool stats = false;
+  bool json = false;
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
 };
 
@@ -133,7 +142,7 @@ void parse_fsync(const std::string& p, sluice::log_options& log) {
 
 options parse_args(int argc, char** argv) {
   options o;
-  enum { max_size = 256, keep, timestamp, fsync, max_line_length, stats };
+  enum { max_size = 256, keep, timestamp, fsync, max_line_length, stats, json };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
       {"keep", required_argument, nullptr, keep},
@@ -141,6 +150,7 @@ options parse_args(int argc, char** argv) {
       {"fsync", required_argument, nullptr, fsync},
       {"max-line-length", required_argument, nullptr, max_line_length},
       {"stats", no_argument, nullptr, stats},
+      {"json", no_argument, nullptr, json},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -174,6 +184,9 @@ options parse_args(int argc, char** argv) {
       case stats:
         o.stats = true;
         break;
+      case json:
+        o.json = true;
+        break;
       case 'h':
         std::fputs(usage_text, stdout);
         std::exit(0);
@@ -185,6 +198,7 @@ options parse_args(int argc, char** argv) {
         usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
     }
   }
+  if (o.json && !o.stats) usage_error("--json goes with --stats");
   if (optind == argc) usage_error("missing FILE");
   if (argc - optind > 1) usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   o.file = argv[optind];
@@ -255,13 +269,21 @@ class log_tool {
       std::fprintf(stderr, "sluice-log: %s: the log did not finish\n", o_.file.c_str());
       status_ = 1;
     }
-    if (o_.stats)
-      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", lines_,
-                   static_cast<unsigned long long>(sink_->bytes_written()), sink_->rotations(), sink_->reopens());
+    if (o_.stats) print_stats();
     return status_;
   }
 
  private:
+  void print_stats() const {
+    const auto bytes = static_cast<unsigned long long>(sink_->bytes_written());
+    if (o_.json)
+      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", lines_, bytes,
+                   sink_->rotations(), sink_->reopens());
+    else
+      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", lines_, bytes,
+                   sink_->rotations(), sink_->reopens());
+  }
+
   // One line: one chunk, so that rotation never splits it.
   bool on_line(std::string_view line) {
     if (stopping_) return false;

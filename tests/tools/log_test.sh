@@ -104,7 +104,7 @@ check "--help documents a line too long" grep -q 'longer than the maximum' "$tmp
 mkdir "$tmp/usage"
 for args in "" "--bogus f" "-x f" "--max-size 12Q f" "--max-size -5 f" "--max-size f" "--max-size 1KB f" \
     "--max-size" "--keep -1 f" "--keep x f" "--keep 1.5 f" "--fsync sometimes f" "--fsync bytes= f" \
-    "--fsync ms=0 f" "--fsync ms=-1 f" "--fsync bytes=1X f" "--fsync f" "--max-line-length 0 f" "f g"; do
+    "--fsync ms=0 f" "--fsync ms=-1 f" "--fsync bytes=1X f" "--fsync f" "--max-line-length 0 f" "--json f" "f g"; do
   # shellcheck disable=SC2086
   (cd "$tmp/usage" && "$slog" $args </dev/null >"$tmp/out" 2>"$tmp/err")
   status=$?
@@ -142,6 +142,11 @@ check "300000 lines from a pipe: every line once, in order, none torn, no file p
   same "$(python3 "$tmp/verify.py" 65536 "${files[@]}")" 300000
 check "300000 lines from a pipe: --stats counts them" same "$(stats_lines "$tmp/err")" 300000
 
+printf 'a\nbb\n' | "$slog" --stats --json "$tmp/json.log" 2>"$tmp/err"
+check "--stats --json: one JSON object" python3 -c '
+import json, sys
+sys.exit(0 if json.load(open(sys.argv[1])) == {"lines": 2, "bytes": 5, "rotations": 0, "reopens": 0} else 1)' "$tmp/err"
+
 # A line longer than the maximum: the lines before it land, then exit 1.
 printf 'short\n0123456789\n01234567890\nafter\n' | "$slog" --max-line-length 10 "$tmp/long.log" 2>"$tmp/err"
 check "a line too long exits 1" test $? -eq 1
@@ -174,7 +179,8 @@ k=$(python3 "$tmp/verify.py" 262144 "${files[@]}")
 check "SIGTERM mid-stream: lines 1..k, once each, in order, none torn, no file past 256K" test -n "$k"
 read_lines=$(stats_lines "$tmp/term/err")
 check "SIGTERM mid-stream: k ($k) is what --stats says was read ($read_lines)" same "$k" "$read_lines"
-echo "  k=$k of $total"
+check "SIGTERM mid-stream: the bytes --stats counts are the files' bytes" \
+  same "$(sed -n 's/^sluice-log: [0-9]* lines, \([0-9]*\) bytes, .*/\1/p' "$tmp/term/err")" "$(cat "${files[@]}" | wc -c)"
 check "SIGTERM mid-stream: 0 < k < $total (the signal came mid-stream)" test "${k:-0}" -gt 0 -a "${k:-0}" -lt $total
 
 # SIGINT does the same.
