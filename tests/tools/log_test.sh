@@ -33,10 +33,10 @@ check() {  # check NAME COMMAND...: the command must succeed
 same() { [ "$1" = "$2" ] || { echo "  got:      $(printf '%q' "$1" | head -c 300)"; echo "  expected: $(printf '%q' "$2" | head -c 300)"; return 1; }; }
 # The N of --stats' 'sluice-log: N lines, ...' in a file of standard error.
 stats_lines() { sed -n 's/^sluice-log: \([0-9]*\) lines, .*/\1/p' "$1"; }
-# Waits (up to 20 s) until a file exists and is not empty.
+# Waits (up to 60 s) until a file exists and is not empty.
 wait_for_content() {
   local i
-  for ((i = 0; i < 400; i++)); do
+  for ((i = 0; i < 1200; i++)); do
     [ -s "$1" ] && return 0
     sleep 0.05
   done
@@ -165,8 +165,9 @@ bg_pids+=("$gen_pid")
 "$slog" --max-size 256K --keep 1000 --stats "$tmp/term/app.log" <"$tmp/term/in" 2>"$tmp/term/err" &
 log_pid=$!
 bg_pids+=("$log_pid")
-wait_for_content "$tmp/term/app.log.1"
-sleep 0.3
+# After 20 rotations, while the input still flows (the generator needs
+# seconds for its 2,000,000 lines, 400 files' worth).
+wait_for_content "$tmp/term/app.log.20"
 kill -TERM "$log_pid"
 wait "$log_pid"
 status=$?
@@ -174,7 +175,7 @@ kill "$gen_pid" 2>/dev/null
 wait "$gen_pid" 2>/dev/null
 check "SIGTERM mid-stream exits 0" test $status -eq 0
 mapfile -t files < <(kept_files "$tmp/term/app.log")
-check "SIGTERM mid-stream: rotated many times (${#files[@]} files)" test "${#files[@]}" -gt 10
+check "SIGTERM mid-stream: rotated many times (${#files[@]} files)" test "${#files[@]}" -gt 20
 k=$(python3 "$tmp/verify.py" 262144 "${files[@]}")
 check "SIGTERM mid-stream: lines 1..k, once each, in order, none torn, no file past 256K" test -n "$k"
 read_lines=$(stats_lines "$tmp/term/err")
