@@ -94,7 +94,9 @@ class sink {
  public:
   virtual ~sink() = default;
 
-  /// Called once, when the writable that owns this sink is built.
+  /// Called when the writable that owns this sink is built, and again if
+  /// its loop is destroyed before it (the stream then moves to a loop of its
+  /// own: see sluice/shutdown.h).
   virtual void attach(loop& /*l*/) {}
 
   /// Node: _write(chunk, encoding, cb). `chunk` stays valid until `done`.
