@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
 #include "sluice/errors.h"
 #include "sluice/loop.h"
@@ -34,10 +35,14 @@ thread_local char thread_marker;
 // Streams whose loop went first move to a loop of their own, which never
 // runs and is never freed: their later calls (a write, the destructor's
 // cancel()) stay defined, and one thread's orphans share no loop with
-// another's.
+// another's. The list keeps them reachable, for leak checkers. Called with
+// registry_mutex held.
 loop* orphan_loop() noexcept {
+  static std::vector<loop*>& orphans = *new std::vector<loop*>;
   try {
-    return new loop;
+    orphans.reserve(orphans.size() + 1);
+    orphans.push_back(new loop);
+    return orphans.back();
   } catch (...) {
     return nullptr;
   }
