@@ -512,22 +512,40 @@ TEST_CASE("destroy while an fd write waits for the fd tells that write's callbac
   CHECK(w->errored() == errc::destroyed);
 }
 
-TEST_CASE("the C++ destructor of an fd writable waiting for the fd pays its callback") {
+TEST_CASE("the C++ destructor of an fd writable waiting for the fd finishes the write and pays its callback") {
   pipe_fds p;
   set_nonblocking(p.w);
   loop l;
-  must_call big_done;
+  must_call big_done, next_done;
+  std::string got;
+  std::thread reader;
   {
     auto w = make_fd_writable(p.w, false, on(l));
     w->write(std::string(200000, 'z'), big_done.cb());
     l.run_until_idle();
     REQUIRE(l.alive());
+    w->write("and the next\n"sv, next_done.cb());  // buffered behind it
+    // The destructor blocks until the fd takes the rest: someone must read.
+    reader = std::thread([&] {
+      char buf[65536];
+      for (;;) {
+        pollfd pf{p.r, POLLIN, 0};
+        ::poll(&pf, 1, -1);
+        const ssize_t n = ::read(p.r, buf, sizeof buf);
+        if (n <= 0) break;
+        got.append(buf, static_cast<std::size_t>(n));
+      }
+    });
   }
   CHECK(big_done.calls() == 1);
-  CHECK(big_done.error() == errc::destroyed);
+  CHECK(big_done.error() == std::error_code{});
+  CHECK(next_done.error() == std::error_code{});
   CHECK(l.watched_fds().empty());  // the sink's watch went with it
   l.run_until_idle();
   CHECK_FALSE(l.alive());
+  p.close_w();
+  reader.join();
+  CHECK(got == std::string(200000, 'z') + "and the next\n");
 }
 
 TEST_CASE("writes without callbacks to an fd, then end(), finish and close (the loop.h example)") {

@@ -1,4 +1,5 @@
 #include "sluice/loop.h"
+#include "sluice/shutdown.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -47,6 +48,7 @@ void loop::ring::cancel(const void* owner) noexcept {
 
 loop::loop() = default;
 loop::~loop() {
+  detail::shutdown_registry::loop_gone(*this);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 

@@ -247,6 +247,21 @@ std::error_code fd_sink::destroy(std::error_code err) noexcept {
   return err ? err : closed;
 }
 
+// A write waiting for POLLOUT is finished here, blocking in poll(): out_
+// resumes exactly where the kernel stopped.
+std::error_code fd_sink::drain_sync() noexcept {
+  if (!done_) return {};
+  if (loop_) loop_->cancel(this);
+  done_.reset();
+  const std::error_code ec = out_.write_all();
+  return error_ ? error_ : ec;
+}
+
+std::error_code fd_sink::write_sync(const write_batch& batch) noexcept {
+  out_.start(batch);
+  return out_.write_all();
+}
+
 std::unique_ptr<writable> make_fd_writable(int fd, bool close_fd, const writable_options& options) {
   return std::make_unique<writable>(std::make_unique<fd_sink>(fd, close_fd), options);
 }

@@ -35,6 +35,9 @@ class fd_sink : public sink {
   bool has_writev() const noexcept override { return true; }
   std::error_code destroy(std::error_code err) noexcept override;
   bool coalesce_writes() const noexcept override { return true; }
+  bool has_write_sync() const noexcept override { return true; }
+  std::error_code drain_sync() noexcept override;
+  std::error_code write_sync(const write_batch& batch) noexcept override;
 
   int fd() const noexcept { return fd_; }
   /// Counters for tools and tests: syscalls made and bytes written.

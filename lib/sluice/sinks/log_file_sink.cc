@@ -323,6 +323,36 @@ std::error_code log_file_sink::destroy(std::error_code err) noexcept {
   return err ? err : closed;
 }
 
+// ---- shutdown: the same writes, blocking in poll() instead of the loop
+
+// The rest of the call: out_'s part, then the parts after each rotation.
+std::error_code log_file_sink::pump_sync() noexcept {
+  std::error_code ec;
+  for (;;) {
+    if ((ec = out_->write_all()) || left_ == 0) break;
+    if ((ec = start_segment())) break;
+  }
+  account();
+  if (!ec) ec = sync_if_dirty();
+  return ec;
+}
+
+std::error_code log_file_sink::drain_sync() noexcept {
+  if (!done_) return {};
+  if (loop_) loop_->cancel(this);  // the wait for POLLOUT, and the sync timer
+  timer_ = 0;
+  done_.reset();
+  return pump_sync();
+}
+
+std::error_code log_file_sink::write_sync(const write_batch& batch) noexcept {
+  if (closed_) return std::make_error_code(std::errc::bad_file_descriptor);
+  next_ = batch.begin();
+  left_ = batch.size();
+  if (const std::error_code ec = start_segment()) return ec;
+  return pump_sync();
+}
+
 // ---- factories
 
 std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,

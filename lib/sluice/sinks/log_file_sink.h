@@ -93,6 +93,11 @@ class log_file_sink : public sink {
   bool has_final() const noexcept override { return true; }
   std::error_code destroy(std::error_code err) noexcept override;
   bool coalesce_writes() const noexcept override { return true; }
+  /// Shutdown writes (see sluice/shutdown.h) rotate as any write does, and
+  /// are synced unless the fsync policy is never.
+  bool has_write_sync() const noexcept override { return true; }
+  std::error_code drain_sync() noexcept override;
+  std::error_code write_sync(const write_batch& batch) noexcept override;
 
   /// Closes the file and opens the path again, creating it. Between writes
   /// it happens now, and its error (also reported as the stream's) is
@@ -122,6 +127,7 @@ class log_file_sink : public sink {
   std::error_code prepare(std::size_t next_chunk) noexcept;
   std::error_code start_segment() noexcept;
   void pump() noexcept;
+  std::error_code pump_sync() noexcept;
   void finish(std::error_code ec) noexcept;
   void after_call(std::error_code& ec) noexcept;
   void account() noexcept;

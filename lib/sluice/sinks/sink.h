@@ -94,7 +94,9 @@ class sink {
  public:
   virtual ~sink() = default;
 
-  /// Called once, when the writable that owns this sink is built.
+  /// Called when the writable that owns this sink is built, and again if
+  /// its loop is destroyed before it (the stream then moves to a loop of its
+  /// own: see sluice/shutdown.h).
   virtual void attach(loop& /*l*/) {}
 
   /// Node: _write(chunk, encoding, cb). `chunk` stays valid until `done`.
@@ -118,6 +120,18 @@ class sink {
   /// current turn of the loop (as if corked), so that everything written in
   /// one turn reaches writev() together. fd sinks ask for it.
   virtual bool coalesce_writes() const noexcept { return false; }
+
+  /// sluice's own, for shutdown (see sluice/shutdown.h): a sink that can
+  /// write synchronously lets a writable that is destroyed without end(), or
+  /// still alive at exit(), write what it holds before it goes. fd sinks can.
+  virtual bool has_write_sync() const noexcept { return false; }
+  /// Blocks until the write or writev in flight, if any, has written all its
+  /// bytes or failed, and returns its error. Its write_done is then never
+  /// called: the stream settles that call itself. Never called after destroy.
+  virtual std::error_code drain_sync() noexcept;
+  /// Writes `batch` (one chunk or more), blocking until every byte is written
+  /// or the write fails. Called only after drain_sync(), with nothing in flight.
+  virtual std::error_code write_sync(const write_batch& batch) noexcept;
 };
 
 }  // namespace sluice

@@ -458,22 +458,50 @@ worker_sink::worker_sink(std::shared_ptr<detail::worker_core> core)
 // pays their callbacks afterwards: wait for the worker to be done with them,
 // and out of post(), since the loop may go next.
 worker_sink::~worker_sink() {
+  drain_sync();
   detail::worker_slot& s = *slot_;
-  if (s.in_flight) {
-    const std::uint32_t prev = s.state.fetch_or(detail::claimed, std::memory_order_seq_cst);
-    if (!(prev & detail::claimed) && (prev & detail::written))
-      ++s.stale_tasks;  // its task is on the way and releases the hold
-    else if (s.held)
-      s.home->release();
-    s.held = false;
-    s.in_flight = false;
-    s.done.reset();
-  }
   core_->wait_for(s, detail::is_let_go);
   if (s.stale_tasks > 0)
     s.orphaned = true;
   else
     delete slot_;
+}
+
+// Drops the round in flight (its write_done is never called), once the
+// worker is done with it and out of post(), since the loop may go next.
+std::error_code worker_sink::drain_sync() noexcept {
+  detail::worker_slot& s = *slot_;
+  if (!s.in_flight) return {};
+  const std::uint32_t prev = s.state.fetch_or(detail::claimed, std::memory_order_seq_cst);
+  if (!(prev & detail::claimed) && (prev & detail::written))
+    ++s.stale_tasks;  // its task is on the way and releases the hold
+  else if (s.held)
+    s.home->release();
+  s.held = false;
+  s.in_flight = false;
+  s.done.reset();
+  core_->wait_for(s, detail::is_let_go);
+  return s.error;
+}
+
+// A round claimed from the start, as inside flush_sync: never posted, no
+// hold on the loop, and waited for here.
+std::error_code worker_sink::write_sync(const write_batch& batch) noexcept {
+  detail::worker_slot& s = *slot_;
+  assert(!s.in_flight);
+  s.single = false;
+  s.batch = batch;
+  s.cpu = detail::current_cpu();
+  std::uint32_t st = s.state.load(std::memory_order_relaxed);
+  while (!s.state.compare_exchange_weak(st, (st & detail::holds_mask) + (1 | detail::claimed),
+                                        std::memory_order_relaxed)) {
+  }
+  if (!core_->push(s)) {
+    s.state.fetch_sub(1, std::memory_order_relaxed);
+    return {EBADF, std::system_category()};
+  }
+  core_->wait_for(s, detail::is_written);
+  return s.error;
 }
 
 void worker_sink::attach(loop& l) { slot_->home = &l; }

@@ -37,14 +37,20 @@ writable::writable(std::unique_ptr<sink> s, const writable_options& options)
   if (!options.emit_close) state_.clear(wf::emit_close);
   coalesce_ = sink_->coalesce_writes();
   sink_->attach(*loop_);
+  if (sink_->has_write_sync()) detail::shutdown_registry::add(shutdown_, *this);
 }
 
-// Differs from Node: a C++ object can go away with work still owed. The sink
-// goes first (it may hold a write_done), then every callback still owed is
-// called: completed writes with success, the others with ERR_STREAM_DESTROYED.
-// No event is emitted, and callbacks must not touch the stream.
+// Differs from Node: a C++ object can go away with work still owed. A sink
+// that can write synchronously first writes what is pending (sluice's own
+// guarantee, see sluice/shutdown.h). The sink goes next (it may hold a
+// write_done), then every callback still owed is called: completed and
+// synchronously written writes with success, the others with the stream's
+// error or ERR_STREAM_DESTROYED. No event is emitted, and callbacks must not
+// touch the stream.
 writable::~writable() {
+  detail::shutdown_registry::remove(shutdown_);
   loop_->cancel(this);
+  write_pending_sync();
   if (!destroyed()) sink_->destroy({});
   sink_.reset();
   const auto gone = make_error_code(errc::destroyed);
@@ -52,9 +58,41 @@ writable::~writable() {
   owed_.clear();
   call_back(done_, done_.size(), {});
   call_back(failed_, failed_.size(), errored() ? errored() : gone);
+  call_back(landed_, landed_.size(), {});
   call_back(writing_, writing_.size(), gone);
   call_back(buffered_, buffered_.size(), errored() ? errored() : gone);
   call_finished_callbacks(gone);
+}
+
+// sluice's own: writes what the stream still holds, blocking: the rest of
+// the sink call in flight, then every buffered request (held for the turn,
+// corked, or waiting behind that call), as one batch. The written requests
+// move to landed_, whose callbacks the destructor pays with success; on a
+// failure the stream has errored. The stream is left writing, so that the
+// loop never starts another sink call: later writes wait in the buffer for
+// the next call of this (the destructor's). No callback, no event.
+void writable::write_pending_sync() noexcept {
+  if (state_.has(wf::destroyed | wf::errored) || !sink_->has_write_sync()) return;
+  std::error_code ec;
+  if (!writing_.empty()) {
+    ec = sink_->drain_sync();
+    (ec ? failed_ : landed_).splice_back(writing_);
+  }
+  if (!ec && !buffered_.empty()) {
+    ec = sink_->write_sync(write_batch(buffered_.first(), buffered_.size(), buffered_.bytes()));
+    if (!ec) landed_.splice_back(buffered_);
+  }
+  state_.set(wf::writing);
+  if (ec) {
+    errored_ = ec;
+    state_.set(wf::errored);
+  }
+}
+
+// sluice's own: the stream's loop is going away (see sluice/shutdown.h).
+void writable::rehome(loop& l) noexcept {
+  loop_ = &l;
+  sink_->attach(l);
 }
 
 void writable::call_soon(task t) { loop_->next_tick(std::move(t), this); }

@@ -17,6 +17,7 @@
 #include "sluice/emitter.h"
 #include "sluice/loop.h"
 #include "sluice/queue/write_queue.h"
+#include "sluice/shutdown.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/stream/writable_state.h"
 
@@ -57,6 +58,12 @@ struct writable_options {
 ///
 /// Every write's callback is called exactly once. A writable is used from
 /// its loop's thread only, and must outlive the sink calls it has started.
+///
+/// Over a sink that can write synchronously (fd, file, log file, worker),
+/// nothing accepted by write() is lost when the program does not end the
+/// stream: the destructor writes what is pending before it returns (and
+/// then calls back with success), and so do exit() and the destruction of
+/// the stream's loop while it is alive (see sluice/shutdown.h).
 class writable : public virtual emitter {
  public:
   explicit writable(std::unique_ptr<sink> s, const writable_options& options = {});
@@ -142,6 +149,7 @@ class writable : public virtual emitter {
   friend class duplex;
   friend class transform;
   friend class stream_ref;
+  friend struct detail::shutdown_registry;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool reject(write_cb cb);
@@ -170,6 +178,8 @@ class writable : public virtual emitter {
   void error_or_destroy(std::error_code ec, bool sync) noexcept;
   void call_soon(task t);
   void call_back_soon(write_cb cb, std::error_code ec);
+  void write_pending_sync() noexcept;
+  void rehome(loop& l) noexcept;
 
   detail::writable_state state_;
   std::error_code errored_;
@@ -186,6 +196,8 @@ class writable : public virtual emitter {
   // The readable side, when this is a duplex's writable side (Node: the
   // stream's _readableState); null for a plain writable.
   readable* rpeer_ = nullptr;
+  detail::write_queue landed_;  // written by write_pending_sync(); callbacks owed
+  detail::shutdown_link shutdown_;
 };
 
 /// A writable over any file descriptor (file, pipe, socket, /dev/null,
