@@ -140,31 +140,66 @@ bool writable::write(std::string_view chunk, write_cb cb) {
   return write_or_buffer(r);
 }
 
-// write() for text that fmt makes: formatted into what is left of the arena's
-// block (a fresh block when less than a long line's worth is left), then
-// handed on like any small chunk.
-bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
-  if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
-  constexpr std::size_t min_room = 1024;
+// ---- print: write() for text that fmt makes
+
+// A line starts in what is left of the arena's block, unless less than this
+// is left: then in a fresh block.
+constexpr std::size_t print_min_room = 1024;
+
+// fmt asks for `capacity` bytes in all. A line outgrows its room in the
+// arena once: it moves to a fresh block, or, past the largest arena chunk,
+// to a string of its own, which then grows as strings do.
+void detail::print_buffer::grow(std::size_t capacity) {
+  if (heap_.empty()) {
+    if (capacity <= byte_arena::max_chunk) {
+      std::size_t room;
+      char* const p = reinterpret_cast<char*>(arena_->reserve(capacity, room));
+      // The block may be the same one, drained and started over: overlap.
+      std::memmove(p, data(), size());
+      set(p, std::min(room, byte_arena::max_chunk));
+      return;
+    }
+    heap_.resize(std::max(capacity, 2 * byte_arena::max_chunk));
+    std::memcpy(heap_.data(), data(), size());
+  } else {
+    heap_.resize(std::max(capacity, 2 * heap_.size()));
+  }
+  set(heap_.data(), heap_.size());
+}
+
+// The room print() formats into: nothing is handed out of the arena until
+// print_commit(). False when the stream takes no more writes (reject()).
+bool writable::print_start(detail::print_buffer& line) {
+  if (state_.has(wf::ending | wf::destroyed)) return false;
   std::size_t room;
-  std::byte* p = pool_.arena.reserve(min_room, room);
-  room = std::min(room, detail::byte_arena::max_chunk);
-  auto result = fmt::vformat_to_n(reinterpret_cast<char*>(p), room, format, args);
-  if (result.size > room) {
-    // Longer than the room left: once more, into a fresh block, or into a
-    // buffer the request owns when longer than any small chunk.
-    if (result.size > detail::byte_arena::max_chunk) return write(fmt::vformat(format, args), std::move(cb));
-    p = pool_.arena.reserve(result.size, room);
-    result = fmt::vformat_to_n(reinterpret_cast<char*>(p), room, format, args);
+  std::byte* const p = pool_.arena.reserve(print_min_room, room);
+  line.arena_ = &pool_.arena;
+  line.set(reinterpret_cast<char*>(p), std::min(room, detail::byte_arena::max_chunk));
+  return true;
+}
+
+// The formatted line becomes a request like any small chunk, or, when it
+// went to the heap, a chunk the request owns.
+bool writable::print_commit(detail::print_buffer& line, write_cb cb) {
+  if (!line.heap_.empty()) [[unlikely]] {
+    line.heap_.resize(line.size());
+    return write(std::move(line.heap_), std::move(cb));
   }
   write_req& r = pool_.acquire();
-  if (result.size != 0) {
-    pool_.arena.commit(result.size);
-    r.data = {reinterpret_cast<const char*>(p), result.size};
+  if (line.size() != 0) {
+    pool_.arena.commit(line.size());
+    r.data = {line.data(), line.size()};
   } else {
     r.data = {};
   }
   return accept(r, std::move(cb));
+}
+
+bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
+  detail::print_buffer line;
+  if (!print_start(line)) return reject(std::move(cb));
+  fmt::vformat_to(fmt::appender(line), format, args);
+  return print_commit(line, std::move(cb));
 }
 
 bool writable::write(std::span<const std::byte> chunk, write_cb cb) {
