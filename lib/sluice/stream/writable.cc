@@ -146,49 +146,57 @@ bool writable::write(std::string_view chunk, write_cb cb) {
 // is left: then in a fresh block.
 constexpr std::size_t print_min_room = 1024;
 
-// fmt asks for `capacity` bytes in all. A line outgrows its room in the
-// arena once: it moves to a fresh block, or, past the largest arena chunk,
-// to a string of its own, which then grows as strings do.
-void detail::print_buffer::grow(std::size_t capacity) {
-  if (heap_.empty()) {
-    if (capacity <= byte_arena::max_chunk) {
+// A line outgrows its room in the arena once: it moves to a fresh block,
+// or, past the largest arena chunk, to a string of its own, which then
+// grows as strings do.
+void detail::print_room::grow(std::size_t size, std::size_t want) {
+  if (heap.empty()) {
+    if (want <= byte_arena::max_chunk) {
       std::size_t room;
-      char* const p = reinterpret_cast<char*>(arena_->reserve(capacity, room));
+      char* const p = reinterpret_cast<char*>(arena->reserve(want, room));
       // The block may be the same one, drained and started over: overlap.
-      std::memmove(p, data(), size());
-      set(p, std::min(room, byte_arena::max_chunk));
+      std::memmove(p, data, size);
+      data = p;
+      capacity = std::min(room, byte_arena::max_chunk);
       return;
     }
-    heap_.resize(std::max(capacity, 2 * byte_arena::max_chunk));
-    std::memcpy(heap_.data(), data(), size());
+    heap.resize(std::max(want, 2 * byte_arena::max_chunk));
+    std::memcpy(heap.data(), data, size);
   } else {
-    heap_.resize(std::max(capacity, 2 * heap_.size()));
+    heap.resize(std::max(want, 2 * heap.size()));
   }
-  set(heap_.data(), heap_.size());
+  data = heap.data();
+  capacity = heap.size();
+}
+
+// fmt asks for `capacity` bytes in all.
+void detail::print_buffer::grow(std::size_t capacity) {
+  room_.grow(size(), capacity);
+  set(room_.data, room_.capacity);
 }
 
 // The room print() formats into: nothing is handed out of the arena until
 // print_commit(). False when the stream takes no more writes (reject()).
-bool writable::print_start(detail::print_buffer& line) {
+bool writable::print_start(detail::print_room& room) {
   if (state_.has(wf::ending | wf::destroyed)) return false;
-  std::size_t room;
-  std::byte* const p = pool_.arena.reserve(print_min_room, room);
-  line.arena_ = &pool_.arena;
-  line.set(reinterpret_cast<char*>(p), std::min(room, detail::byte_arena::max_chunk));
+  std::size_t left;
+  room.data = reinterpret_cast<char*>(pool_.arena.reserve(print_min_room, left));
+  room.capacity = std::min(left, detail::byte_arena::max_chunk);
+  room.arena = &pool_.arena;
   return true;
 }
 
 // The formatted line becomes a request like any small chunk, or, when it
 // went to the heap, a chunk the request owns.
-bool writable::print_commit(detail::print_buffer& line, write_cb cb) {
-  if (!line.heap_.empty()) [[unlikely]] {
-    line.heap_.resize(line.size());
-    return write(std::move(line.heap_), std::move(cb));
+bool writable::print_commit(detail::print_room& room, std::size_t size, write_cb cb) {
+  if (!room.heap.empty()) [[unlikely]] {
+    room.heap.resize(size);
+    return write(std::move(room.heap), std::move(cb));
   }
   write_req& r = pool_.acquire();
-  if (line.size() != 0) {
-    pool_.arena.commit(line.size());
-    r.data = {line.data(), line.size()};
+  if (size != 0) {
+    pool_.arena.commit(size);
+    r.data = {room.data, size};
   } else {
     r.data = {};
   }
@@ -197,9 +205,10 @@ bool writable::print_commit(detail::print_buffer& line, write_cb cb) {
 
 bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
   detail::print_buffer line;
-  if (!print_start(line)) return reject(std::move(cb));
+  if (!print_start(line.room_)) return reject(std::move(cb));
+  line.set(line.room_.data, line.room_.capacity);
   fmt::vformat_to(fmt::appender(line), format, args);
-  return print_commit(line, std::move(cb));
+  return print_commit(line.room_, line.size(), std::move(cb));
 }
 
 bool writable::write(std::span<const std::byte> chunk, write_cb cb) {
