@@ -500,15 +500,14 @@ const std::vector<variant>& variants() {
       {"sluice-print-nobp", "sluice print, fd, ignore false", nullptr, kind::cxx},
       {"sluice-print-hwm64k", "sluice print, fd, drain, hwm 64K", nullptr, kind::cxx},
       {"sluice-worker", "sluice worker, until flush_sync", "sluice worker, producer", kind::cxx},
-      {"sluice-print-compiled", "sluice print FMT_COMPILE, fd, drain", nullptr, kind::cxx},
-      {"sluice-worker-compiled", "sluice worker FMT_COMPILE, until flush", "sluice worker FMT_COMPILE, producer",
-       kind::cxx},
-      {"sluice-worker-hwm1m", "sluice worker hwm 1M, until flush", "sluice worker hwm 1M, producer", kind::cxx},
+      {"sluice-print-compiled", "sluice print FMT_COMPILE, fd", nullptr, kind::cxx},
+      {"sluice-worker-compiled", "sluice worker COMPILE, until flush", "sluice worker COMPILE, producer", kind::cxx},
+      {"sluice-worker-hwm16k", "sluice worker hwm 16K, until flush", "sluice worker hwm 16K, producer", kind::cxx},
       {"sluice-worker-nobp", "sluice worker nobp, until flush", "sluice worker nobp, producer", kind::cxx},
       {"fmt-output-file", "fmt::output_file", nullptr, kind::cxx},
       {"fmt-buffer-fwrite", "fmt::format_to buffer + fwrite", nullptr, kind::cxx},
       {"fmt-output-file-compiled", "fmt::output_file, FMT_COMPILE", nullptr, kind::cxx},
-      {"fmt-buffer-fwrite-compiled", "fmt format_to FMT_COMPILE + fwrite", nullptr, kind::cxx},
+      {"fmt-buffer-fwrite-compiled", "fmt FMT_COMPILE buffer + fwrite", nullptr, kind::cxx},
       {"fprintf", "fprintf", nullptr, kind::cxx},
       {"ofstream", "std::ofstream <<", nullptr, kind::cxx},
 #if LOG_BENCH_HAVE_SPDLOG
@@ -519,7 +518,7 @@ const std::vector<variant>& variants() {
       {"node", "node createWriteStream", nullptr, kind::node},
       {"ref-format-only", "(ref) fmt format_to_n, no I/O", nullptr, kind::reference_no_file},
       {"ref-buffer-write64k", "(ref) fmt buffer, write per 64K", nullptr, kind::cxx},
-      {"ref-sluice-compiled", "(ref) FMT_COMPILE to stack, write()", nullptr, kind::cxx},
+      {"ref-sluice-compiled", "(ref) FMT_COMPILE to stack, write", nullptr, kind::cxx},
       {"ref-worker-hwm1m-heap", "(ref) worker hwm 1M, heap blocks", "(ref) worker hwm 1M heap, producer", kind::cxx,
        heap_blocks_env},
   };
@@ -531,7 +530,7 @@ timing run_variant(std::string_view name, const char* path, std::uint64_t n) {
   if (name == "sluice-print-nobp") return run_sluice_fd(path, n, false, std::nullopt);
   if (name == "sluice-print-hwm64k") return run_sluice_fd(path, n, true, 64 * 1024);
   if (name == "sluice-worker") return run_sluice_worker(path, n, true, std::nullopt);
-  if (name == "sluice-worker-hwm1m") return run_sluice_worker(path, n, true, 1024 * 1024);
+  if (name == "sluice-worker-hwm16k") return run_sluice_worker(path, n, true, 16 * 1024);
   if (name == "ref-worker-hwm1m-heap") return run_sluice_worker(path, n, true, 1024 * 1024);
   if (name == "ref-sluice-compiled") return run_sluice_fd(path, n, true, std::nullopt, how::write_compiled);
   if (name == "sluice-print-compiled") return run_sluice_fd(path, n, true, std::nullopt, how::print_compiled);
