@@ -1001,7 +1001,7 @@ int main(int argc, char** argv) {
   std::printf("%s\n", "with FMT_COMPILE:");
   goal("print FMT_COMPILE vs spdlog sync (_mt), speed", base_c, spd_sync, faster, true, 1.5);
   goal("print FMT_COMPILE vs output_file FMT_COMPILE", base_c, fmt_file_c, faster, true, 1.0);
-  goal("print FMT_COMPILE vs fmt::output_file (runtime)", base_c, fmt_file, faster, true, 1.0);
+  goal("print FMT_COMPILE vs output_file (runtime)", base_c, fmt_file, faster, true, 1.0);
   goal("worker FMT_COMPILE producer vs spdlog async", worker_c, spd_async, faster_producer, true, 4.0);
   goal("print FMT_COMPILE / output_file, peak RSS", base_c, fmt_file, rss, false, 2.0);
   if (worker && spd_async)
