@@ -150,7 +150,7 @@ class writable : public emitter {
 
   /// The same with a compiled format string (fmt's FMT_COMPILE): the format
   /// is turned into code at compile time, so nothing parses it per line,
-  /// which makes a typical log line about 2.5x cheaper to format. The same
+  /// which takes a typical log line to about half the instructions. The same
   /// buffer, return value and rules as print() above.
   ///
   ///     log->print(FMT_COMPILE("{} {} request id={} status={}\n"), ts, level, id, status);
