@@ -2,8 +2,9 @@
 # log-compare.sh: the log-line benchmark at full size — 5,000,000 lines into a
 # file through sluice print (fd writable and worker thread), fmt::output_file,
 # fmt + fwrite, fprintf, std::ofstream, spdlog (sync and async) and Node's
-# fs.createWriteStream — one table with ratios against sluice print and the
-# goals, PASS or MISS.
+# fs.createWriteStream, and sluice print and fmt once more with compiled
+# format strings (FMT_COMPILE) — one table with ratios against sluice print
+# and the goals, PASS or MISS (for runtime and for compiled formats).
 #
 #   perf/log-compare.sh [log_bench options]     e.g. --lines 1000000 --reps 1
 #

@@ -194,6 +194,15 @@ struct timing {
   double producer_s = 0;  // first line until the last log call returned
 };
 
+// How a sluice variant makes its lines.
+enum class how {
+  print,           // print("...", args): fmt parses the format string per line
+  print_compiled,  // print(FMT_COMPILE("..."), args): no parsing at run time
+  // A reference: the line formatted with FMT_COMPILE into a stack buffer,
+  // then write() copies it into the stream (what print_compiled saves).
+  write_compiled,
+};
+
 // sluice print() into an fd writable, driven by the loop like a real
 // program: up to `batch` lines per turn; when print() returns false, wait for
 // 'drain' (unless `respect_drain` is off: then write on, a batch per turn).
@@ -205,10 +214,7 @@ struct sluice_producer {
   std::uint64_t n;
   std::size_t batch = 1000;
   bool respect_drain = true;
-  // A reference, not print(): the line formatted with a compiled format
-  // (FMT_COMPILE) into a stack buffer, then write() copies it: what print()
-  // could cost if it took compiled formats.
-  bool compiled = false;
+  how mode = how::print;
   std::uint64_t i = 0;
   std::uint64_t drains = 0;
   clock_type::time_point last_print;
@@ -219,7 +225,9 @@ struct sluice_producer {
     while (i < end) {
       const line l = make_line(i++);
       bool ok;
-      if (compiled) {
+      if (mode == how::print_compiled) {
+        ok = out.print(FMT_COMPILE(LINE_BODY "\n"), LINE_ARGS(l));
+      } else if (mode == how::write_compiled) {
         // Unbounded format_to into a char*: fmt 9's format_to_n copies byte by
         // byte through a truncating iterator. A line is at most ~120 bytes.
         char tmp[512];
@@ -247,7 +255,7 @@ struct sluice_producer {
 };
 
 timing run_sluice_fd(const char* path, std::uint64_t n, bool respect_drain, std::optional<std::size_t> hwm,
-                     bool compiled = false) {
+                     how mode = how::print) {
   auto& loop = sluice::loop::current();
   sluice::writable_options wo;
   wo.high_water_mark = hwm;
@@ -257,7 +265,7 @@ timing run_sluice_fd(const char* path, std::uint64_t n, bool respect_drain, std:
   out->on(sluice::event::error, [&err](std::error_code ec) { err = ec; });
   sluice_producer p(*out, loop, n);
   p.respect_drain = respect_drain;
-  p.compiled = compiled;
+  p.mode = mode;
   p.when_done = [&] { out->end([&](std::error_code ec) { finished = !ec; if (ec) err = ec; }); };
   const auto t0 = clock_type::now();
   loop.set_immediate([&p] { p.step(); });
@@ -269,7 +277,8 @@ timing run_sluice_fd(const char* path, std::uint64_t n, bool respect_drain, std:
   return {seconds_between(t0, t1), seconds_between(t0, p.last_print)};
 }
 
-timing run_sluice_worker(const char* path, std::uint64_t n, bool respect_drain, std::optional<std::size_t> hwm) {
+timing run_sluice_worker(const char* path, std::uint64_t n, bool respect_drain, std::optional<std::size_t> hwm,
+                         how mode = how::print) {
   auto& loop = sluice::loop::current();
   sluice::file_worker worker(open_log(path), true);
   sluice::writable_options wo;
@@ -279,6 +288,7 @@ timing run_sluice_worker(const char* path, std::uint64_t n, bool respect_drain, 
   out->on(sluice::event::error, [&err](std::error_code ec) { err = ec; });
   sluice_producer p(*out, loop, n);
   p.respect_drain = respect_drain;
+  p.mode = mode;
   clock_type::time_point flushed;
   // flush_sync from a turn of its own: not from inside a 'drain' listener,
   // which runs inside the stream's write completion (flush_sync then waits
@@ -312,6 +322,23 @@ timing run_fmt_output_file(const char* path, std::uint64_t n) {
   return {s, s};
 }
 
+// fmt::ostream's buffer is private, so a compiled format reaches it through
+// a stack buffer and print("{}"), which fmt 9 takes without parsing (its
+// vformat_to has a fast path for exactly "{}"): one copy of the line more.
+timing run_fmt_output_file_compiled(const char* path, std::uint64_t n) {
+  auto out = fmt::output_file(path, fmt::file::WRONLY | fmt::file::CREATE | fmt::file::TRUNC | fmt::file::APPEND);
+  const auto t0 = clock_type::now();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const line l = make_line(i);
+    char tmp[512];
+    char* const end = fmt::format_to(tmp, FMT_COMPILE(LINE_BODY "\n"), LINE_ARGS(l));
+    out.print("{}", std::string_view(tmp, static_cast<std::size_t>(end - tmp)));
+  }
+  out.close();
+  const double s = seconds_between(t0, clock_type::now());
+  return {s, s};
+}
+
 FILE* fopen_log(const char* path) {
   ::close(open_log(path));  // create and truncate, then append like the others
   FILE* f = std::fopen(path, "a");
@@ -327,6 +354,21 @@ timing run_fmt_buffer_fwrite(const char* path, std::uint64_t n) {
     const line l = make_line(i);
     buf.clear();
     fmt::format_to(std::back_inserter(buf), LINE_BODY "\n", LINE_ARGS(l));
+    std::fwrite(buf.data(), 1, buf.size(), f);
+  }
+  if (std::fclose(f) != 0) die("fclose failed");
+  const double s = seconds_between(t0, clock_type::now());
+  return {s, s};
+}
+
+timing run_fmt_buffer_fwrite_compiled(const char* path, std::uint64_t n) {
+  FILE* f = fopen_log(path);
+  fmt::memory_buffer buf;
+  const auto t0 = clock_type::now();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const line l = make_line(i);
+    buf.clear();
+    fmt::format_to(std::back_inserter(buf), FMT_COMPILE(LINE_BODY "\n"), LINE_ARGS(l));
     std::fwrite(buf.data(), 1, buf.size(), f);
   }
   if (std::fclose(f) != 0) die("fclose failed");
@@ -458,10 +500,14 @@ const std::vector<variant>& variants() {
       {"sluice-print-nobp", "sluice print, fd, ignore false", nullptr, kind::cxx},
       {"sluice-print-hwm64k", "sluice print, fd, drain, hwm 64K", nullptr, kind::cxx},
       {"sluice-worker", "sluice worker, until flush_sync", "sluice worker, producer", kind::cxx},
-      {"sluice-worker-hwm1m", "sluice worker hwm 1M, until flush", "sluice worker hwm 1M, producer", kind::cxx},
+      {"sluice-print-compiled", "sluice print FMT_COMPILE, fd", nullptr, kind::cxx},
+      {"sluice-worker-compiled", "sluice worker COMPILE, until flush", "sluice worker COMPILE, producer", kind::cxx},
+      {"sluice-worker-hwm16k", "sluice worker hwm 16K, until flush", "sluice worker hwm 16K, producer", kind::cxx},
       {"sluice-worker-nobp", "sluice worker nobp, until flush", "sluice worker nobp, producer", kind::cxx},
       {"fmt-output-file", "fmt::output_file", nullptr, kind::cxx},
       {"fmt-buffer-fwrite", "fmt::format_to buffer + fwrite", nullptr, kind::cxx},
+      {"fmt-output-file-compiled", "fmt::output_file, FMT_COMPILE", nullptr, kind::cxx},
+      {"fmt-buffer-fwrite-compiled", "fmt FMT_COMPILE buffer + fwrite", nullptr, kind::cxx},
       {"fprintf", "fprintf", nullptr, kind::cxx},
       {"ofstream", "std::ofstream <<", nullptr, kind::cxx},
 #if LOG_BENCH_HAVE_SPDLOG
@@ -472,7 +518,7 @@ const std::vector<variant>& variants() {
       {"node", "node createWriteStream", nullptr, kind::node},
       {"ref-format-only", "(ref) fmt format_to_n, no I/O", nullptr, kind::reference_no_file},
       {"ref-buffer-write64k", "(ref) fmt buffer, write per 64K", nullptr, kind::cxx},
-      {"ref-sluice-compiled", "(ref) sluice write(FMT_COMPILE)", nullptr, kind::cxx},
+      {"ref-sluice-compiled", "(ref) FMT_COMPILE to stack, write", nullptr, kind::cxx},
       {"ref-worker-hwm1m-heap", "(ref) worker hwm 1M, heap blocks", "(ref) worker hwm 1M heap, producer", kind::cxx,
        heap_blocks_env},
   };
@@ -484,12 +530,16 @@ timing run_variant(std::string_view name, const char* path, std::uint64_t n) {
   if (name == "sluice-print-nobp") return run_sluice_fd(path, n, false, std::nullopt);
   if (name == "sluice-print-hwm64k") return run_sluice_fd(path, n, true, 64 * 1024);
   if (name == "sluice-worker") return run_sluice_worker(path, n, true, std::nullopt);
-  if (name == "sluice-worker-hwm1m") return run_sluice_worker(path, n, true, 1024 * 1024);
+  if (name == "sluice-worker-hwm16k") return run_sluice_worker(path, n, true, 16 * 1024);
   if (name == "ref-worker-hwm1m-heap") return run_sluice_worker(path, n, true, 1024 * 1024);
-  if (name == "ref-sluice-compiled") return run_sluice_fd(path, n, true, std::nullopt, true);
+  if (name == "ref-sluice-compiled") return run_sluice_fd(path, n, true, std::nullopt, how::write_compiled);
+  if (name == "sluice-print-compiled") return run_sluice_fd(path, n, true, std::nullopt, how::print_compiled);
+  if (name == "sluice-worker-compiled") return run_sluice_worker(path, n, true, std::nullopt, how::print_compiled);
   if (name == "sluice-worker-nobp") return run_sluice_worker(path, n, false, std::nullopt);
   if (name == "fmt-output-file") return run_fmt_output_file(path, n);
   if (name == "fmt-buffer-fwrite") return run_fmt_buffer_fwrite(path, n);
+  if (name == "fmt-output-file-compiled") return run_fmt_output_file_compiled(path, n);
+  if (name == "fmt-buffer-fwrite-compiled") return run_fmt_buffer_fwrite_compiled(path, n);
   if (name == "fprintf") return run_fprintf(path, n);
   if (name == "ofstream") return run_ofstream(path, n);
 #if LOG_BENCH_HAVE_SPDLOG
@@ -943,6 +993,17 @@ int main(int argc, char** argv) {
   goal("sluice print vs fmt::output_file, speed", base, fmt_file, faster, true, 1.0);
   goal("worker producer vs spdlog async producer", worker, spd_async, faster_producer, true, 4.0);
   goal("sluice print / fmt::output_file, peak RSS", base, fmt_file, rss, false, 2.0);
+  // The same goals with compiled formats on both sides where the peer takes
+  // them (spdlog's loggers take runtime formats only).
+  const stats* base_c = find("sluice-print-compiled");
+  const stats* fmt_file_c = find("fmt-output-file-compiled");
+  const stats* worker_c = find("sluice-worker-compiled");
+  std::printf("%s\n", "with FMT_COMPILE:");
+  goal("print FMT_COMPILE vs spdlog sync (_mt), speed", base_c, spd_sync, faster, true, 1.5);
+  goal("print FMT_COMPILE vs output_file FMT_COMPILE", base_c, fmt_file_c, faster, true, 1.0);
+  goal("print FMT_COMPILE vs output_file (runtime)", base_c, fmt_file, faster, true, 1.0);
+  goal("worker FMT_COMPILE producer vs spdlog async", worker_c, spd_async, faster_producer, true, 4.0);
+  goal("print FMT_COMPILE / output_file, peak RSS", base_c, fmt_file, rss, false, 2.0);
   if (worker && spd_async)
     std::printf("%-46s %6.2fx %7s   (for reference)\n", "worker until flush_sync vs spdlog async until shut",
                 spd_async->best_total / worker->best_total,

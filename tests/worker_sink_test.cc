@@ -261,6 +261,29 @@ TEST_CASE("'drain', 'finish' and 'close' come back on the producer's loop") {
   CHECK(slurp(d.file("a.log")) == expected);
 }
 
+TEST_CASE("a worker writable's default high-water mark is worker_high_water_mark, unless the options set one") {
+  temp_dir d;
+  loop l;
+  file_worker worker(d.file("a.log"));
+  writable_options defaults;
+  defaults.event_loop = &l;
+  auto w = make_worker_writable(worker, defaults);
+  CHECK(w->writable_high_water_mark() == worker_high_water_mark);
+  auto set = make_worker_writable(worker, on(l, 100));
+  CHECK(set->writable_high_water_mark() == 100);
+  writable_options objects = defaults;
+  objects.object_mode = true;
+  auto o = make_worker_writable(worker, objects);
+  CHECK(o->writable_high_water_mark() == 16);
+  const std::string line(100 * 1024, 'x');
+  CHECK(w->write(line));  // 100 KiB: far below the mark
+  w->end();
+  set->end();
+  o->end();
+  l.run();
+  CHECK(slurp(d.file("a.log")).size() == line.size());
+}
+
 TEST_CASE("writes of later turns are written as later batches, in order") {
   temp_dir d;
   loop l;

@@ -123,8 +123,13 @@ class worker_sink : public sink {
   detail::worker_slot* slot_;  // outlives the sink while a completion is posted
 };
 
+/// The default high-water mark of make_worker_writable()'s byte streams.
+inline constexpr std::size_t worker_high_water_mark = 1024 * 1024;
+
 /// A writable over a new sink of `worker`, on this thread's loop (or the
-/// options' loop).
+/// options' loop). Unless the options set a high-water mark (or object
+/// mode), it is worker_high_water_mark, not Node's 16 KiB: every 'drain' is a
+/// round trip to the worker thread.
 std::unique_ptr<writable> make_worker_writable(file_worker& worker);
 std::unique_ptr<writable> make_worker_writable(file_worker& worker, const writable_options& options);
 
