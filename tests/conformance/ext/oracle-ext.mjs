@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // oracle-ext.mjs: the shared oracle (../shared/conformance/oracle.mjs) plus
 // sluice's extension commands (EXTENSIONS.md, beside this file): `duplex`,
-// `transform`, `passthrough`. Every base command behaves byte-identically to
+// `transform`, `passthrough`, `pipeline`, `finished`. Every base command behaves byte-identically to
 // the shared oracle's; the extension only adds stream kinds, lets a duplex
 // stand wherever a writable or a readable may, and makes `state` print both
 // lines for a duplex. It runs one stream scenario through Node's own
@@ -11,7 +11,8 @@
 //
 // Exit 0 after a run; 2 when the scenario is malformed or cannot be read (message
 // on stderr). No npm dependencies.
-import { Writable, Readable, Duplex, Transform, PassThrough } from 'node:stream';
+import { Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished } from 'node:stream';
+import { pipeline as pipelinePromise } from 'node:stream/promises';
 import { readFileSync } from 'node:fs';
 
 // Stream internals shift between Node releases (even within v20), so say when
@@ -240,6 +241,43 @@ function parse(text) {
         const o = options(['hwm', 'objectMode', 'noAutoDestroy', 'noEmitClose', 'noHalfOpen']);
         const name = create('duplex');
         run = () => makePassThrough(name, o);
+        break;
+      }
+      case 'pipeline': {
+        // pipeline S1 S2 ... [end=false]: S1 readable, the last writable, the middle ones duplexes.
+        const rest = [...args];
+        const endFalse = rest.length > 0 && rest[rest.length - 1] === 'end=false';
+        if (endFalse) rest.pop();
+        if (rest.length < 2) fail(n, 'pipeline: expected at least 2 streams');
+        const names = rest.map((name, k) => {
+          if (!kinds.has(name)) fail(n, `pipeline: unknown stream '${name}'`);
+          const kind = kinds.get(name);
+          const want = k === 0 ? 'readable' : k === rest.length - 1 ? 'writable' : 'duplex';
+          if (kind !== want && kind !== 'duplex') fail(n, `pipeline: '${name}' is not a ${want}`);
+          return name;
+        });
+        const cb = (err) => emit(`pipeline-cb ${err ? what(err) : 'ok'}`);
+        run = () => {
+          const ss = names.map((name) => streams.get(name).stream);
+          // The callback form takes no options; end=false goes through the
+          // promise form, whose settling is reported one microtask later.
+          if (endFalse) pipelinePromise(...ss, { end: false }).then(() => cb(), cb);
+          else pipeline(...ss, cb);
+        };
+        break;
+      }
+      case 'finished': {
+        // finished S [readable=B] [writable=B] [error=B]
+        arity(1, 4);
+        const s = stream(0);
+        const o = {};
+        for (const word of args.slice(1)) {
+          const m = /^(readable|writable|error)=(true|false)$/.exec(word);
+          if (!m) fail(n, `finished: expected readable=B, writable=B or error=B, got '${word}'`);
+          if (m[1] in o) fail(n, `finished: option '${m[1]}' given twice`);
+          o[m[1]] = m[2] === 'true';
+        }
+        run = () => finished(streams.get(s).stream, o, (err) => emit(`finished ${s} ${err ? what(err) : 'ok'}`));
         break;
       }
       case 'write': {
