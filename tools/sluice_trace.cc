@@ -21,6 +21,13 @@
 #include <vector>
 
 #include "sluice/sluice.h"
+// pipeline() and finished() are newer than the rest; until the headers are
+// there, their commands are refused as malformed.
+#if __has_include("sluice/stream/pipeline.h") && __has_include("sluice/stream/finished.h")
+#include "sluice/stream/finished.h"
+#include "sluice/stream/pipeline.h"
+#define SLUICE_TRACE_PIPELINE 1
+#endif
 
 namespace {
 
@@ -151,6 +158,13 @@ struct stream_entry {
 
   sluice::writable& writable() { return w ? *w : *d; }
   sluice::readable& readable() { return r ? *r : *d; }
+#ifdef SLUICE_TRACE_PIPELINE
+  sluice::stream_ref ref() {
+    if (d) return sluice::stream_ref(*d);
+    if (w) return sluice::stream_ref(*w);
+    return sluice::stream_ref(*r);
+  }
+#endif
 };
 
 using step = std::function<void()>;
@@ -509,6 +523,61 @@ std::vector<parsed_step> parse(const std::string& text) {
           emit(state_line(name, *e.r, e.r->destroyed()));
         }
       };
+    } else if (cmd == "pipeline") {
+      // Extension: pipeline S1 S2 ... [end=false].
+      std::vector<std::string> names = args;
+      const bool end_false = !names.empty() && names.back() == "end=false";
+      if (end_false) names.pop_back();
+      if (names.size() < 2) fail("pipeline: expected at least 2 streams");
+      for (std::size_t k = 0; k < names.size(); ++k) {
+        auto it = kinds.find(names[k]);
+        if (it == kinds.end()) fail("pipeline: unknown stream '" + names[k] + "'");
+        const auto want = k == 0 ? R : k == names.size() - 1 ? W : D;
+        if (it->second != want && it->second != D)
+          fail("pipeline: '" + names[k] + "' is not a " +
+               std::string(want == R ? "readable" : want == W ? "writable" : "duplex"));
+      }
+#ifdef SLUICE_TRACE_PIPELINE
+      s.run = [names, end_false] {
+        std::vector<sluice::stream_ref> refs;
+        for (const auto& name : names) refs.push_back(streams[name].ref());
+        sluice::pipeline_options po;
+        po.end = !end_false;
+        sluice::pipeline(
+            refs, [](std::error_code ec) { emit(std::string("pipeline-cb ") + what(ec)); }, po);
+      };
+#else
+      fail("pipeline: not in this build (no sluice/stream/pipeline.h)");
+#endif
+    } else if (cmd == "finished") {
+      // Extension: finished S [readable=B] [writable=B] [error=B].
+      arity(1, 4);
+      const std::string name = stream(0, std::nullopt);
+      std::map<std::string, bool> opts;
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& w = args[i];
+        const auto eq = w.find('=');
+        const std::string key = eq == std::string::npos ? "" : w.substr(0, eq);
+        const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
+        if ((key != "readable" && key != "writable" && key != "error") || (v != "true" && v != "false"))
+          fail("finished: expected readable=B, writable=B or error=B, got '" + w + "'");
+        if (opts.count(key)) fail("finished: option '" + key + "' given twice");
+        opts[key] = v == "true";
+      }
+#ifdef SLUICE_TRACE_PIPELINE
+      s.run = [name, opts] {
+        sluice::finished_options fo;
+        if (opts.count("readable")) fo.readable = opts.at("readable");
+        if (opts.count("writable")) fo.writable = opts.at("writable");
+        if (opts.count("error")) fo.error = opts.at("error");
+        // The map's key outlives the callback, which holds only a pointer.
+        const std::string* label = &streams.find(name)->first;
+        sluice::finished(streams[name].ref(), [label](std::error_code ec) { emit("finished " + *label + " " + what(ec)); },
+                         fo);
+      };
+#else
+      fail("finished: not in this build (no sluice/stream/finished.h)");
+#endif
     } else if (cmd == "tick") {
       arity(0, 0);
       s.tick = true;
