@@ -23,7 +23,10 @@ namespace sluice {
   X(cannot_pipe, "ERR_STREAM_CANNOT_PIPE", "Cannot pipe, not readable")                      \
   X(method_not_implemented, "ERR_METHOD_NOT_IMPLEMENTED", "The method is not implemented")  \
   X(out_of_range, "ERR_OUT_OF_RANGE", "The value of \"size\" is out of range. It must be <= 1GiB") \
-  X(line_too_long, "ERR_SLUICE_LINE_TOO_LONG", "line longer than the configured maximum")
+  X(line_too_long, "ERR_SLUICE_LINE_TOO_LONG", "line longer than the configured maximum") \
+  X(missing_args, "ERR_MISSING_ARGS", "The \"streams\" argument must be specified")             \
+  X(invalid_arg_type, "ERR_INVALID_ARG_TYPE",                                                 \
+    "The \"streams\" argument must be readable before the last stream and writable after the first")
 
 /// Errors a stream reports through callbacks and the `error` event.
 /// Zero is success, as for every error_code.

@@ -190,6 +190,7 @@ class readable : public virtual emitter {
   friend struct detail::sides;
   friend class duplex;
   friend class transform;
+  friend class stream_ref;
   friend class writable;
   struct pipe_link;
   // A chunk on its way in: `bytes` views it; `owned`, when set, may be moved

@@ -16,7 +16,9 @@ class transform::write_side final : public sink {
   void write(std::string_view chunk, write_done done) override { t_->write_(chunk, done); }
   void final(final_done done) override { t_->final_(done); }
   bool has_final() const noexcept override { return true; }
-  std::error_code destroy(std::error_code err) noexcept override { return t_->transformer_->destroy(err); }
+  std::error_code destroy(std::error_code err) noexcept override {
+    return t_->transformer_ ? t_->transformer_->destroy(err) : err;
+  }
 
  private:
   transform* t_;
@@ -53,7 +55,12 @@ transform::transform(std::unique_ptr<transformer> t, const duplex_options& optio
   readable::state_.clear(detail::rflag::sync);
 }
 
-transform::~transform() = default;
+// The transformer goes before the duplex's sides, which would otherwise
+// reach it through the sink's destroy after it is gone.
+transform::~transform() {
+  if (!writable::destroyed()) transformer_->destroy({});
+  transformer_.reset();
+}
 
 void transform_done::operator()(std::error_code ec) const { complete(ec, nullptr, nullptr); }
 void transform_done::operator()(std::string_view data) const { complete({}, &data, nullptr); }

@@ -141,6 +141,7 @@ class writable : public virtual emitter {
   friend struct detail::sides;
   friend class duplex;
   friend class transform;
+  friend class stream_ref;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool reject(write_cb cb);

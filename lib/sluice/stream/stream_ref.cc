@@ -1,0 +1,104 @@
+// stream_ref, and Node's lib/internal/streams/utils.js predicates over it.
+#include "sluice/stream/stream_ref.h"
+
+namespace sluice {
+
+namespace rf = detail::rflag;
+namespace wf = detail::wflag;
+
+stream_ref::stream_ref(readable& r) noexcept : r_(&r), w_(r.wpeer_) {}
+stream_ref::stream_ref(writable& w) noexcept : r_(w.rpeer_), w_(&w) {}
+
+void stream_ref::destroy(std::error_code err) const {
+  if (w_)
+    w_->destroy(err);  // a duplex's destroy is its writable side's
+  else
+    r_->destroy(err);
+}
+
+// Node: the `destroyed` property; a duplex's two sides agree.
+bool stream_ref::destroyed() const noexcept {
+  return (!r_ || r_->state_.has(rf::destroyed)) && (!w_ || w_->state_.has(wf::destroyed));
+}
+
+// Node: isReadableNodeStream(): a readable, or a duplex not made readable: false.
+bool stream_ref::is_readable_node_stream() const noexcept {
+  return r_ && !(w_ && r_->state_.has(rf::not_readable));
+}
+
+// Node: isWritableNodeStream().
+bool stream_ref::is_writable_node_stream() const noexcept {
+  return w_ && !(r_ && w_->state_.has(wf::not_writable));
+}
+
+// Node: isReadableFinished(stream, strict).
+bool stream_ref::is_readable_finished(bool strict) const noexcept {
+  if (!is_readable_node_stream() || r_->state_.has(rf::errored)) return false;
+  return r_->state_.has(rf::end_emitted) || (!strict && r_->state_.has(rf::ended) && r_->state_.length == 0);
+}
+
+// Node: isWritableFinished(stream, strict).
+bool stream_ref::is_writable_finished(bool strict) const noexcept {
+  if (!is_writable_node_stream()) return false;
+  if (w_->state_.has(wf::finished)) return true;  // writableFinished
+  if (w_->state_.has(wf::errored)) return false;
+  return !strict && w_->state_.has(wf::ended) && w_->state_.length == 0;
+}
+
+// Node: isWritableEnded().
+bool stream_ref::is_writable_ended() const noexcept {
+  if (!is_writable_node_stream()) return false;
+  if (w_->state_.has(wf::ending)) return true;  // writableEnded
+  if (w_->state_.has(wf::errored)) return false;
+  return w_->state_.has(wf::ended);
+}
+
+// Node: isDestroyed(): the writable side's state, else the readable's.
+bool stream_ref::is_destroyed() const noexcept {
+  return destroyed() || (w_ ? w_->state_.has(wf::destroyed) : r_->state_.has(rf::destroyed));
+}
+
+// Node: isReadable(). Null for a stream with no `readable` property (a writable).
+std::optional<bool> stream_ref::is_readable() const noexcept {
+  if (!r_) return std::nullopt;
+  if (is_destroyed()) return false;
+  return is_readable_node_stream() && r_->is_readable() && !is_readable_finished();
+}
+
+// Node: isWritable().
+std::optional<bool> stream_ref::is_writable() const noexcept {
+  if (!w_) return std::nullopt;
+  if (is_destroyed()) return false;
+  return is_writable_node_stream() && w_->is_writable() && !is_writable_ended();
+}
+
+// Node: isFinished(stream, opts).
+bool stream_ref::is_finished(std::optional<bool> readable, std::optional<bool> writable) const noexcept {
+  if (is_destroyed()) return true;
+  if (readable != false && is_readable().value_or(false)) return false;
+  if (writable != false && is_writable().value_or(false)) return false;
+  return true;
+}
+
+// Node: isClosed(): the `closed` property, a readable's (and a duplex's) from
+// its readable side.
+bool stream_ref::is_closed() const noexcept {
+  return r_ ? r_->state_.has(rf::closed) : w_->state_.has(wf::closed);
+}
+
+// Node: willEmitClose(): autoDestroy and emitClose, and not yet closed.
+bool stream_ref::will_emit_close() const noexcept {
+  const std::uint32_t flags = w_ ? w_->state_.flags : r_->state_.flags;
+  return (flags & (rf::auto_destroy | rf::emit_close | rf::closed)) == (rf::auto_destroy | rf::emit_close);
+}
+
+std::error_code stream_ref::readable_errored() const noexcept { return r_ ? r_->readable::errored() : std::error_code{}; }
+std::error_code stream_ref::writable_errored() const noexcept { return w_ ? w_->writable::errored() : std::error_code{}; }
+
+bool stream_ref::error_emitted() const noexcept {
+  return (w_ && w_->state_.has(wf::error_emitted)) || (r_ && r_->state_.has(rf::error_emitted));
+}
+
+std::size_t stream_ref::pending_cb() const noexcept { return w_ ? w_->state_.pending_cb : 0; }
+
+}  // namespace sluice

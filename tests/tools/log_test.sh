@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# sluice-log as a user meets it: numbered lines fed fast, rotated hundreds of
+# times and stopped by SIGTERM mid-stream, must come out of the kept files
+# (oldest to newest) exactly once each, in order, none torn, as many as
+# --stats says were read; the end of the input, SIGHUP after an external
+# rename, --keep, --timestamp, --fsync, and the errors: bad usage (exit 2),
+# a file that cannot be opened, a full disk (exit 1, no hang).
+#
+#   log_test.sh path/to/sluice-log
+set -uo pipefail
+slog=${1:?usage: log_test.sh SLUICE_LOG}
+slog=$(realpath "$slog")
+
+passed=0 failed=0
+tmp=$(mktemp -d)
+bg_pids=()
+cleanup() {
+  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+check() {  # check NAME COMMAND...: the command must succeed
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name"
+  fi
+}
+same() { [ "$1" = "$2" ] || { echo "  got:      $(printf '%q' "$1" | head -c 300)"; echo "  expected: $(printf '%q' "$2" | head -c 300)"; return 1; }; }
+# The N of --stats' 'sluice-log: N lines, ...' in a file of standard error.
+stats_lines() { sed -n 's/^sluice-log: \([0-9]*\) lines, .*/\1/p' "$1"; }
+# Waits (up to 60 s) until a file exists and is not empty.
+wait_for_content() {
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    [ -s "$1" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# The generator: lines 1..N as 'line 0000001 abc...' (a varying tail, so
+# that a torn or merged line cannot pass for a good one), written in batches
+# of B lines with a pause of S seconds after each, to standard output.
+cat >"$tmp/gen.py" <<'PY'
+import sys, time
+n, batch, pause = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+tail = "abcdefghijklmnopqrstuvwxyz0123456789"
+out = sys.stdout.buffer
+try:
+    for start in range(1, n + 1, batch):
+        out.write("".join(f"line {i:07d} {tail[:i % 37]}\n" for i in range(start, min(start + batch, n + 1))).encode())
+        out.flush()
+        if pause:
+            time.sleep(pause)
+except BrokenPipeError:
+    pass
+PY
+# The checker: the files given, oldest first, must hold lines 1..k exactly
+# (the generator's format), every file ending with a newline and none past
+# MAX bytes (0: no limit). Prints k.
+cat >"$tmp/verify.py" <<'PY'
+import sys
+limit = int(sys.argv[1])
+tail = "abcdefghijklmnopqrstuvwxyz0123456789"
+i = 0
+for path in sys.argv[2:]:
+    data = open(path, "rb").read()
+    if limit and len(data) > limit:
+        sys.exit(f"{path}: {len(data)} bytes, more than {limit}")
+    if data and not data.endswith(b"\n"):
+        sys.exit(f"{path}: does not end with a newline")
+    for line in data.decode().split("\n")[:-1]:
+        i += 1
+        want = f"line {i:07d} {tail[:i % 37]}"
+        if line != want:
+            sys.exit(f"{path}: line {i} is {line!r}, expected {want!r}")
+print(i)
+PY
+# The kept files of FILE, oldest first: FILE.N ... FILE.1, FILE.
+kept_files() {
+  local f=$1 n=1
+  local list=()
+  while [ -e "$f.$n" ]; do n=$((n + 1)); done
+  for ((n = n - 1; n >= 1; n--)); do list+=("$f.$n"); done
+  [ -e "$f" ] && list+=("$f")
+  printf '%s\n' "${list[@]}"
+}
+
+# ---- usage
+
+"$slog" --help >"$tmp/out" 2>"$tmp/err"
+check "--help exits 0" test $? -eq 0
+check "--help prints usage on stdout" grep -q '^usage: sluice-log' "$tmp/out"
+check "--help says nothing on stderr" test ! -s "$tmp/err"
+check "--help says the suffixes are 1024-based" grep -q '1024-based' "$tmp/out"
+check "--help documents the fsync policies" grep -q 'bytes=SIZE' "$tmp/out"
+check "--help documents a line too long" grep -q 'longer than the maximum' "$tmp/out"
+
+mkdir "$tmp/usage"
+for args in "" "--bogus f" "-x f" "--max-size 12Q f" "--max-size -5 f" "--max-size f" "--max-size 1KB f" \
+    "--max-size" "--keep -1 f" "--keep x f" "--keep 1.5 f" "--fsync sometimes f" "--fsync bytes= f" \
+    "--fsync ms=0 f" "--fsync ms=-1 f" "--fsync bytes=1X f" "--fsync f" "--max-line-length 0 f" "--json f" "f g"; do
+  # shellcheck disable=SC2086
+  (cd "$tmp/usage" && "$slog" $args </dev/null >"$tmp/out" 2>"$tmp/err")
+  status=$?
+  check "'$args' exits 2" test $status -eq 2
+  check "'$args' says why in one line, then where to look" \
+    same "$(grep -c '^sluice-log: ' "$tmp/err"):$(grep -c -- '--help' "$tmp/err")" "1:1"
+  check "'$args' writes nothing" test ! -s "$tmp/out"
+  check "'$args' creates no file" same "$(ls -A "$tmp/usage")" ""
+done
+
+# ---- the end of the input
+
+printf 'one\ntwo\r\nlast without newline' | "$slog" "$tmp/eof.log"
+check "the end of the input exits 0" test $? -eq 0
+check "every line lands; a last line gets its newline; CRLF becomes LF" \
+  same "$(od -c <"$tmp/eof.log")" "$(printf 'one\ntwo\nlast without newline\n' | od -c)"
+printf 'appended\n' | "$slog" "$tmp/eof.log"
+check "FILE is appended to" same "$(tail -n 2 "$tmp/eof.log")" "$(printf 'last without newline\nappended')"
+"$slog" "$tmp/empty.log" </dev/null
+check "no input: exits 0" test $? -eq 0
+check "no input: FILE is created empty" test -f "$tmp/empty.log" -a ! -s "$tmp/empty.log"
+
+# 300,000 lines from a file and from a pipe, as fast as they come: all of
+# them, once each, in order.
+python3 "$tmp/gen.py" 300000 300000 0 >"$tmp/input"
+"$slog" --stats "$tmp/file.log" <"$tmp/input" 2>"$tmp/err"
+check "300000 lines from a file: exits 0" test $? -eq 0
+check "300000 lines from a file: byte for byte" cmp -s "$tmp/file.log" "$tmp/input"
+check "300000 lines from a file: --stats counts them" same "$(stats_lines "$tmp/err")" 300000
+cat "$tmp/input" | "$slog" --max-size 64K --keep 1000 --stats "$tmp/pipe.log" 2>"$tmp/err"
+check "300000 lines from a pipe, rotating: exits 0" test $? -eq 0
+mapfile -t files < <(kept_files "$tmp/pipe.log")
+check "300000 lines from a pipe: rotated many times (${#files[@]} files)" test "${#files[@]}" -gt 50
+check "300000 lines from a pipe: every line once, in order, none torn, no file past 64K" \
+  same "$(python3 "$tmp/verify.py" 65536 "${files[@]}")" 300000
+check "300000 lines from a pipe: --stats counts them" same "$(stats_lines "$tmp/err")" 300000
+
+printf 'a\nbb\n' | "$slog" --stats --json "$tmp/json.log" 2>"$tmp/err"
+check "--stats --json: one JSON object" python3 -c '
+import json, sys
+sys.exit(0 if json.load(open(sys.argv[1])) == {"lines": 2, "bytes": 5, "rotations": 0, "reopens": 0} else 1)' "$tmp/err"
+
+# A line longer than the maximum: the lines before it land, then exit 1.
+printf 'short\n0123456789\n01234567890\nafter\n' | "$slog" --max-line-length 10 "$tmp/long.log" 2>"$tmp/err"
+check "a line too long exits 1" test $? -eq 1
+check "a line too long is named" \
+  grep -qx 'sluice-log: standard input: line 3 is longer than 10 bytes (ERR_SLUICE_LINE_TOO_LONG)' "$tmp/err"
+check "the lines before the line too long land" same "$(cat "$tmp/long.log")" "$(printf 'short\n0123456789')"
+
+# ---- SIGTERM in the middle of a fast stream
+
+total=2000000
+mkdir "$tmp/term"
+mkfifo "$tmp/term/in"
+python3 "$tmp/gen.py" $total 5000 0.002 >"$tmp/term/in" &
+gen_pid=$!
+bg_pids+=("$gen_pid")
+"$slog" --max-size 256K --keep 1000 --stats "$tmp/term/app.log" <"$tmp/term/in" 2>"$tmp/term/err" &
+log_pid=$!
+bg_pids+=("$log_pid")
+# After 20 rotations, while the input still flows (the generator needs
+# seconds for its 2,000,000 lines, 400 files' worth).
+wait_for_content "$tmp/term/app.log.20"
+kill -TERM "$log_pid"
+wait "$log_pid"
+status=$?
+kill "$gen_pid" 2>/dev/null
+wait "$gen_pid" 2>/dev/null
+check "SIGTERM mid-stream exits 0" test $status -eq 0
+mapfile -t files < <(kept_files "$tmp/term/app.log")
+check "SIGTERM mid-stream: rotated many times (${#files[@]} files)" test "${#files[@]}" -gt 20
+k=$(python3 "$tmp/verify.py" 262144 "${files[@]}")
+check "SIGTERM mid-stream: lines 1..k, once each, in order, none torn, no file past 256K" test -n "$k"
+read_lines=$(stats_lines "$tmp/term/err")
+check "SIGTERM mid-stream: k ($k) is what --stats says was read ($read_lines)" same "$k" "$read_lines"
+check "SIGTERM mid-stream: the bytes --stats counts are the files' bytes" \
+  same "$(sed -n 's/^sluice-log: [0-9]* lines, \([0-9]*\) bytes, .*/\1/p' "$tmp/term/err")" "$(cat "${files[@]}" | wc -c)"
+check "SIGTERM mid-stream: 0 < k < $total (the signal came mid-stream)" test "${k:-0}" -gt 0 -a "${k:-0}" -lt $total
+
+# SIGINT does the same.
+mkfifo "$tmp/int-in"
+python3 "$tmp/gen.py" 100000 100 0.01 >"$tmp/int-in" &
+gen_pid=$!
+bg_pids+=("$gen_pid")
+"$slog" --stats "$tmp/int.log" <"$tmp/int-in" 2>"$tmp/err" &
+log_pid=$!
+bg_pids+=("$log_pid")
+wait_for_content "$tmp/int.log"
+kill -INT "$log_pid"
+wait "$log_pid"
+status=$?
+kill "$gen_pid" 2>/dev/null
+wait "$gen_pid" 2>/dev/null
+check "SIGINT exits 0" test $status -eq 0
+k=$(python3 "$tmp/verify.py" 0 "$tmp/int.log")
+check "SIGINT: lines 1..k land, as --stats says" same "${k:-x}" "$(stats_lines "$tmp/err")"
+
+# A quiet writer: SIGTERM is handled at once, not at the next line.
+mkfifo "$tmp/quiet-in"
+(printf 'only line\n'; sleep 30) >"$tmp/quiet-in" &
+gen_pid=$!
+bg_pids+=("$gen_pid")
+"$slog" "$tmp/quiet.log" <"$tmp/quiet-in" &
+log_pid=$!
+bg_pids+=("$log_pid")
+wait_for_content "$tmp/quiet.log"
+start=$(date +%s%N)
+kill -TERM "$log_pid"
+wait "$log_pid"
+status=$?
+took_ms=$((($(date +%s%N) - start) / 1000000))
+kill "$gen_pid" 2>/dev/null
+check "SIGTERM with a quiet writer exits 0" test $status -eq 0
+check "SIGTERM with a quiet writer is handled at once (${took_ms} ms)" test $took_ms -lt 5000
+check "SIGTERM with a quiet writer: the line landed" same "$(cat "$tmp/quiet.log")" "only line"
+
+# ---- SIGHUP: reopen after an external rename
+
+mkfifo "$tmp/hup-in"
+python3 "$tmp/gen.py" 30000 100 0.01 >"$tmp/hup-in" &
+gen_pid=$!
+bg_pids+=("$gen_pid")
+"$slog" --stats "$tmp/hup.log" <"$tmp/hup-in" 2>"$tmp/hup-err" &
+log_pid=$!
+bg_pids+=("$log_pid")
+wait_for_content "$tmp/hup.log"
+mv "$tmp/hup.log" "$tmp/hup.log.moved"
+kill -HUP "$log_pid"
+wait "$log_pid"
+status=$?
+check "SIGHUP: exits 0 at the end of the input" test $status -eq 0
+check "SIGHUP: lines went on to the moved file until the signal" test -s "$tmp/hup.log.moved"
+check "SIGHUP: then to a new FILE" test -s "$tmp/hup.log"
+check "SIGHUP: nothing lost across the two files" \
+  same "$(python3 "$tmp/verify.py" 0 "$tmp/hup.log.moved" "$tmp/hup.log")" 30000
+check "SIGHUP: --stats counts one reopen" grep -q '^sluice-log: 30000 lines, .* 1 reopens$' "$tmp/hup-err"
+
+# ---- --keep
+
+python3 "$tmp/gen.py" 2000 2000 0 | "$slog" --max-size 1K --keep 3 "$tmp/keep.log"
+check "--keep 3: exits 0" test $? -eq 0
+check "--keep 3: FILE and FILE.1 to FILE.3 only" \
+  same "$(cd "$tmp" && ls -d keep.log*)" "$(printf 'keep.log\nkeep.log.1\nkeep.log.2\nkeep.log.3')"
+cat "$tmp/keep.log.3" "$tmp/keep.log.2" "$tmp/keep.log.1" "$tmp/keep.log" >"$tmp/keep-all"
+check "--keep 3: the kept files are the input's last lines, in order" \
+  same "$(tail -c "$(stat -c %s "$tmp/keep-all")" <(python3 "$tmp/gen.py" 2000 2000 0) | sha256sum)" \
+       "$(sha256sum <"$tmp/keep-all")"
+check "--keep 3: no file past 1K" same "$(find "$tmp" -name 'keep.log*' -size +1024c)" ""
+python3 "$tmp/gen.py" 2000 2000 0 | "$slog" --max-size 1K --keep 0 "$tmp/keep0.log"
+check "--keep 0: exits 0" test $? -eq 0
+check "--keep 0: FILE only" same "$(cd "$tmp" && ls -d keep0.log*)" "keep0.log"
+check "--keep 0: FILE holds the last lines" same "$(tail -n 1 "$tmp/keep0.log")" "line 0002000 $(printf abcdefghijklmnopqrstuvwxyz0123456789 | head -c $((2000 % 37)))"
+python3 "$tmp/gen.py" 5000 5000 0 | "$slog" --max-size 1M --keep 3 "$tmp/big.log"
+check "--max-size 1M: no rotation for 100 KB" same "$(cd "$tmp" && ls -d big.log*)" "big.log"
+
+# ---- --timestamp
+
+before=$(date -u +%s)
+printf 'hello\n\nworld' | "$slog" --timestamp "$tmp/ts.log"
+check "--timestamp: exits 0" test $? -eq 0
+after=$(date -u +%s)
+stamp='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z'
+check "--timestamp: RFC 3339, UTC, microseconds, a space, the line" \
+  same "$(grep -cE "^$stamp (hello|world|)$" "$tmp/ts.log"):$(wc -l <"$tmp/ts.log")" "3:3"
+first=$(head -c 19 "$tmp/ts.log")
+secs=$(date -u -d "$first" +%s)
+check "--timestamp: the time is now, in UTC ($first)" test "$secs" -ge "$before" -a "$secs" -le "$after"
+python3 "$tmp/gen.py" 20000 20000 0 | "$slog" --timestamp "$tmp/ts2.log"
+check "--timestamp: never decreasing" python3 -c '
+import sys
+stamps = [l[:27] for l in open(sys.argv[1])]
+sys.exit(0 if stamps == sorted(stamps) and len(stamps) == 20000 else 1)' "$tmp/ts2.log"
+check "--timestamp: the lines after the stamps are the input" \
+  same "$(cut -c 29- "$tmp/ts2.log" | sha256sum)" "$(python3 "$tmp/gen.py" 20000 20000 0 | sha256sum)"
+
+# ---- --fsync
+
+for policy in never end bytes=0 bytes=4K bytes=1M ms=1 ms=1000; do
+  python3 "$tmp/gen.py" 20000 1000 0 | "$slog" --fsync "$policy" --max-size 64K --keep 100 "$tmp/fsync-$policy.log"
+  check "--fsync $policy: exits 0" test $? -eq 0
+  mapfile -t files < <(kept_files "$tmp/fsync-$policy.log")
+  check "--fsync $policy: every line lands" same "$(python3 "$tmp/verify.py" 65536 "${files[@]}")" 20000
+done
+
+# ---- files that cannot be opened or written
+
+"$slog" /nonexistent/dir/x </dev/null 2>"$tmp/err"
+check "an unopenable FILE exits 1" test $? -eq 1
+check "an unopenable FILE is named" grep -qx 'sluice-log: /nonexistent/dir/x: No such file or directory' "$tmp/err"
+"$slog" "$tmp" </dev/null 2>"$tmp/err"
+check "a directory as FILE exits 1" test $? -eq 1
+check "a directory as FILE is named" grep -qx "sluice-log: $tmp: Is a directory" "$tmp/err"
+
+printf 'a\nb\n' | timeout 20 "$slog" /dev/full 2>"$tmp/err"
+check "/dev/full exits 1" test $? -eq 1
+check "/dev/full says why" grep -qx 'sluice-log: /dev/full: No space left on device' "$tmp/err"
+check "/dev/full says it once" same "$(wc -l <"$tmp/err")" 1
+yes 'an endless line' | timeout 20 "$slog" --timestamp /dev/full 2>"$tmp/err"
+check "/dev/full with endless input exits 1, without hanging" test "${PIPESTATUS[1]}" -eq 1
+check "/dev/full with endless input says why" grep -qx 'sluice-log: /dev/full: No space left on device' "$tmp/err"
+
+echo "log: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

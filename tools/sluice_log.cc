@@ -1,0 +1,393 @@
+// sluice-log: appends the lines of standard input to a log file, rotated by
+// size, like Apache's rotatelogs or daemontools' multilog. Standard input is
+// a readable over an fd_source split by for_each_line(); each line (with its
+// optional timestamp and its "\n") is one print() into a log writable
+// (make_log_writable(): a log_file_sink), so a line is never torn or split
+// across two files. Signals arrive through the loop (sluice/signals.h).
+//
+// The log_file_sink runs on the loop's thread: file_worker (the worker I/O
+// thread) writes one fd as it is, with no rotation, reopen or fsync policy,
+// so it cannot serve a rotated log yet. A regular file's writes complete
+// within the sink call, so a slow disk holds the loop, and with it the
+// reading, as well as 'drain' does.
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "sluice/sluice.h"
+
+namespace {
+
+constexpr const char* usage_text = R"(usage: sluice-log [OPTION]... FILE
+Appends the lines of standard input to FILE, rotating it by size, like
+rotatelogs or multilog.
+
+Options:
+  --max-size SIZE   rotate before a line that would take FILE past SIZE bytes:
+                    FILE -> FILE.1, FILE.1 -> FILE.2, ..., then a fresh FILE.
+                    SIZE is a byte count with an optional suffix K, M or G
+                    (1024-based: 64K = 65536 bytes). 0, the default: never
+                    rotate. A line is never split across two files; a line
+                    longer than SIZE goes whole into a file of its own.
+  --keep N          rotated files to keep (FILE.1, the newest, to FILE.N;
+                    older ones are removed). Default 5; 0 keeps none.
+  --timestamp       start each line with the time it was read, RFC 3339 in
+                    UTC with microseconds and a space:
+                    2026-11-30T00:00:00.123456Z <line>
+  --fsync POLICY    when to fsync FILE:
+                      never      leave it to the kernel (the default)
+                      end        each file once, before it is closed (at
+                                 rotation, on SIGHUP and at exit)
+                      bytes=SIZE after every SIZE bytes written (SIZE as
+                                 above; bytes=0: after every write), and
+                                 before each file is closed
+                      ms=T       at most T milliseconds (1 or more) after a
+                                 write, and before each file is closed
+  --max-line-length N
+                    the longest line accepted, in bytes (default 1048576)
+  --stats           at exit, print 'sluice-log: N lines, B bytes, R rotations,
+                    H reopens' on standard error (N: lines read and written,
+                    B: bytes written, timestamps and newlines included)
+  --json            with --stats: print them as one JSON object instead:
+                    {"lines":N,"bytes":B,"rotations":R,"reopens":H}
+  -h, --help        show this help
+
+Lines: a line ends at "\n" or "\r\n" and is written with "\n" (so "\r\n"
+becomes "\n"); a last line without a newline is written with one. A line
+longer than the maximum is an error: the lines before it are written, then
+sluice-log stops with a message and exit status 1.
+
+Signals: SIGHUP closes and reopens FILE (after an external rename, as
+logrotate does). SIGTERM and SIGINT stop the reading: every line read so far
+is written, then sluice-log exits 0, as at the end of the input.
+
+Writing waits for the disk: when the file cannot keep up, standard input is
+not read until it can, so memory stays bounded.
+
+Exit status: 0 at the end of the input or on SIGTERM/SIGINT, with every line
+read in the file; 1 when FILE cannot be opened or written (reported as
+'sluice-log: FILE: <reason>'), when standard input cannot be read, or on a
+line too long; 2 on bad usage.
+)";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "sluice-log: %s\nTry 'sluice-log --help' for more information.\n", msg.c_str());
+  std::exit(2);
+}
+
+struct options {
+  std::string file;
+  sluice::log_options log;
+  bool timestamp = false;
+  bool stats = false;
+  bool json = false;
+  std::size_t max_line_length = sluice::line_options{}.max_line_length;
+};
+
+// A whole number in [0, max] with an optional K, M or G suffix (1024-based),
+// or nothing when `s` is not one.
+bool parse_size(const char* s, bool suffix, std::uint64_t max, std::uint64_t& out) {
+  if (s[0] < '0' || s[0] > '9') return false;  // no sign, no space
+  errno = 0;
+  char* end = nullptr;
+  std::uint64_t v = std::strtoull(s, &end, 10);
+  if (errno) return false;
+  if (suffix && *end != '\0' && end[1] == '\0') {
+    unsigned shift = 0;
+    switch (*end) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      default: return false;
+    }
+    if (v > (max >> shift)) return false;
+    v <<= shift;
+    ++end;
+  }
+  if (*end != '\0' || v > max) return false;
+  out = v;
+  return true;
+}
+
+void parse_fsync(const std::string& p, sluice::log_options& log) {
+  using policy = sluice::log_options::fsync_policy;
+  std::uint64_t v = 0;
+  if (p == "never") {
+    log.fsync = policy::never;
+  } else if (p == "end") {
+    log.fsync = policy::at_end;
+  } else if (p.rfind("bytes=", 0) == 0 && parse_size(p.c_str() + 6, true, UINT64_MAX >> 1, v)) {
+    log.fsync = policy::every_bytes;
+    log.fsync_bytes = v;
+  } else if (p.rfind("ms=", 0) == 0 && parse_size(p.c_str() + 3, false, 86'400'000, v) && v >= 1) {
+    log.fsync = policy::every_ms;
+    log.fsync_interval = std::chrono::milliseconds(v);
+  } else {
+    usage_error("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '" + p + "'");
+  }
+}
+
+options parse_args(int argc, char** argv) {
+  options o;
+  enum { max_size = 256, keep, timestamp, fsync, max_line_length, stats, json };
+  static const option long_options[] = {
+      {"max-size", required_argument, nullptr, max_size},
+      {"keep", required_argument, nullptr, keep},
+      {"timestamp", no_argument, nullptr, timestamp},
+      {"fsync", required_argument, nullptr, fsync},
+      {"max-line-length", required_argument, nullptr, max_line_length},
+      {"stats", no_argument, nullptr, stats},
+      {"json", no_argument, nullptr, json},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  opterr = 0;  // the messages below say more
+  int c;
+  std::uint64_t v = 0;
+  while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
+    switch (c) {
+      case max_size:
+        if (!parse_size(optarg, true, UINT64_MAX >> 1, v))
+          usage_error(std::string("--max-size wants a number of bytes, with K, M or G or none, got '") + optarg + "'");
+        o.log.max_size = v;
+        break;
+      case keep:
+        if (!parse_size(optarg, false, 100'000, v))
+          usage_error(std::string("--keep wants a whole number from 0 to 100000, got '") + optarg + "'");
+        o.log.keep = static_cast<unsigned>(v);
+        break;
+      case timestamp:
+        o.timestamp = true;
+        break;
+      case fsync:
+        parse_fsync(optarg, o.log);
+        break;
+      case max_line_length:
+        if (!parse_size(optarg, false, 1ull << 30, v) || v < 1)
+          usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
+                      optarg + "'");
+        o.max_line_length = static_cast<std::size_t>(v);
+        break;
+      case stats:
+        o.stats = true;
+        break;
+      case json:
+        o.json = true;
+        break;
+      case 'h':
+        std::fputs(usage_text, stdout);
+        std::exit(0);
+      case ':':
+        usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
+      default:
+        if (optopt > 0 && optopt < 256)
+          usage_error(std::string("unknown option '-") + static_cast<char>(optopt) + "'");
+        usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+    }
+  }
+  if (o.json && !o.stats) usage_error("--json goes with --stats");
+  if (optind == argc) usage_error("missing FILE");
+  if (argc - optind > 1) usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
+  o.file = argv[optind];
+  if (o.file.empty()) usage_error("FILE is empty");
+  return o;
+}
+
+// "2026-11-30T00:00:00.123456Z ": the date and time are formatted once a
+// second, the microseconds for every line.
+class clock_stamp {
+ public:
+  // The stamp of now: the part to the second, and the microseconds.
+  std::string_view seconds(long& usec) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    usec = ts.tv_nsec / 1000;
+    if (ts.tv_sec != last_) {
+      last_ = ts.tv_sec;
+      tm t{};
+      ::gmtime_r(&ts.tv_sec, &t);
+      len_ = std::strftime(buf_, sizeof buf_, "%Y-%m-%dT%H:%M:%S", &t);
+    }
+    return {buf_, len_};
+  }
+
+ private:
+  time_t last_ = -1;
+  char buf_[32] = {};
+  std::size_t len_ = 0;
+};
+
+class log_tool {
+ public:
+  explicit log_tool(const options& o) : o_(o) {}
+
+  int run() {
+    std::error_code ec;
+    out_ = sluice::make_log_writable(o_.file, o_.log, {.high_water_mark = 64 * 1024}, ec);
+    if (!out_) {
+      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.file.c_str(), ec.message().c_str());
+      return 1;
+    }
+    sink_ = &static_cast<sluice::log_file_sink&>(out_->get_sink());
+    out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
+    out_->on(sluice::event::drain, [this] {
+      if (!waiting_ || !in_ || stopping_) return;
+      waiting_ = false;
+      in_->resume();
+    });
+
+    auto& loop = sluice::loop::current();
+    // The signals come to the loop: their tasks never run inside a line.
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); });
+    int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); });
+    hup_ = sluice::on_signal(loop, SIGHUP, [this] { sink_->reopen(); });
+
+    make_stdin_nonblocking();
+    in_ = sluice::make_fd_readable(STDIN_FILENO, false);
+    in_->on(sluice::event::error, [this](std::error_code e) { read_error_ = e; });
+    sluice::for_each_line(
+        *in_, [this](std::string_view line) { return on_line(line); },
+        [this](std::error_code e) { lines_done(e); },
+        {.max_line_length = o_.max_line_length});
+    loop.run();
+    restore_stdin();
+    if (!failed_ && !finished_) {
+      // Nothing left to do and the file never finished: a bug, not a state to hide.
+      std::fprintf(stderr, "sluice-log: %s: the log did not finish\n", o_.file.c_str());
+      status_ = 1;
+    }
+    if (o_.stats) print_stats();
+    return status_;
+  }
+
+ private:
+  void print_stats() const {
+    const auto bytes = static_cast<unsigned long long>(sink_->bytes_written());
+    if (o_.json)
+      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", lines_, bytes,
+                   sink_->rotations(), sink_->reopens());
+    else
+      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", lines_, bytes,
+                   sink_->rotations(), sink_->reopens());
+  }
+
+  // One line: one chunk, so that rotation never splits it.
+  bool on_line(std::string_view line) {
+    if (stopping_) return false;
+    ++lines_;
+    bool more;
+    if (o_.timestamp) {
+      long usec = 0;
+      const std::string_view secs = stamp_.seconds(usec);
+      more = out_->print("{}.{:06}Z {}\n", secs, usec, line);
+    } else {
+      more = out_->print("{}\n", line);
+    }
+    if (!more && !waiting_ && !out_->errored()) {
+      // Backpressure: no more input until 'drain'. The rest of the chunk in
+      // hand is still split and written (at most a read's worth).
+      waiting_ = true;
+      in_->pause();
+    }
+    return true;
+  }
+
+  void lines_done(std::error_code ec) {
+    if (stopping_ || failed_) return;  // the reading was stopped on purpose
+    if (ec == sluice::errc::line_too_long) {
+      std::fprintf(stderr, "sluice-log: standard input: line %zu is longer than %zu bytes (%s)\n", lines_ + 1,
+                   o_.max_line_length, sluice::code_name(ec).c_str());
+      status_ = 1;
+    } else if (ec) {
+      std::fprintf(stderr, "sluice-log: standard input: %s\n", (read_error_ ? read_error_ : ec).message().c_str());
+      status_ = 1;
+    }
+    finish_output();
+  }
+
+  // SIGTERM, SIGINT: what was read is written, nothing more is read.
+  void stop_reading() {
+    if (stopping_ || failed_) return;
+    finish_output();
+  }
+
+  void finish_output() {
+    stopping_ = true;
+    if (in_ && !in_->destroyed()) in_->destroy();
+    out_->end([this](std::error_code ec) {
+      if (ec) return output_failed(ec);
+      finished_ = true;
+      quit();
+    });
+  }
+
+  void output_failed(std::error_code ec) {
+    if (failed_) return;
+    failed_ = true;
+    stopping_ = true;
+    status_ = 1;
+    std::fprintf(stderr, "sluice-log: %s: %s\n", o_.file.c_str(), ec.message().c_str());
+    // Nothing more can be written: stop reading too.
+    if (in_ && !in_->destroyed()) in_->destroy();
+    quit();
+  }
+
+  // The signal watches keep the loop running; without them it ends.
+  void quit() {
+    term_.reset();
+    int_.reset();
+    hup_.reset();
+  }
+
+  // A pipe or socket is read without blocking, so that a quiet writer does
+  // not keep the loop (and the signals) waiting in read().
+  void make_stdin_nonblocking() {
+    struct stat st {};
+    if (::fstat(STDIN_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return;
+    const int flags = ::fcntl(STDIN_FILENO, F_GETFL);
+    if (flags < 0 || (flags & O_NONBLOCK)) return;
+    if (::fcntl(STDIN_FILENO, F_SETFL, flags | O_NONBLOCK) == 0) stdin_flags_ = flags;
+  }
+
+  void restore_stdin() {
+    if (stdin_flags_ >= 0) ::fcntl(STDIN_FILENO, F_SETFL, stdin_flags_);
+  }
+
+  const options& o_;
+  std::unique_ptr<sluice::writable> out_;
+  sluice::log_file_sink* sink_ = nullptr;
+  std::unique_ptr<sluice::readable> in_;
+  sluice::signal_watch term_, int_, hup_;
+  clock_stamp stamp_;
+  std::size_t lines_ = 0;
+  int stdin_flags_ = -1;
+  int status_ = 0;
+  bool waiting_ = false;   // paused until 'drain'
+  bool stopping_ = false;  // end of input, a signal, or an error: no more lines
+  bool finished_ = false;  // every line is in the file
+  bool failed_ = false;    // the file failed
+  std::error_code read_error_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const options o = parse_args(argc, argv);
+  // FILE may be a pipe (or /dev/stdout on one): a reader that goes away is
+  // an error to report, not a reason to die.
+  ::signal(SIGPIPE, SIG_IGN);
+  return log_tool(o).run();
+}
