@@ -2,7 +2,8 @@
 // through sluice's streams and prints the trace, which must match the one
 // Node prints for the same scenario (oracle.mjs) byte for byte. It also runs
 // sluice's extension commands (tests/conformance/ext/EXTENSIONS.md: duplex,
-// transform, passthrough), whose reference is ext/oracle-ext.mjs.
+// transform, passthrough, pipeline, finished), whose reference is
+// ext/oracle-ext.mjs.
 //
 //   sluice-trace FILE.scn      or      sluice-trace - < FILE.scn
 //
@@ -21,13 +22,8 @@
 #include <vector>
 
 #include "sluice/sluice.h"
-// pipeline() and finished() are newer than the rest; until the headers are
-// there, their commands are refused as malformed.
-#if __has_include("sluice/stream/pipeline.h") && __has_include("sluice/stream/finished.h")
 #include "sluice/stream/finished.h"
 #include "sluice/stream/pipeline.h"
-#define SLUICE_TRACE_PIPELINE 1
-#endif
 
 namespace {
 
@@ -158,13 +154,11 @@ struct stream_entry {
 
   sluice::writable& writable() { return w ? *w : *d; }
   sluice::readable& readable() { return r ? *r : *d; }
-#ifdef SLUICE_TRACE_PIPELINE
   sluice::stream_ref ref() {
     if (d) return sluice::stream_ref(*d);
     if (w) return sluice::stream_ref(*w);
     return sluice::stream_ref(*r);
   }
-#endif
 };
 
 using step = std::function<void()>;
@@ -537,7 +531,6 @@ std::vector<parsed_step> parse(const std::string& text) {
           fail("pipeline: '" + names[k] + "' is not a " +
                std::string(want == R ? "readable" : want == W ? "writable" : "duplex"));
       }
-#ifdef SLUICE_TRACE_PIPELINE
       s.run = [names, end_false] {
         std::vector<sluice::stream_ref> refs;
         for (const auto& name : names) refs.push_back(streams[name].ref());
@@ -546,9 +539,6 @@ std::vector<parsed_step> parse(const std::string& text) {
         sluice::pipeline(
             refs, [](std::error_code ec) { emit(std::string("pipeline-cb ") + what(ec)); }, po);
       };
-#else
-      fail("pipeline: not in this build (no sluice/stream/pipeline.h)");
-#endif
     } else if (cmd == "finished") {
       // Extension: finished S [readable=B] [writable=B] [error=B].
       arity(1, 4);
@@ -564,7 +554,6 @@ std::vector<parsed_step> parse(const std::string& text) {
         if (opts.count(key)) fail("finished: option '" + key + "' given twice");
         opts[key] = v == "true";
       }
-#ifdef SLUICE_TRACE_PIPELINE
       s.run = [name, opts] {
         sluice::finished_options fo;
         if (opts.count("readable")) fo.readable = opts.at("readable");
@@ -575,9 +564,6 @@ std::vector<parsed_step> parse(const std::string& text) {
         sluice::finished(streams[name].ref(), [label](std::error_code ec) { emit("finished " + *label + " " + what(ec)); },
                          fo);
       };
-#else
-      fail("finished: not in this build (no sluice/stream/finished.h)");
-#endif
     } else if (cmd == "tick") {
       arity(0, 0);
       s.tick = true;

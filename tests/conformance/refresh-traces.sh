@@ -54,8 +54,6 @@ shopt -s nullglob
 jobs=()
 for scn in "$script_dir"/*.scn; do jobs+=("$oracle|$scn|0"); done
 for scn in "$script_dir"/ext/*.scn; do jobs+=("$ext_oracle|$scn|0"); done
-# Scenarios waiting for sluice (ext/pending/README.md) still get Node's traces.
-for scn in "$script_dir"/ext/pending/*.scn; do jobs+=("$ext_oracle|$scn|0"); done
 if ((check)); then
   for scn in "$script_dir"/*.scn; do jobs+=("$ext_oracle|$scn|1"); done
 fi
