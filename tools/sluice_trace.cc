@@ -1,6 +1,9 @@
 // sluice-trace: runs a stream scenario (../shared/conformance/SCENARIOS.md)
 // through sluice's streams and prints the trace, which must match the one
-// Node prints for the same scenario (oracle.mjs) byte for byte.
+// Node prints for the same scenario (oracle.mjs) byte for byte. It also runs
+// sluice's extension commands (tests/conformance/ext/EXTENSIONS.md: duplex,
+// transform, passthrough, pipeline, finished), whose reference is
+// ext/oracle-ext.mjs.
 //
 //   sluice-trace FILE.scn      or      sluice-trace - < FILE.scn
 //
@@ -16,10 +19,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "sluice/sluice.h"
+#include "sluice/stream/finished.h"
+#include "sluice/stream/pipeline.h"
 
 namespace {
 
@@ -35,13 +39,17 @@ struct scenario_error {
 };
 
 // One pending sink call of a scenario's writable: _write, _writev and _final
-// share one FIFO, completed by `complete`.
-using pending_call = std::variant<sluice::write_done, sluice::final_done>;
+// share one FIFO, completed by `complete`. A transform's pending _transform
+// and _flush share one too.
+using pending_call = std::function<void(std::error_code)>;
 
 struct writable_opts {
   std::optional<std::size_t> hwm;
   bool writev = false, final = false, sync = false, object_mode = false;
   bool no_auto_destroy = false, no_emit_close = false;
+  // Extension (EXTENSIONS.md): duplex and transform options.
+  bool no_half_open = false, no_readable = false, no_writable = false;
+  bool flush = false, async = false;
 };
 
 // The recorded sink of SCENARIOS.md: prints each call, then completes it at
@@ -79,7 +87,7 @@ class recording_sink final : public sluice::sink {
     if (opts_.sync)
       done();
     else
-      pending_.push_back(done);
+      pending_.push_back([done](std::error_code ec) mutable { done(ec); });
   }
   std::string name_;
   writable_opts opts_;
@@ -97,11 +105,60 @@ class scenario_source final : public sluice::source {
   std::string name_;
 };
 
+// Extension: the transformer of `transform`: prints each _transform and
+// _flush and calls back with the chunk upper-cased (with `FLUSH` for a
+// flush), at once or, with `async`, at `complete`.
+class scenario_transformer final : public sluice::transformer {
+ public:
+  scenario_transformer(std::string name, const writable_opts& o, std::deque<pending_call>& pending)
+      : name_(std::move(name)), opts_(o), pending_(pending) {}
+
+  void transform(std::string_view chunk, sluice::transform_done done) override {
+    emit("_transform " + name_ + " " + std::string(chunk));
+    std::string data(chunk);
+    for (char& c : data)
+      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    settle(done, std::move(data));
+  }
+  void flush(sluice::transform_done done) override {
+    emit("_flush " + name_);
+    settle(done, "FLUSH");
+  }
+  bool has_flush() const noexcept override { return opts_.flush; }
+
+ private:
+  void settle(sluice::transform_done done, std::string data) {
+    auto call = [done, data = std::move(data)](std::error_code ec) mutable {
+      if (ec)
+        done(ec);
+      else
+        done(std::move(data));
+    };
+    if (opts_.async)
+      pending_.push_back(std::move(call));
+    else
+      call({});
+  }
+  std::string name_;
+  writable_opts opts_;
+  std::deque<pending_call>& pending_;
+};
+
 struct stream_entry {
-  enum class kind { writable, readable } k;
+  // A duplex (duplex, transform, passthrough) is both a writable and a readable.
+  enum class kind { writable, readable, duplex } k;
   std::unique_ptr<sluice::writable> w;
   std::unique_ptr<sluice::readable> r;
+  std::unique_ptr<sluice::duplex> d;
   std::deque<pending_call> pending;
+
+  sluice::writable& writable() { return w ? *w : *d; }
+  sluice::readable& readable() { return r ? *r : *d; }
+  sluice::stream_ref ref() {
+    if (d) return sluice::stream_ref(*d);
+    if (w) return sluice::stream_ref(*w);
+    return sluice::stream_ref(*r);
+  }
 };
 
 using step = std::function<void()>;
@@ -114,23 +171,24 @@ struct parsed_step {
 
 std::map<std::string, stream_entry> streams;
 
-std::string state_line(const std::string& name, sluice::writable& w) {
+// `destroyed` is the stream's: a duplex's is both sides' (Node's Duplex getter).
+std::string state_line(const std::string& name, sluice::writable& w, bool destroyed) {
   auto b = [](bool v) { return v ? "true" : "false"; };
   std::ostringstream s;
   s << "state " << name << " length=" << w.writable_length() << " needDrain=" << b(w.writable_need_drain())
     << " ended=" << b(w.writable_ended()) << " finished=" << b(w.writable_finished())
-    << " corked=" << w.writable_corked() << " destroyed=" << b(w.destroyed())
+    << " corked=" << w.writable_corked() << " destroyed=" << b(destroyed)
     << " writable=" << b(w.is_writable());
   return s.str();
 }
 
-std::string state_line(const std::string& name, sluice::readable& r) {
+std::string state_line(const std::string& name, sluice::readable& r, bool destroyed) {
   auto b = [](bool v) { return v ? "true" : "false"; };
   const auto flowing = r.readable_flowing();
   std::ostringstream s;
   s << "state " << name << " length=" << r.readable_length()
     << " flowing=" << (flowing ? b(*flowing) : "null") << " ended=" << b(r.ended())
-    << " endEmitted=" << b(r.readable_ended()) << " destroyed=" << b(r.destroyed())
+    << " endEmitted=" << b(r.readable_ended()) << " destroyed=" << b(destroyed)
     << " readable=" << b(r.is_readable());
   return s.str();
 }
@@ -179,7 +237,8 @@ std::vector<parsed_step> parse(const std::string& text) {
       const std::string& name = args[k];
       auto it = kinds.find(name);
       if (it == kinds.end()) fail(cmd + ": unknown stream '" + name + "'");
-      if (want && it->second != *want)
+      // Extension: a duplex is a writable and a readable.
+      if (want && it->second != *want && it->second != stream_entry::kind::duplex)
         fail(cmd + ": '" + name + "' is not a " +
              (*want == stream_entry::kind::writable ? "writable" : "readable"));
       return name;
@@ -208,19 +267,27 @@ std::vector<parsed_step> parse(const std::string& text) {
     };
     const auto W = stream_entry::kind::writable;
     const auto R = stream_entry::kind::readable;
+    const auto D = stream_entry::kind::duplex;
     parsed_step s{n, false, nullptr};
 
-    if (cmd == "writable" || cmd == "readable") {
+    if (cmd == "writable" || cmd == "readable" || cmd == "duplex" || cmd == "transform" || cmd == "passthrough") {
       const bool is_w = cmd == "writable";
+      const bool is_r = cmd == "readable";
       writable_opts o;
       std::map<std::string, bool> seen;
       for (std::size_t i = 1; i < args.size(); ++i) {
         const std::string& w = args[i];
         const bool is_hwm = w.rfind("hwm=", 0) == 0;
         const std::string key = is_hwm ? "hwm" : w;
-        static const std::vector<std::string> w_allowed = {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose"};
-        static const std::vector<std::string> r_allowed = {"hwm", "objectMode", "noAutoDestroy", "noEmitClose"};
-        const auto& allowed = is_w ? w_allowed : r_allowed;
+        static const std::map<std::string, std::vector<std::string>> allowed_by_cmd = {
+            {"writable", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose"}},
+            {"readable", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose"}},
+            {"duplex", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen",
+                        "noReadable", "noWritable"}},
+            {"transform", {"hwm", "flush", "async", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
+            {"passthrough", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
+        };
+        const auto& allowed = allowed_by_cmd.at(cmd);
         if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) fail(cmd + ": unknown option '" + w + "'");
         if (seen[key]) fail(cmd + ": option '" + key + "' given twice");
         seen[key] = true;
@@ -234,9 +301,40 @@ std::vector<parsed_step> parse(const std::string& text) {
         else if (key == "objectMode") o.object_mode = true;
         else if (key == "noAutoDestroy") o.no_auto_destroy = true;
         else if (key == "noEmitClose") o.no_emit_close = true;
+        else if (key == "noHalfOpen") o.no_half_open = true;
+        else if (key == "noReadable") o.no_readable = true;
+        else if (key == "noWritable") o.no_writable = true;
+        else if (key == "flush") o.flush = true;
+        else if (key == "async") o.async = true;
       }
-      const std::string name = create(is_w ? W : R);
-      if (!is_w) {
+      const std::string name = create(is_w ? W : is_r ? R : D);
+      if (!is_w && !is_r) {
+        s.run = [name, o, cmd] {
+          stream_entry& e = streams[name];
+          e.k = stream_entry::kind::duplex;
+          sluice::duplex_options dop;
+          dop.high_water_mark = o.hwm;
+          dop.object_mode = o.object_mode;
+          dop.auto_destroy = !o.no_auto_destroy;
+          dop.emit_close = !o.no_emit_close;
+          dop.allow_half_open = !o.no_half_open;
+          dop.readable = !o.no_readable;
+          dop.writable = !o.no_writable;
+          if (cmd == "duplex")
+            e.d = std::make_unique<sluice::duplex>(std::make_unique<scenario_source>(name),
+                                                   std::make_unique<recording_sink>(name, o, e.pending), dop);
+          else if (cmd == "transform")
+            e.d = std::make_unique<sluice::transform>(std::make_unique<scenario_transformer>(name, o, e.pending), dop);
+          else
+            e.d = std::make_unique<sluice::pass_through>(dop);
+          // One emitter: each event prints once.
+          for (auto ev : {sluice::event::drain, sluice::event::finish, sluice::event::end, sluice::event::close,
+                          sluice::event::pipe, sluice::event::unpipe, sluice::event::pause, sluice::event::resume}) {
+            e.d->on(ev, [name, ev] { emit(std::string(sluice::to_string(ev)) + " " + name); });
+          }
+          e.d->on(sluice::event::error, [name](std::error_code ec) { emit("error " + name + " " + what(ec)); });
+        };
+      } else if (!is_w) {
         s.run = [name, o] {
           stream_entry& e = streams[name];
           e.k = stream_entry::kind::readable;
@@ -275,7 +373,7 @@ std::vector<parsed_step> parse(const std::string& text) {
       if (args.size() == 3 && args[2] != "cb") fail("write: third argument must be 'cb', got '" + args[2] + "'");
       const bool cb = args.size() == 3;
       s.run = [w, c, cb] {
-        auto& st = *streams[w].w;
+        auto& st = streams[w].writable();
         bool ret;
         if (cb)
           ret = st.write(c, [w, c](std::error_code ec) { emit("cb " + w + " " + c + " " + what(ec)); });
@@ -293,7 +391,7 @@ std::vector<parsed_step> parse(const std::string& text) {
       std::optional<std::string> c;
       if (!rest.empty()) c = chunk(rest[0]);
       s.run = [w, c, has_cb] {
-        auto& st = *streams[w].w;
+        auto& st = streams[w].writable();
         sluice::write_cb cb;
         if (has_cb) cb = [w](std::error_code ec) { emit("end-cb " + w + " " + what(ec)); };
         if (c)
@@ -307,18 +405,20 @@ std::vector<parsed_step> parse(const std::string& text) {
       const bool is_cork = cmd == "cork";
       s.run = [w, is_cork] {
         if (is_cork)
-          streams[w].w->cork();
+          streams[w].writable().cork();
         else
-          streams[w].w->uncork();
+          streams[w].writable().uncork();
       };
     } else if (cmd == "destroy") {
       arity(1, 2);
       const std::string name = stream(0, std::nullopt);
       const auto msg = error_opt(1);
-      const bool is_w = kinds[name] == W;
-      s.run = [name, msg, is_w] {
+      const auto k = kinds[name];
+      s.run = [name, msg, k] {
         const std::error_code err = msg ? sluice::user_error(*msg) : std::error_code{};
-        if (is_w)
+        if (k == stream_entry::kind::duplex)
+          streams[name].d->destroy(err);
+        else if (k == stream_entry::kind::writable)
           streams[name].w->destroy(err);
         else
           streams[name].r->destroy(err);
@@ -330,10 +430,10 @@ std::vector<parsed_step> parse(const std::string& text) {
       s.run = [w, msg, n] {
         auto& pending = streams[w].pending;
         if (pending.empty()) throw scenario_error{n, "complete: " + w + " has no pending sink call"};
-        pending_call call = pending.front();
+        pending_call call = std::move(pending.front());
         pending.pop_front();
         const std::error_code ec = msg ? sluice::user_error(*msg) : std::error_code{};
-        std::visit([&](auto& done) { done(ec); }, call);
+        call(ec);
       };
     } else if (cmd == "push") {
       arity(2, 2);
@@ -341,7 +441,7 @@ std::vector<parsed_step> parse(const std::string& text) {
       const bool eof = args[1] == "EOF";
       const std::string c = eof ? args[1] : chunk(args[1]);
       s.run = [r, c, eof] {
-        auto& st = *streams[r].r;
+        auto& st = streams[r].readable();
         const bool ret = eof ? st.push_eof() : st.push(c);
         emit("push " + r + " " + c + " -> " + (ret ? "true" : "false"));
       };
@@ -349,7 +449,7 @@ std::vector<parsed_step> parse(const std::string& text) {
       arity(2, 2);
       const std::string r = stream(0, R);
       const std::string c = chunk(args[1]);
-      s.run = [r, c] { streams[r].r->unshift(c); };
+      s.run = [r, c] { streams[r].readable().unshift(c); };
     } else if (cmd == "read") {
       arity(1, 2);
       const std::string r = stream(0, R);
@@ -362,7 +462,7 @@ std::vector<parsed_step> parse(const std::string& text) {
         size = v.size() > 18 ? std::size_t{1} << 62 : std::stoull(v);
       }
       s.run = [r, size] {
-        auto& st = *streams[r].r;
+        auto& st = streams[r].readable();
         const std::optional<std::string> v = size ? st.read(*size) : st.read();
         emit("read " + r + " -> " + (v ? *v : "null"));
       };
@@ -372,7 +472,7 @@ std::vector<parsed_step> parse(const std::string& text) {
       if (args[1] != "data" && args[1] != "readable") fail("on: event must be 'data' or 'readable', got '" + args[1] + "'");
       const bool data = args[1] == "data";
       s.run = [r, data] {
-        auto& st = *streams[r].r;
+        auto& st = streams[r].readable();
         if (data)
           st.on(sluice::event::data, [r](std::string_view c) { emit("data " + r + " " + std::string(c)); });
         else
@@ -384,9 +484,9 @@ std::vector<parsed_step> parse(const std::string& text) {
       const bool is_pause = cmd == "pause";
       s.run = [r, is_pause] {
         if (is_pause)
-          streams[r].r->pause();
+          streams[r].readable().pause();
         else
-          streams[r].r->resume();
+          streams[r].readable().resume();
       };
     } else if (cmd == "pipe" || cmd == "unpipe") {
       arity(2, 2);
@@ -394,8 +494,8 @@ std::vector<parsed_step> parse(const std::string& text) {
       const std::string w = stream(1, W);
       const bool is_pipe = cmd == "pipe";
       s.run = [r, w, is_pipe] {
-        auto& src = *streams[r].r;
-        auto& dest = *streams[w].w;
+        auto& src = streams[r].readable();
+        auto& dest = streams[w].writable();
         if (is_pipe)
           src.pipe(dest);
         else
@@ -404,12 +504,65 @@ std::vector<parsed_step> parse(const std::string& text) {
     } else if (cmd == "state") {
       arity(1, 1);
       const std::string name = stream(0, std::nullopt);
-      const bool is_w = kinds[name] == W;
-      s.run = [name, is_w] {
-        if (is_w)
-          emit(state_line(name, *streams[name].w));
-        else
-          emit(state_line(name, *streams[name].r));
+      const auto k = kinds[name];
+      s.run = [name, k] {
+        stream_entry& e = streams[name];
+        if (k == stream_entry::kind::duplex) {
+          // Extension: the writable side's line, then the readable side's.
+          emit(state_line(name, e.writable(), e.d->destroyed()));
+          emit(state_line(name, e.readable(), e.d->destroyed()));
+        } else if (k == stream_entry::kind::writable) {
+          emit(state_line(name, *e.w, e.w->destroyed()));
+        } else {
+          emit(state_line(name, *e.r, e.r->destroyed()));
+        }
+      };
+    } else if (cmd == "pipeline") {
+      // Extension: pipeline S1 S2 ... [end=false].
+      std::vector<std::string> names = args;
+      const bool end_false = !names.empty() && names.back() == "end=false";
+      if (end_false) names.pop_back();
+      if (names.size() < 2) fail("pipeline: expected at least 2 streams");
+      for (std::size_t k = 0; k < names.size(); ++k) {
+        auto it = kinds.find(names[k]);
+        if (it == kinds.end()) fail("pipeline: unknown stream '" + names[k] + "'");
+        const auto want = k == 0 ? R : k == names.size() - 1 ? W : D;
+        if (it->second != want && it->second != D)
+          fail("pipeline: '" + names[k] + "' is not a " +
+               std::string(want == R ? "readable" : want == W ? "writable" : "duplex"));
+      }
+      s.run = [names, end_false] {
+        std::vector<sluice::stream_ref> refs;
+        for (const auto& name : names) refs.push_back(streams[name].ref());
+        sluice::pipeline_options po;
+        po.end = !end_false;
+        sluice::pipeline(
+            refs, [](std::error_code ec) { emit(std::string("pipeline-cb ") + what(ec)); }, po);
+      };
+    } else if (cmd == "finished") {
+      // Extension: finished S [readable=B] [writable=B] [error=B].
+      arity(1, 4);
+      const std::string name = stream(0, std::nullopt);
+      std::map<std::string, bool> opts;
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& w = args[i];
+        const auto eq = w.find('=');
+        const std::string key = eq == std::string::npos ? "" : w.substr(0, eq);
+        const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
+        if ((key != "readable" && key != "writable" && key != "error") || (v != "true" && v != "false"))
+          fail("finished: expected readable=B, writable=B or error=B, got '" + w + "'");
+        if (opts.count(key)) fail("finished: option '" + key + "' given twice");
+        opts[key] = v == "true";
+      }
+      s.run = [name, opts] {
+        sluice::finished_options fo;
+        if (opts.count("readable")) fo.readable = opts.at("readable");
+        if (opts.count("writable")) fo.writable = opts.at("writable");
+        if (opts.count("error")) fo.error = opts.at("error");
+        // The map's key outlives the callback, which holds only a pointer.
+        const std::string* label = &streams.find(name)->first;
+        sluice::finished(streams[name].ref(), [label](std::error_code ec) { emit("finished " + *label + " " + what(ec)); },
+                         fo);
       };
     } else if (cmd == "tick") {
       arity(0, 0);

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Regenerate (default) or verify (--check) the Node traces of the conformance scenarios.
 #
-#   tests/conformance/refresh-traces.sh           rewrite every tests/conformance/*.trace
+#   tests/conformance/refresh-traces.sh           rewrite every tests/conformance/*.trace (shared
+#                                                 oracle) and ext/*.trace (ext/oracle-ext.mjs)
 #   tests/conformance/refresh-traces.sh --check   diff Node's output against the stored traces;
-#                                                 print the names that differ, exit 1 if any
+#                                                 print the names that differ, exit 1 if any.
+#                                                 Also runs ext/oracle-ext.mjs on the base
+#                                                 scenarios: its base commands must print the
+#                                                 shared oracle's traces byte for byte.
 #
 # Works from any current directory. Skips (exit 0) when `node` is not installed.
 set -euo pipefail
@@ -42,9 +46,18 @@ if [[ -z $oracle ]]; then
   exit 2
 fi
 
+ext_oracle="$script_dir/ext/oracle-ext.mjs"
+
 shopt -s nullglob
-scenarios=("$script_dir"/*.scn)
-if ((${#scenarios[@]} == 0)); then
+# Each job: oracle, scenario, stored trace, and whether it is only checked
+# (the ext oracle on a base scenario never rewrites the base trace).
+jobs=()
+for scn in "$script_dir"/*.scn; do jobs+=("$oracle|$scn|0"); done
+for scn in "$script_dir"/ext/*.scn; do jobs+=("$ext_oracle|$scn|0"); done
+if ((check)); then
+  for scn in "$script_dir"/*.scn; do jobs+=("$ext_oracle|$scn|1"); done
+fi
+if ((${#jobs[@]} == 0)); then
   echo "refresh-traces.sh: no scenarios in $script_dir" >&2
   exit 0
 fi
@@ -55,11 +68,14 @@ trap 'rm -f -- "$tmp_out" "$tmp_err"' EXIT
 
 differ=()   # --check: scenarios whose trace differs (or whose oracle run failed)
 failed=()   # scenarios the oracle could not run cleanly
-for scn in "${scenarios[@]}"; do
-  name=$(basename -- "$scn" .scn)
-  trace="$script_dir/$name.trace"
+for job in "${jobs[@]}"; do
+  IFS='|' read -r job_oracle scn check_only <<<"$job"
+  name=${scn#"$script_dir"/}
+  name=${name%.scn}
+  if ((check_only)); then name="$name (ext oracle)"; fi
+  trace="${scn%.scn}.trace"
   rc=0
-  node "$oracle" "$scn" >"$tmp_out" 2>"$tmp_err" || rc=$?
+  node "$job_oracle" "$scn" >"$tmp_out" 2>"$tmp_err" || rc=$?
   if ((rc != 0)) || [[ -s $tmp_err ]]; then
     # A non-zero exit is a malformed scenario; a message on stderr (e.g. the oracle's
     # warning about another Node version) means the output cannot be trusted as a trace.
@@ -82,10 +98,10 @@ if ((check)); then
     echo "$name"
   done
   if ((${#differ[@]} > 0)); then
-    echo "refresh-traces.sh: ${#differ[@]} of ${#scenarios[@]} trace(s) differ (${#failed[@]} of them failed to run)" >&2
+    echo "refresh-traces.sh: ${#differ[@]} of ${#jobs[@]} trace(s) differ (${#failed[@]} of them failed to run)" >&2
     exit 1
   fi
-  echo "refresh-traces.sh: all ${#scenarios[@]} traces match" >&2
+  echo "refresh-traces.sh: all ${#jobs[@]} traces match" >&2
   exit 0
 fi
 
@@ -93,4 +109,4 @@ if ((${#failed[@]} > 0)); then
   echo "refresh-traces.sh: ${#failed[@]} scenario(s) failed; their traces were left unchanged" >&2
   exit 1
 fi
-echo "refresh-traces.sh: wrote ${#scenarios[@]} traces" >&2
+echo "refresh-traces.sh: wrote ${#jobs[@]} traces" >&2

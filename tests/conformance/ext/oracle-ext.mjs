@@ -1,0 +1,448 @@
+#!/usr/bin/env node
+// oracle-ext.mjs: the shared oracle (../shared/conformance/oracle.mjs) plus
+// sluice's extension commands (EXTENSIONS.md, beside this file): `duplex`,
+// `transform`, `passthrough`, `pipeline`, `finished`. Every base command behaves byte-identically to
+// the shared oracle's; the extension only adds stream kinds, lets a duplex
+// stand wherever a writable or a readable may, and makes `state` print both
+// lines for a duplex. It runs one stream scenario through Node's own
+// node:stream and prints the trace, one event a line.
+//
+//   node oracle-ext.mjs FILE.scn      or      node oracle-ext.mjs - < FILE.scn
+//
+// Exit 0 after a run; 2 when the scenario is malformed or cannot be read (message
+// on stderr). No npm dependencies.
+import { Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished } from 'node:stream';
+import { pipeline as pipelinePromise } from 'node:stream/promises';
+import { readFileSync } from 'node:fs';
+
+// Stream internals shift between Node releases (even within v20), so say when
+// this Node is not the one the stored traces were generated with.
+const REFERENCE_NODE = 'v20.20.2';
+if (process.version !== REFERENCE_NODE) {
+  process.stderr.write(`oracle-ext.mjs: warning: stored traces come from Node ${REFERENCE_NODE}, this is ${process.version}\n`);
+}
+
+const trace = [];
+const emit = (line) => { trace.push(line); };
+
+// WHAT of an error: its Node code where it has one, else its message.
+const what = (err) => (err && (err.code ?? err.message)) ?? String(err);
+// Chunks are Buffers in byte mode and the pushed/written strings in objectMode.
+const show = (chunk) => (typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('latin1'));
+
+class ScenarioError extends Error {}
+const fail = (lineNo, msg) => { throw new ScenarioError(`line ${lineNo}: ${msg}`); };
+
+// name -> { kind: 'writable'|'readable'|'duplex', stream, pending: [sink callbacks, oldest first] }
+// A duplex (Duplex, Transform, PassThrough) is both a writable and a readable.
+const streams = new Map();
+
+// Options shared by both kinds. The spec's hwm defaults are pinned so that a newer
+// Node (64 KiB default) cannot shift traces.
+const baseOptions = (o) => ({
+  highWaterMark: o.hwm ?? (o.objectMode ? 16 : 16384),
+  objectMode: !!o.objectMode,
+  autoDestroy: !o.noAutoDestroy,
+  emitClose: !o.noEmitClose,
+});
+
+function makeWritable(name, o) {
+  const entry = { kind: 'writable', pending: [] };
+  // Every sink call prints its line, then completes at once (sync) or waits for `complete`.
+  const sink = (line, cb) => {
+    emit(line);
+    if (o.sync) cb(); else entry.pending.push(cb);
+  };
+  const opts = {
+    ...baseOptions(o),
+    write(chunk, _encoding, cb) { sink(`_write ${name} ${show(chunk)}`, cb); },
+  };
+  if (o.writev) opts.writev = (chunks, cb) => sink(`_writev ${name} ${chunks.map((c) => show(c.chunk)).join(',')}`, cb);
+  if (o.final) opts.final = (cb) => sink(`_final ${name}`, cb);
+  const w = new Writable(opts);
+  for (const ev of ['drain', 'finish', 'close', 'pipe', 'unpipe']) w.on(ev, () => emit(`${ev} ${name}`));
+  w.on('error', (err) => emit(`error ${name} ${what(err)}`));
+  entry.stream = w;
+  streams.set(name, entry);
+}
+
+function makeReadable(name, o) {
+  const r = new Readable({
+    ...baseOptions(o),
+    read() { emit(`_read ${name}`); }, // records the call; data only comes through `push`
+  });
+  for (const ev of ['end', 'close', 'pause', 'resume']) r.on(ev, () => emit(`${ev} ${name}`));
+  r.on('error', (err) => emit(`error ${name} ${what(err)}`));
+  streams.set(name, { kind: 'readable', stream: r, pending: [] });
+}
+
+// Extension: one emitter, so each event prints once.
+const DUPLEX_EVENTS = ['drain', 'finish', 'end', 'close', 'pipe', 'unpipe', 'pause', 'resume'];
+function listenDuplex(name, d) {
+  for (const ev of DUPLEX_EVENTS) d.on(ev, () => emit(`${ev} ${name}`));
+  d.on('error', (err) => emit(`error ${name} ${what(err)}`));
+}
+
+// Extension: the per-side options of a Duplex.
+const duplexOptions = (o) => ({
+  ...baseOptions(o),
+  ...(o.noHalfOpen ? { allowHalfOpen: false } : {}),
+  ...(o.noReadable ? { readable: false } : {}),
+  ...(o.noWritable ? { writable: false } : {}),
+});
+
+// Extension: a Duplex whose writable side is a recorded sink (as `writable`'s)
+// and whose _read is recorded (as `readable`'s).
+function makeDuplex(name, o) {
+  const entry = { kind: 'duplex', pending: [] };
+  const sink = (line, cb) => {
+    emit(line);
+    if (o.sync) cb(); else entry.pending.push(cb);
+  };
+  const opts = {
+    ...duplexOptions(o),
+    write(chunk, _encoding, cb) { sink(`_write ${name} ${show(chunk)}`, cb); },
+    read() { emit(`_read ${name}`); },
+  };
+  if (o.writev) opts.writev = (chunks, cb) => sink(`_writev ${name} ${chunks.map((c) => show(c.chunk)).join(',')}`, cb);
+  if (o.final) opts.final = (cb) => sink(`_final ${name}`, cb);
+  const d = new Duplex(opts);
+  listenDuplex(name, d);
+  entry.stream = d;
+  streams.set(name, entry);
+}
+
+// Extension: a Transform that upper-cases each chunk; with `async` each
+// _transform/_flush waits for `complete`, which calls back with the data (or
+// with the error of `complete T error=MSG`).
+function makeTransform(name, o) {
+  const entry = { kind: 'duplex', pending: [] };
+  const settle = (done) => { if (o.async) entry.pending.push(done); else done(); };
+  const opts = {
+    ...duplexOptions(o),
+    transform(chunk, _encoding, cb) {
+      const c = show(chunk);
+      emit(`_transform ${name} ${c}`);
+      settle((err) => (err ? cb(err) : cb(null, c.toUpperCase())));
+    },
+  };
+  if (o.flush) {
+    opts.flush = (cb) => {
+      emit(`_flush ${name}`);
+      settle((err) => (err ? cb(err) : cb(null, 'FLUSH')));
+    };
+  }
+  const t = new Transform(opts);
+  listenDuplex(name, t);
+  entry.stream = t;
+  streams.set(name, entry);
+}
+
+function makePassThrough(name, o) {
+  const p = new PassThrough(duplexOptions(o));
+  listenDuplex(name, p);
+  streams.set(name, { kind: 'duplex', stream: p, pending: [] });
+}
+
+function stateLine(name) {
+  const { kind, stream: s } = streams.get(name);
+  if (kind === 'duplex') return `${stateLine2(name, 'writable', s)}\n${stateLine2(name, 'readable', s)}`;
+  return stateLine2(name, kind, s);
+}
+
+function stateLine2(name, kind, s) {
+  if (kind === 'writable') {
+    return `state ${name} length=${s.writableLength} needDrain=${s.writableNeedDrain} ended=${s.writableEnded}` +
+      ` finished=${s.writableFinished} corked=${s.writableCorked} destroyed=${s.destroyed} writable=${s.writable}`;
+  }
+  // ended = push(null) seen (internal state.ended); Node's public readableEnded is endEmitted.
+  const rs = s._readableState;
+  return `state ${name} length=${s.readableLength} flowing=${s.readableFlowing} ended=${rs.ended}` +
+    ` endEmitted=${rs.endEmitted} destroyed=${s.destroyed} readable=${s.readable}`;
+}
+
+// ---- parsing: every line is checked (syntax, stream names and kinds) before anything runs.
+const CHUNK = /^[\x21-\x7e]+$/; // one word of printable ASCII ('#' always starts a comment)
+const COUNT = /^\d+$/;
+
+function parse(text) {
+  const kinds = new Map(); // stream name -> kind, as declared so far
+  const steps = [];
+  text.split('\n').forEach((raw, i) => {
+    const n = i + 1;
+    const words = raw.replace(/#.*/, '').trim().split(/\s+/).filter(Boolean);
+    if (words.length === 0) return;
+    const [cmd, ...args] = words;
+    const stream = (k, want) => { // argument k must name an existing stream (of kind `want`)
+      const name = args[k];
+      if (name === undefined) fail(n, `${cmd}: missing stream name`);
+      if (!kinds.has(name)) fail(n, `${cmd}: unknown stream '${name}'`);
+      // Extension: a duplex is a writable and a readable.
+      if (want && kinds.get(name) !== want && kinds.get(name) !== 'duplex') fail(n, `${cmd}: '${name}' is not a ${want}`);
+      return name;
+    };
+    const chunk = (word) => { if (!CHUNK.test(word)) fail(n, `${cmd}: bad chunk '${word}'`); return word; };
+    const arity = (min, max) => {
+      if (args.length < min || args.length > max) fail(n, `${cmd}: expected ${min === max ? min : `${min}-${max}`} arguments, got ${args.length}`);
+    };
+    const errorOpt = (word) => { // optional `error=MSG`
+      if (word === undefined) return undefined;
+      const m = /^error=(.+)$/.exec(word);
+      if (!m) fail(n, `${cmd}: expected error=MSG, got '${word}'`);
+      return m[1];
+    };
+    const options = (allowed) => {
+      const o = {};
+      for (const w of args.slice(1)) {
+        const m = /^hwm=(.*)$/.exec(w);
+        const key = m ? 'hwm' : w;
+        if (!allowed.includes(key)) fail(n, `${cmd}: unknown option '${w}'`);
+        if (key in o) fail(n, `${cmd}: option '${key}' given twice`);
+        if (m && !COUNT.test(m[1])) fail(n, `${cmd}: hwm wants a non-negative integer, got '${m[1]}'`);
+        o[key] = m ? Number(m[1]) : true;
+      }
+      return o;
+    };
+    const create = (kind) => {
+      const name = args[0];
+      if (name === undefined) fail(n, `${cmd}: missing stream name`);
+      if (kinds.has(name)) fail(n, `${cmd}: stream '${name}' already exists`);
+      kinds.set(name, kind);
+      return name;
+    };
+    let run;
+    switch (cmd) {
+      case 'writable': {
+        const o = options(['hwm', 'writev', 'final', 'sync', 'objectMode', 'noAutoDestroy', 'noEmitClose']);
+        const name = create('writable');
+        run = () => makeWritable(name, o);
+        break;
+      }
+      case 'readable': {
+        const o = options(['hwm', 'objectMode', 'noAutoDestroy', 'noEmitClose']);
+        const name = create('readable');
+        run = () => makeReadable(name, o);
+        break;
+      }
+      case 'duplex': {
+        const o = options(['hwm', 'writev', 'final', 'sync', 'objectMode', 'noAutoDestroy', 'noEmitClose',
+          'noHalfOpen', 'noReadable', 'noWritable']);
+        const name = create('duplex');
+        run = () => makeDuplex(name, o);
+        break;
+      }
+      case 'transform': {
+        const o = options(['hwm', 'flush', 'async', 'objectMode', 'noAutoDestroy', 'noEmitClose', 'noHalfOpen']);
+        const name = create('duplex');
+        run = () => makeTransform(name, o);
+        break;
+      }
+      case 'passthrough': {
+        const o = options(['hwm', 'objectMode', 'noAutoDestroy', 'noEmitClose', 'noHalfOpen']);
+        const name = create('duplex');
+        run = () => makePassThrough(name, o);
+        break;
+      }
+      case 'pipeline': {
+        // pipeline S1 S2 ... [end=false]: S1 readable, the last writable, the middle ones duplexes.
+        const rest = [...args];
+        const endFalse = rest.length > 0 && rest[rest.length - 1] === 'end=false';
+        if (endFalse) rest.pop();
+        if (rest.length < 2) fail(n, 'pipeline: expected at least 2 streams');
+        const names = rest.map((name, k) => {
+          if (!kinds.has(name)) fail(n, `pipeline: unknown stream '${name}'`);
+          const kind = kinds.get(name);
+          const want = k === 0 ? 'readable' : k === rest.length - 1 ? 'writable' : 'duplex';
+          if (kind !== want && kind !== 'duplex') fail(n, `pipeline: '${name}' is not a ${want}`);
+          return name;
+        });
+        const cb = (err) => emit(`pipeline-cb ${err ? what(err) : 'ok'}`);
+        run = () => {
+          const ss = names.map((name) => streams.get(name).stream);
+          // The callback form takes no options; end=false goes through the
+          // promise form, whose settling is reported one microtask later.
+          if (endFalse) pipelinePromise(...ss, { end: false }).then(() => cb(), cb);
+          else pipeline(...ss, cb);
+        };
+        break;
+      }
+      case 'finished': {
+        // finished S [readable=B] [writable=B] [error=B]
+        arity(1, 4);
+        const s = stream(0);
+        const o = {};
+        for (const word of args.slice(1)) {
+          const m = /^(readable|writable|error)=(true|false)$/.exec(word);
+          if (!m) fail(n, `finished: expected readable=B, writable=B or error=B, got '${word}'`);
+          if (m[1] in o) fail(n, `finished: option '${m[1]}' given twice`);
+          o[m[1]] = m[2] === 'true';
+        }
+        run = () => finished(streams.get(s).stream, o, (err) => emit(`finished ${s} ${err ? what(err) : 'ok'}`));
+        break;
+      }
+      case 'write': {
+        arity(2, 3);
+        const w = stream(0, 'writable'); const c = chunk(args[1]);
+        if (args.length === 3 && args[2] !== 'cb') fail(n, `write: third argument must be 'cb', got '${args[2]}'`);
+        const cb = args.length === 3 ? (err) => emit(`cb ${w} ${c} ${err ? what(err) : 'ok'}`) : undefined;
+        run = () => {
+          const s = streams.get(w).stream;
+          const ret = cb ? s.write(c, cb) : s.write(c);
+          emit(`write ${w} ${c} -> ${ret}`);
+        };
+        break;
+      }
+      case 'end': {
+        // `end W cb` is end with a callback; a chunk spelled `cb` cannot be passed to end.
+        arity(1, 3);
+        const w = stream(0, 'writable');
+        const rest = args.slice(1);
+        const hasCb = rest.length > 0 && rest[rest.length - 1] === 'cb';
+        if (hasCb) rest.pop();
+        if (rest.length > 1) fail(n, `end: expected 'end W [CHUNK] [cb]'`);
+        const c = rest.length ? chunk(rest[0]) : undefined;
+        const cb = hasCb ? (err) => emit(`end-cb ${w} ${err ? what(err) : 'ok'}`) : undefined;
+        run = () => {
+          const s = streams.get(w).stream;
+          if (c !== undefined && cb) s.end(c, cb);
+          else if (c !== undefined) s.end(c);
+          else if (cb) s.end(cb);
+          else s.end();
+        };
+        break;
+      }
+      case 'cork': case 'uncork': {
+        arity(1, 1);
+        const w = stream(0, 'writable');
+        run = () => streams.get(w).stream[cmd]();
+        break;
+      }
+      case 'destroy': {
+        arity(1, 2);
+        const s = stream(0); const msg = errorOpt(args[1]);
+        run = () => {
+          const st = streams.get(s).stream;
+          if (msg === undefined) st.destroy(); else st.destroy(new Error(msg));
+        };
+        break;
+      }
+      case 'complete': {
+        arity(1, 2);
+        const w = stream(0, 'writable'); const msg = errorOpt(args[1]);
+        run = () => {
+          const cb = streams.get(w).pending.shift();
+          if (!cb) fail(n, `complete: ${w} has no pending sink call`);
+          if (msg === undefined) cb(); else cb(new Error(msg));
+        };
+        break;
+      }
+      case 'push': {
+        arity(2, 2);
+        const r = stream(0, 'readable');
+        const c = args[1] === 'EOF' ? null : chunk(args[1]);
+        run = () => emit(`push ${r} ${args[1]} -> ${streams.get(r).stream.push(c)}`);
+        break;
+      }
+      case 'unshift': {
+        arity(2, 2);
+        const r = stream(0, 'readable'); const c = chunk(args[1]);
+        run = () => streams.get(r).stream.unshift(c);
+        break;
+      }
+      case 'read': {
+        arity(1, 2);
+        const r = stream(0, 'readable');
+        if (args.length === 2 && !COUNT.test(args[1])) fail(n, `read: N must be a non-negative integer, got '${args[1]}'`);
+        const size = args.length === 2 ? Number(args[1]) : undefined;
+        run = () => {
+          const s = streams.get(r).stream;
+          const v = size === undefined ? s.read() : s.read(size);
+          emit(`read ${r} -> ${v === null ? 'null' : show(v)}`);
+        };
+        break;
+      }
+      case 'on': {
+        arity(2, 2);
+        const r = stream(0, 'readable'); const ev = args[1];
+        if (ev !== 'data' && ev !== 'readable') fail(n, `on: event must be 'data' or 'readable', got '${ev}'`);
+        run = () => {
+          const s = streams.get(r).stream;
+          if (ev === 'data') s.on('data', (c) => emit(`data ${r} ${show(c)}`));
+          else s.on('readable', () => emit(`readable ${r}`));
+        };
+        break;
+      }
+      case 'pause': case 'resume': {
+        arity(1, 1);
+        const r = stream(0, 'readable');
+        run = () => streams.get(r).stream[cmd]();
+        break;
+      }
+      case 'pipe': case 'unpipe': {
+        arity(2, 2);
+        const r = stream(0, 'readable'); const w = stream(1, 'writable');
+        run = () => streams.get(r).stream[cmd](streams.get(w).stream);
+        break;
+      }
+      case 'state': {
+        arity(1, 1);
+        const s = stream(0);
+        run = () => emit(stateLine(s));
+        break;
+      }
+      case 'tick':
+        arity(0, 0);
+        run = 'tick';
+        break;
+      default:
+        fail(n, `unknown command '${cmd}'`);
+    }
+    steps.push({ n, run });
+  });
+  return steps;
+}
+
+// A `tick`: let setImmediate turns pass until one changes nothing (no new trace
+// line, no change in pending sink calls). One turn already drains every
+// process.nextTick and microtask; the extra turn confirms the quiet.
+const pendingCount = () => [...streams.values()].reduce((sum, e) => sum + e.pending.length, 0);
+async function tick() {
+  for (let turn = 0; turn < 1000; turn++) {
+    const before = `${trace.length}/${pendingCount()}`;
+    await new Promise((resolve) => setImmediate(resolve));
+    if (`${trace.length}/${pendingCount()}` === before) return;
+  }
+  throw new Error('tick: streams never went quiet');
+}
+
+async function main() {
+  const file = process.argv[2];
+  let text;
+  try {
+    text = !file || file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ScenarioError(`cannot read ${file ?? 'stdin'}: ${err.message}`);
+  }
+  const steps = parse(text);
+  // Commands between ticks run back to back with no await: one synchronous turn.
+  for (const { run } of steps) {
+    if (run === 'tick') { await tick(); continue; }
+    try {
+      run();
+    } catch (err) {
+      if (err instanceof ScenarioError) throw err;
+      emit(`throw ${what(err)}`);
+    }
+  }
+  await tick(); // the implicit final tick
+}
+
+try {
+  await main();
+} catch (err) {
+  if (!(err instanceof ScenarioError)) throw err;
+  process.stdout.write(trace.map((l) => `${l}\n`).join(''));
+  process.stderr.write(`oracle-ext.mjs: ${err.message}\n`);
+  process.exitCode = 2;
+}
+if (process.exitCode !== 2) process.stdout.write(trace.map((l) => `${l}\n`).join(''));
