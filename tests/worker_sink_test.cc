@@ -3,6 +3,7 @@
 #include "support/printers.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -602,4 +603,265 @@ TEST_CASE("four producer threads, 100k numbered lines each, one file: every line
     CHECK_FALSE(r.flush_error);
   }
   check_lines(slurp(d.file("a.log")), producers, lines);
+}
+
+// ---- a log worker: file_worker over log_options
+
+namespace {
+
+std::vector<std::string> kept_files(const std::string& path) {  // oldest first
+  std::vector<std::string> files;
+  int n = 1;
+  while (fs::exists(path + "." + std::to_string(n))) ++n;
+  for (--n; n >= 1; --n) files.push_back(path + "." + std::to_string(n));
+  if (fs::exists(path)) files.push_back(path);
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("a log worker rotates between the chunks of a batch: keep N, numbering, no chunk split") {
+  temp_dir d;
+  const std::string path = d.file("app.log");
+  loop l;
+  must_call batch(5), e, big;
+  file_worker worker(path, log_options{.max_size = 20, .keep = 2});
+  CHECK(worker.fd() == -1);
+  auto w = make_worker_writable(worker, on(l));
+  // One turn, one batch: the third line does not fit beside the first two.
+  for (const char* s : {"0123456789\n", "aaaa\n", "bbbbbbbbbbbbbbb\n", "c\n", "d\n"})
+    w->write(std::string_view(s), batch.cb());
+  CHECK_FALSE(flush_sync(*w));
+  CHECK(worker.batches() == 1);
+  CHECK(worker.rotations() == 1);
+  CHECK(slurp(path + ".1") == "0123456789\naaaa\n");
+  CHECK(slurp(path) == "bbbbbbbbbbbbbbb\nc\nd\n");  // exactly max_size: no rotation yet
+  w->write("e\n"sv, e.cb());
+  CHECK_FALSE(flush_sync(*w));
+  // A chunk larger than max_size goes whole into a fresh file.
+  w->write("a line longer than twenty bytes\n"sv, big.cb());
+  CHECK_FALSE(flush_sync(*w));
+  CHECK(worker.rotations() == 3);
+  CHECK(slurp(path) == "a line longer than twenty bytes\n");
+  CHECK(slurp(path + ".1") == "e\n");
+  CHECK(slurp(path + ".2") == "bbbbbbbbbbbbbbb\nc\nd\n");
+  CHECK_FALSE(fs::exists(path + ".3"));  // keep 2: the oldest went
+  for (std::size_t i = 0; i < 5; ++i) CHECK_FALSE(batch.error(i));
+  CHECK(worker.bytes_written() == 16 + 20 + 2 + 32);
+  w->end();
+  l.run();
+  CHECK_FALSE(worker.close());
+  CHECK(worker.fsyncs() == 0);  // fsync never
+}
+
+TEST_CASE("four producer threads through a rotating log worker: every line once, in order, none torn, no file past max_size") {
+  temp_dir d;
+  const std::string path = d.file("app.log");
+  constexpr int producers = 4, lines = 20000;
+  constexpr std::uint64_t max = 16 * 1024;
+  producer_result results[producers];
+  std::size_t rotations = 0;
+  {
+    file_worker worker(path, log_options{.max_size = max, .keep = 10000});
+    std::vector<std::thread> threads;
+    for (int k = 0; k < producers; ++k)
+      threads.emplace_back([&, k] { produce(worker, k, lines, 7000, writable_options{}, results[k]); });
+    for (auto& t : threads) t.join();
+    CHECK_FALSE(worker.close());
+    rotations = worker.rotations();
+  }
+  for (const auto& r : results) {
+    CHECK(r.called == lines);
+    CHECK(r.in_order);
+    CHECK(r.finished);
+    CHECK_FALSE(r.error);
+    CHECK_FALSE(r.flush_error);
+  }
+  const auto files = kept_files(path);
+  CHECK(files.size() == rotations + 1);
+  CHECK(rotations > 50);
+  std::string all;
+  std::size_t too_big = 0, unterminated = 0;
+  for (const auto& f : files) {
+    const std::string text = slurp(f);
+    if (text.size() > max) ++too_big;
+    if (text.empty() || text.back() != '\n') ++unterminated;
+    all += text;
+  }
+  CHECK(too_big == 0);
+  CHECK(unterminated == 0);
+  check_lines(all, producers, lines);
+}
+
+TEST_CASE("a log worker reopens on request: after a rename, later lines go to the new file; an idle worker is woken") {
+  temp_dir d;
+  const std::string path = d.file("app.log");
+  loop l;
+  must_call a, b;
+  file_worker worker(path, log_options{});
+  auto w = make_worker_writable(worker, on(l));
+  w->write("before\n"sv, a.cb());
+  CHECK_FALSE(flush_sync(*w));
+  fs::rename(path, path + ".moved");
+  worker.request_reopen();  // the worker sleeps: it is woken and reopens at once
+  CHECK(eventually([&] { return worker.reopens() == 1; }));
+  CHECK(fs::exists(path));
+  w->write("after\n"sv, b.cb());
+  CHECK_FALSE(flush_sync(*w));
+  CHECK(slurp(path + ".moved") == "before\n");
+  CHECK(slurp(path) == "after\n");
+  w->end();
+  l.run();
+  CHECK_FALSE(worker.close());
+  worker.request_reopen();  // after close: nothing
+  CHECK(worker.reopens() == 1);
+}
+
+TEST_CASE("a log worker reopened while a producer thread writes: every line once, in order, across the two files") {
+  temp_dir d;
+  const std::string path = d.file("app.log");
+  constexpr int lines = 60000;
+  producer_result r;
+  {
+    file_worker worker(path, log_options{.fsync = log_options::fsync_policy::at_end});
+    std::thread producer([&] { produce(worker, 0, lines, 0, writable_options{}, r); });
+    REQUIRE(eventually([&] { return worker.bytes_written() > 0; }));
+    fs::rename(path, path + ".moved");
+    worker.request_reopen();
+    producer.join();
+    CHECK_FALSE(worker.close());
+    CHECK(worker.reopens() == 1);
+    CHECK(worker.fsyncs() == 2);  // at_end: the old file at the reopen, the new one at close
+  }
+  CHECK(r.called == lines);
+  CHECK(r.in_order);
+  CHECK(r.finished);
+  CHECK_FALSE(r.error);
+  CHECK(fs::exists(path));
+  check_lines(slurp(path + ".moved") + slurp(path), 1, lines);
+}
+
+TEST_CASE("a log worker's fsync policies, seen through its counters") {
+  temp_dir d;
+  const std::string path = d.file("app.log");
+  loop l;
+  auto write_batches = [&](file_worker& worker, int n) {
+    auto w = make_worker_writable(worker, on(l));
+    for (int i = 0; i < n; ++i) {
+      w->write("0123456789\n"sv);
+      CHECK_FALSE(flush_sync(*w));
+    }
+    w->end();
+    l.run();
+  };
+  SUBCASE("never") {
+    file_worker worker(path, log_options{.max_size = 30, .fsync = log_options::fsync_policy::never});
+    write_batches(worker, 6);
+    CHECK_FALSE(worker.close());
+    CHECK(worker.rotations() == 2);
+    CHECK(worker.fsyncs() == 0);
+  }
+  SUBCASE("at_end: each file once, before it is closed (rotation, reopen, close)") {
+    file_worker worker(path, log_options{.max_size = 30, .fsync = log_options::fsync_policy::at_end});
+    write_batches(worker, 6);  // 2 rotations
+    CHECK(worker.fsyncs() == 2);
+    worker.request_reopen();
+    CHECK(eventually([&] { return worker.reopens() == 1; }));
+    CHECK(worker.fsyncs() == 3);
+    worker.request_reopen();  // nothing unsynced: no sync
+    CHECK(eventually([&] { return worker.reopens() == 2; }));
+    CHECK(worker.fsyncs() == 3);
+    write_batches(worker, 1);
+    CHECK_FALSE(worker.close());
+    CHECK(worker.fsyncs() == 4);
+  }
+  SUBCASE("every_bytes") {
+    file_worker worker(path, log_options{.fsync = log_options::fsync_policy::every_bytes, .fsync_bytes = 30});
+    write_batches(worker, 7);  // 11 bytes a batch: synced after the 3rd and the 6th
+    CHECK(worker.fsyncs() == 2);
+    CHECK_FALSE(worker.close());
+    CHECK(worker.fsyncs() == 3);  // the 7th, before the close
+  }
+  SUBCASE("every_ms: at most the interval after a write, even when idle") {
+    file_worker worker(path, log_options{.fsync = log_options::fsync_policy::every_ms,
+                                         .fsync_interval = std::chrono::milliseconds(20)});
+    const auto start = std::chrono::steady_clock::now();
+    write_batches(worker, 1);
+    CHECK(eventually([&] { return worker.fsyncs() == 1; }));  // no more writes: the worker woke for it
+    CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    CHECK(worker.fsyncs() == 1);  // nothing new to sync
+    CHECK_FALSE(worker.close());
+    CHECK(worker.fsyncs() == 1);
+  }
+}
+
+TEST_CASE("a log worker whose rotation fails: the batch's error, flush_sync returns it, every callback once") {
+  temp_dir d;
+  const std::string path = d.file("app.log");
+  // A directory where app.log.1 must go: rename() fails with EISDIR, as root too.
+  REQUIRE(::mkdir((path + ".1").c_str(), 0755) == 0);
+  loop l;
+  must_call first, batch(4), later;
+  events ev;
+  file_worker worker(path, log_options{.max_size = 20, .keep = 1});
+  auto w = make_worker_writable(worker, on(l));
+  ev.attach(*w);
+  w->write("0123456789\n"sv, first.cb());
+  CHECK_FALSE(flush_sync(*w));
+  for (const char* s : {"aaaa\n", "bbbbbbbbbbbbbbb\n", "c\n", "d\n"}) w->write(std::string_view(s), batch.cb());
+  CHECK(flush_sync(*w) == std::errc::is_a_directory);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(batch.error(i) == std::errc::is_a_directory);
+  l.run();
+  CHECK(ev.str() == "error EISDIR; close");
+  CHECK(slurp(path) == "0123456789\naaaa\n");  // the part before the rotation landed
+  CHECK(worker.rotations() == 0);
+  w->write("more"sv, later.cb());
+  l.run();
+  CHECK(later.error() == errc::destroyed);
+  CHECK_FALSE(worker.close());
+}
+
+TEST_CASE("a log worker's reopen that fails while idle is the next batch's error") {
+  temp_dir d;
+  fs::create_directory(d.path / "sub");
+  const std::string path = (d.path / "sub" / "app.log").string();
+  loop l;
+  must_call a, b;
+  events ev;
+  file_worker worker(path, log_options{});
+  auto w = make_worker_writable(worker, on(l));
+  ev.attach(*w);
+  w->write("a\n"sv, a.cb());
+  CHECK_FALSE(flush_sync(*w));
+  fs::rename(d.path / "sub", d.path / "gone");  // the open fd still works; the path does not
+  worker.request_reopen();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  w->write("b\n"sv, b.cb());
+  CHECK(flush_sync(*w) == std::errc::no_such_file_or_directory);
+  CHECK(b.error() == std::errc::no_such_file_or_directory);
+  CHECK(worker.reopens() == 0);
+  l.run();
+  CHECK(ev.str() == "error ENOENT; close");
+  CHECK_FALSE(worker.close());
+  CHECK(slurp((d.path / "gone" / "app.log").string()) == "a\n");
+}
+
+TEST_CASE("a log worker on /dev/full: ENOSPC to every callback and to flush_sync") {
+  loop l;
+  must_call a, b;
+  std::error_code ec;
+  auto worker = file_worker::open_log("/dev/full", log_options{}, ec);
+  REQUIRE(worker);
+  events ev;
+  auto w = make_worker_writable(*worker, on(l));
+  ev.attach(*w);
+  w->write("a\n"sv, a.cb());
+  w->write("b\n"sv, b.cb());
+  CHECK(flush_sync(*w) == std::errc::no_space_on_device);
+  CHECK(a.error() == std::errc::no_space_on_device);
+  CHECK(b.error() == std::errc::no_space_on_device);
+  l.run();
+  CHECK(file_worker::open_log("/nonexistent/dir/x", log_options{}, ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
 }

@@ -1,15 +1,18 @@
 // sluice-log: appends the lines of standard input to a log file, rotated by
 // size, like Apache's rotatelogs or daemontools' multilog. Standard input is
 // a readable over an fd_source split by for_each_line(); each line (with its
-// optional timestamp and its "\n") is one print() into a log writable
-// (make_log_writable(): a log_file_sink), so a line is never torn or split
-// across two files. Signals arrive through the loop (sluice/signals.h).
+// optional timestamp and its "\n") is one print() into the worker-backed log
+// writable: a file_worker made with log_options (the worker I/O thread
+// rotates, reopens and syncs the file), and a worker_sink writable on this
+// thread's loop. A line is one chunk, and the worker rotates only between
+// chunks, so a line is never torn or split across two files. Signals arrive
+// through the loop (sluice/signals.h): SIGHUP asks the worker to reopen;
+// SIGTERM, SIGINT and the end of the input end() the writable, and once it
+// has finished (every line handed over is written) the worker is closed,
+// which syncs (per --fsync) and closes the file.
 //
-// The log_file_sink runs on the loop's thread: file_worker (the worker I/O
-// thread) writes one fd as it is, with no rotation, reopen or fsync policy,
-// so it cannot serve a rotated log yet. A regular file's writes complete
-// within the sink call, so a slow disk holds the loop, and with it the
-// reading, as well as 'drain' does.
+// The loop's thread only reads and splits: a slow disk holds the worker,
+// whose completions then come late, so 'drain' holds the reading back.
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -236,12 +239,12 @@ class log_tool {
 
   int run() {
     std::error_code ec;
-    out_ = sluice::make_log_writable(o_.file, o_.log, {.high_water_mark = 64 * 1024}, ec);
-    if (!out_) {
+    worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
+    if (!worker_) {
       std::fprintf(stderr, "sluice-log: %s: %s\n", o_.file.c_str(), ec.message().c_str());
       return 1;
     }
-    sink_ = &static_cast<sluice::log_file_sink&>(out_->get_sink());
+    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 64 * 1024});
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] {
       if (!waiting_ || !in_ || stopping_) return;
@@ -253,7 +256,7 @@ class log_tool {
     // The signals come to the loop: their tasks never run inside a line.
     term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); });
     int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); });
-    hup_ = sluice::on_signal(loop, SIGHUP, [this] { sink_->reopen(); });
+    hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });
 
     make_stdin_nonblocking();
     in_ = sluice::make_fd_readable(STDIN_FILENO, false);
@@ -264,6 +267,8 @@ class log_tool {
         {.max_line_length = o_.max_line_length});
     loop.run();
     restore_stdin();
+    // Every line is written (or the file failed): the last sync and the close.
+    if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
     if (!failed_ && !finished_) {
       // Nothing left to do and the file never finished: a bug, not a state to hide.
       std::fprintf(stderr, "sluice-log: %s: the log did not finish\n", o_.file.c_str());
@@ -275,13 +280,13 @@ class log_tool {
 
  private:
   void print_stats() const {
-    const auto bytes = static_cast<unsigned long long>(sink_->bytes_written());
+    const auto bytes = static_cast<unsigned long long>(worker_->bytes_written());
     if (o_.json)
       std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", lines_, bytes,
-                   sink_->rotations(), sink_->reopens());
+                   worker_->rotations(), worker_->reopens());
     else
       std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", lines_, bytes,
-                   sink_->rotations(), sink_->reopens());
+                   worker_->rotations(), worker_->reopens());
   }
 
   // One line: one chunk, so that rotation never splits it.
@@ -367,8 +372,8 @@ class log_tool {
   }
 
   const options& o_;
-  std::unique_ptr<sluice::writable> out_;
-  sluice::log_file_sink* sink_ = nullptr;
+  std::unique_ptr<sluice::file_worker> worker_;
+  std::unique_ptr<sluice::writable> out_;  // its sink may outlive worker_
   std::unique_ptr<sluice::readable> in_;
   sluice::signal_watch term_, int_, hup_;
   clock_stamp stamp_;

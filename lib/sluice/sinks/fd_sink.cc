@@ -29,12 +29,21 @@ constexpr std::size_t iov_max = 1024;
 
 namespace detail {
 
-fd_writer::fd_writer(int fd) : fd_(fd) {
+fd_writer::kind fd_writer::kind_of(int fd) noexcept {
   struct stat st {};
-  if (::fstat(fd_, &st) == 0) {
-    if (S_ISFIFO(st.st_mode)) kind_ = kind::pipe;
-    if (S_ISSOCK(st.st_mode)) kind_ = kind::socket;
+  if (::fstat(fd, &st) == 0) {
+    if (S_ISFIFO(st.st_mode)) return kind::pipe;
+    if (S_ISSOCK(st.st_mode)) return kind::socket;
   }
+  return kind::other;
+}
+
+void fd_writer::reset(int fd) noexcept {
+  fd_ = fd;
+  kind_ = kind_of(fd);
+}
+
+fd_writer::fd_writer(int fd) : fd_(fd), kind_(kind_of(fd)) {
   struct sigaction sa {};
   if (::sigaction(SIGPIPE, nullptr, &sa) == 0) ignore_sigpipe_ = sa.sa_handler == SIG_IGN;
   iov_.resize(iov_max);

@@ -25,6 +25,9 @@ namespace sluice::detail {
 class fd_writer {
  public:
   explicit fd_writer(int fd);
+  /// Writes go to `fd` from now on (a log's new file after rotation or
+  /// reopen); no call may be in progress. The counters go on counting.
+  void reset(int fd) noexcept;
 
   /// Starts a call; the chunks must stay valid until it is done.
   void start(std::string_view chunk) noexcept;
@@ -54,6 +57,7 @@ class fd_writer {
 
  private:
   enum class kind { other, pipe, socket };
+  static kind kind_of(int fd) noexcept;
   std::size_t fill_iov() noexcept;
   void advance(std::size_t n, std::size_t filled) noexcept;
   ssize_t write_iov(const iovec* iov, int n) noexcept;

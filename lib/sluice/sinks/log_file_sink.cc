@@ -1,77 +1,35 @@
 #include "sluice/sinks/log_file_sink.h"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <new>
 #include <utility>
 
 #include "sluice/errors.h"
+#include "sluice/sinks/log_file.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
 
-namespace {
-
-std::error_code last_error() noexcept { return {errno, std::system_category()}; }
-
-// rename() and unlink() where a missing source is no failure: rotated files
-// may have gaps, and the log itself may have been removed under us.
-std::error_code rename_if_there(const std::string& from, const std::string& to) noexcept {
-  if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) return last_error();
-  return {};
-}
-
-std::error_code unlink_if_there(const std::string& path) noexcept {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return last_error();
-  return {};
-}
-
-// open_fd() or throw, before anything else can touch errno.
-int open_or_throw(int fd, const std::string& path) {
-  if (fd < 0) throw stream_error(errno, std::system_category(), "cannot open " + path);
-  return fd;
-}
-
-}  // namespace
-
-int log_file_sink::open_fd(const std::string& path, mode_t permissions) noexcept {
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, permissions);
-  } while (fd < 0 && errno == EINTR);
-  return fd;
-}
-
-// Owns fd from the start: closes it if anything here throws.
-log_file_sink::log_file_sink(int fd, const std::string& path, const log_options& options) try
-    : path_(path), options_(options), fd_(fd) {
-  rotated_.reserve(options.keep);
-  for (unsigned i = 1; i <= options.keep; ++i) rotated_.push_back(path + "." + std::to_string(i));
-  out_.emplace(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) == 0) file_size_ = static_cast<std::uint64_t>(st.st_size);
-} catch (...) {
-  ::close(fd);
+log_file_sink::log_file_sink(std::unique_ptr<detail::log_file> file) : file_(std::move(file)) {
+  out_.emplace(file_->fd());
 }
 
 log_file_sink::log_file_sink(const std::string& path, const log_options& options)
-    : log_file_sink(open_or_throw(open_fd(path, options.permissions), path), path, options) {}
+    : log_file_sink(std::make_unique<detail::log_file>(path, options)) {}
 
 std::unique_ptr<log_file_sink> log_file_sink::open(const std::string& path, const log_options& options,
                                                    std::error_code& ec) noexcept {
-  const int fd = open_fd(path, options.permissions);
+  const int fd = detail::log_file::open_fd(path, options.permissions);
   if (fd < 0) {
-    ec = last_error();
+    ec = {errno, std::system_category()};
     return nullptr;
   }
   ec.clear();
   try {
-    return std::unique_ptr<log_file_sink>(new log_file_sink(fd, path, options));
-  } catch (const std::bad_alloc&) {  // the constructor closed fd
+    return std::unique_ptr<log_file_sink>(new log_file_sink(std::make_unique<detail::log_file>(fd, path, options)));
+  } catch (const std::bad_alloc&) {  // log_file's constructor closed fd, or owns it by now
     ec = std::make_error_code(std::errc::not_enough_memory);
     return nullptr;
   }
@@ -79,8 +37,15 @@ std::unique_ptr<log_file_sink> log_file_sink::open(const std::string& path, cons
 
 log_file_sink::~log_file_sink() {
   if (loop_) loop_->cancel(this);
-  close_fd();
 }
+
+const std::string& log_file_sink::path() const noexcept { return file_->path(); }
+int log_file_sink::fd() const noexcept { return file_->fd(); }
+std::uint64_t log_file_sink::size() const noexcept { return file_->size(); }
+std::size_t log_file_sink::rotations() const noexcept { return file_->rotations(); }
+std::size_t log_file_sink::reopens() const noexcept { return file_->reopens(); }
+std::size_t log_file_sink::fsyncs() const noexcept { return file_->fsyncs(); }
+std::uint64_t log_file_sink::bytes_written() const noexcept { return file_->bytes_written(); }
 
 // ---- a write or writev
 
@@ -106,34 +71,20 @@ void log_file_sink::writev(const write_batch& batch, write_done done) {
 std::error_code log_file_sink::prepare(std::size_t next_chunk) noexcept {
   account();
   if (pending_) return std::exchange(pending_, {});
-  if (!out_ || fd_ < 0) return std::make_error_code(std::errc::bad_file_descriptor);
+  if (!out_ || file_->fd() < 0) return std::make_error_code(std::errc::bad_file_descriptor);
   if (reopen_asked_) {
     reopen_asked_ = false;
     if (const std::error_code ec = reopen_now()) return ec;
   }
-  const std::uint64_t max = options_.max_size;
-  if (max != 0 && next_chunk > 0 && file_size_ > 0 && file_size_ + next_chunk > max) return rotate();
-  return {};
+  return follow(file_->prepare(next_chunk));
 }
 
 // Hands out_ the chunks from next_ that fit in the file (at least one), and
 // keeps the rest for after the next rotation.
 std::error_code log_file_sink::start_segment() noexcept {
   if (const std::error_code ec = prepare((*next_).size())) return ec;
-  const std::uint64_t max = options_.max_size;
-  if (max == 0) {
-    out_->start(next_, left_);
-    left_ = 0;
-    return {};
-  }
   const write_batch::iterator first = next_;
-  std::uint64_t size = file_size_;
-  std::size_t n = 0;
-  for (; n < left_; ++n, ++next_) {
-    const std::size_t chunk = (*next_).size();
-    if (n > 0 && chunk > 0 && size > 0 && size + chunk > max) break;
-    size += chunk;
-  }
+  const std::size_t n = file_->fitting(next_, left_);
   out_->start(first, n);
   left_ -= n;
   return {};
@@ -144,7 +95,7 @@ void log_file_sink::pump() noexcept {
   for (;;) {
     if (!out_->write_some(ec)) {
       account();
-      loop_->watch(fd_, POLLOUT, [this](short) { pump(); }, this);
+      loop_->watch(file_->fd(), POLLOUT, [this](short) { pump(); }, this);
       return;
     }
     if (ec || left_ == 0) break;
@@ -167,51 +118,35 @@ void log_file_sink::after_call(std::error_code& ec) noexcept {
   if (closed_) return;
   if (!ec && pending_) ec = std::exchange(pending_, {});
   if (ec) return;
-  if (options_.fsync == log_options::fsync_policy::every_bytes && unsynced_ > 0 &&
-      unsynced_ >= options_.fsync_bytes) {
+  const log_options& o = file_->options();
+  if (o.fsync == log_options::fsync_policy::every_bytes && file_->unsynced() > 0 &&
+      file_->unsynced() >= o.fsync_bytes) {
     if ((ec = sync())) return;
   }
   if (reopen_asked_) {
     reopen_asked_ = false;
     if ((ec = reopen_now())) return;
   }
-  if (options_.fsync == log_options::fsync_policy::every_ms && unsynced_ > 0 && timer_ == 0 && loop_)
-    timer_ = loop_->set_timeout(options_.fsync_interval, [this] { on_timer(); }, this);
+  if (o.fsync == log_options::fsync_policy::every_ms && file_->unsynced() > 0 && timer_ == 0 && loop_)
+    timer_ = loop_->set_timeout(o.fsync_interval, [this] { on_timer(); }, this);
 }
 
 // Counts what out_ has written since last asked.
 void log_file_sink::account() noexcept {
   if (!out_) return;
-  const std::size_t n = out_->bytes_written() - seen_;
+  file_->wrote(out_->bytes_written() - seen_);
   seen_ = out_->bytes_written();
-  file_size_ += n;
-  unsynced_ += n;
-  bytes_written_ += n;
   syscalls_ += out_->syscalls() - syscalls_seen_;
   syscalls_seen_ = out_->syscalls();
 }
 
-// ---- rotation, reopen, sync
-
-std::error_code log_file_sink::rotate() noexcept {
-  if (const std::error_code ec = sync_if_dirty()) return ec;
-  if (rotated_.empty()) {
-    if (const std::error_code ec = unlink_if_there(path_)) return ec;
-  } else {
-    // Only the files below the first missing number move up, into the gap;
-    // with no gap, app.log.<keep-1> replaces the oldest, app.log.<keep>.
-    std::size_t gap = 0;
-    struct stat st {};
-    while (gap + 1 < rotated_.size() && !(::lstat(rotated_[gap].c_str(), &st) != 0 && errno == ENOENT)) ++gap;
-    for (std::size_t i = gap; i > 0; --i)
-      if (const std::error_code ec = rename_if_there(rotated_[i - 1], rotated_[i])) return ec;
-    if (const std::error_code ec = rename_if_there(path_, rotated_[0])) return ec;
-  }
-  const int fd = open_fd(path_, options_.permissions);
-  if (fd < 0) return last_error();
-  ++rotations_;
-  return adopt(fd);
+// After a rotation or reopen, out_ follows the file to its new fd.
+std::error_code log_file_sink::follow(std::error_code ec) noexcept {
+  if (out_ && file_->fd() >= 0 && out_->fd() != file_->fd()) out_->reset(file_->fd());
+  return ec;
 }
+
+// ---- reopen, sync
 
 std::error_code log_file_sink::reopen() noexcept {
   if (closed_) return {};
@@ -226,61 +161,16 @@ std::error_code log_file_sink::reopen() noexcept {
 
 std::error_code log_file_sink::reopen_now() noexcept {
   account();
-  const std::error_code synced = sync_if_dirty();
-  const int fd = open_fd(path_, options_.permissions);
-  if (fd < 0) return last_error();
-  ++reopens_;
-  const std::error_code closed = adopt(fd);
-  return synced ? synced : closed;
+  return follow(file_->reopen());
 }
 
-// Writes go to `fd` from now on; the old one is closed (its error returned).
-std::error_code log_file_sink::adopt(int fd) noexcept {
-  account();
-  const std::error_code closed = close_fd();
-  fd_ = fd;
-  struct stat st {};
-  file_size_ = ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-  unsynced_ = 0;
-  seen_ = 0;
-  syscalls_seen_ = 0;
-  try {
-    out_.emplace(fd);  // sees whether the new file is a pipe, and so on
-  } catch (const std::bad_alloc&) {
-    out_.reset();
-    return std::make_error_code(std::errc::not_enough_memory);
-  }
-  return closed;
-}
-
-std::error_code log_file_sink::close_fd() noexcept {
-  if (fd_ < 0) return {};
-  // close() is not retried on EINTR: on Linux the fd is gone either way.
-  const int r = ::close(std::exchange(fd_, -1));
-  return r != 0 ? last_error() : std::error_code{};
-}
-
-std::error_code log_file_sink::sync() noexcept {
-  ++fsyncs_;
-  int r;
-  do {
-    r = ::fsync(fd_);
-  } while (r != 0 && errno == EINTR);
-  if (r != 0) return last_error();
-  unsynced_ = 0;
-  return {};
-}
-
-std::error_code log_file_sink::sync_if_dirty() noexcept {
-  if (options_.fsync == log_options::fsync_policy::never || unsynced_ == 0 || fd_ < 0) return {};
-  return sync();
-}
+std::error_code log_file_sink::sync() noexcept { return file_->sync(); }
 
 void log_file_sink::on_timer() noexcept {
   timer_ = 0;
   if (closed_) return;
   account();
-  if (unsynced_ == 0) return;
+  if (file_->unsynced() == 0) return;
   if (const std::error_code ec = sync()) report(ec);
 }
 
@@ -302,9 +192,9 @@ void log_file_sink::final(final_done done) {
   if (timer_ != 0) loop_->clear_timeout(std::exchange(timer_, 0));
   account();
   std::error_code ec = std::exchange(pending_, {});
-  if (!ec) ec = sync_if_dirty();
+  if (!ec) ec = file_->sync_if_dirty();
   closed_ = true;
-  const std::error_code closed = close_fd();
+  const std::error_code closed = file_->close();
   done(ec ? ec : closed);
 }
 
@@ -319,7 +209,7 @@ std::error_code log_file_sink::destroy(std::error_code err) noexcept {
       loop_->next_tick([this] { finish(make_error_code(errc::destroyed)); }, this);
     }
   }
-  const std::error_code closed = close_fd();
+  const std::error_code closed = file_->close();
   return err ? err : closed;
 }
 
@@ -333,7 +223,7 @@ std::error_code log_file_sink::pump_sync() noexcept {
     if ((ec = start_segment())) break;
   }
   account();
-  if (!ec) ec = sync_if_dirty();
+  if (!ec) ec = file_->sync_if_dirty();
   return ec;
 }
 

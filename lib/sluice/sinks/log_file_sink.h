@@ -20,6 +20,10 @@
 
 namespace sluice {
 
+namespace detail {
+class log_file;
+}  // namespace detail
+
 struct writable_options;
 class writable;
 
@@ -109,20 +113,19 @@ class log_file_sink : public sink {
   /// with `w.destroy(err)`. make_log_writable() binds its stream.
   void bind(writable& w) noexcept { stream_ = &w; }
 
-  const std::string& path() const noexcept { return path_; }
-  int fd() const noexcept { return fd_; }
+  const std::string& path() const noexcept;
+  int fd() const noexcept;
   /// The current file's size as this sink counts it.
-  std::uint64_t size() const noexcept { return file_size_; }
+  std::uint64_t size() const noexcept;
   /// Counters, for tools and tests.
-  std::size_t rotations() const noexcept { return rotations_; }
-  std::size_t reopens() const noexcept { return reopens_; }
-  std::size_t fsyncs() const noexcept { return fsyncs_; }
+  std::size_t rotations() const noexcept;
+  std::size_t reopens() const noexcept;
+  std::size_t fsyncs() const noexcept;
   std::size_t syscalls() const noexcept { return syscalls_; }
-  std::uint64_t bytes_written() const noexcept { return bytes_written_; }
+  std::uint64_t bytes_written() const noexcept;
 
  private:
-  log_file_sink(int fd, const std::string& path, const log_options& options);
-  static int open_fd(const std::string& path, mode_t permissions) noexcept;
+  explicit log_file_sink(std::unique_ptr<detail::log_file> file);
 
   std::error_code prepare(std::size_t next_chunk) noexcept;
   std::error_code start_segment() noexcept;
@@ -131,20 +134,14 @@ class log_file_sink : public sink {
   void finish(std::error_code ec) noexcept;
   void after_call(std::error_code& ec) noexcept;
   void account() noexcept;
-  std::error_code rotate() noexcept;
+  std::error_code follow(std::error_code ec) noexcept;
   std::error_code reopen_now() noexcept;
-  std::error_code adopt(int fd) noexcept;
-  std::error_code close_fd() noexcept;
   std::error_code sync() noexcept;
-  std::error_code sync_if_dirty() noexcept;
   void on_timer() noexcept;
   void report(std::error_code ec) noexcept;
 
-  std::string path_;
-  std::vector<std::string> rotated_;  // app.log.1 ... app.log.<keep>
-  log_options options_;
-  int fd_ = -1;
-  std::optional<detail::fd_writer> out_;  // made again for each new fd
+  std::unique_ptr<detail::log_file> file_;  // rotation, reopen and fsync live there
+  std::optional<detail::fd_writer> out_;
   loop* loop_ = nullptr;
   writable* stream_ = nullptr;
 
@@ -154,8 +151,6 @@ class log_file_sink : public sink {
   write_batch::iterator next_;
   std::size_t left_ = 0;
 
-  std::uint64_t file_size_ = 0;
-  std::uint64_t unsynced_ = 0;
   std::size_t seen_ = 0;          // out_->bytes_written() already counted
   std::size_t syscalls_seen_ = 0;  // out_->syscalls() already counted
   timer_id timer_ = 0;    // every_ms: the sync that is due
@@ -163,11 +158,7 @@ class log_file_sink : public sink {
   bool closed_ = false;   // by end or destroy: no more reopen, rotation or sync
   std::error_code pending_;  // met between calls, for the next call to report
 
-  std::size_t rotations_ = 0;
-  std::size_t reopens_ = 0;
-  std::size_t fsyncs_ = 0;
   std::size_t syscalls_ = 0;
-  std::uint64_t bytes_written_ = 0;
 };
 
 /// A writable over a new log_file_sink, bound to it (see bind()). Throws

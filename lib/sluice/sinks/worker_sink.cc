@@ -23,6 +23,10 @@
 //            bit 2 waiters   some producer is about to sleep until its slot's
 //                            `state` moves on (set by producers; cleared only
 //                            by the worker, which then bumps the epoch).
+//            bit 3 reopen    a log worker: request_reopen() was called (set
+//                            by any thread, which then wakes a `sleeping`
+//                            worker as a push does; cleared by the worker as
+//                            it reopens, before its next batch or when idle).
 //            bits 8-31 epoch bumped by the worker with notify_all when it
 //                            ends a round and saw `waiters`, so that a
 //                            sleeping producer wakes and looks at its slot.
@@ -93,6 +97,7 @@
 #include "sluice/errors.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/fd_writer.h"
+#include "sluice/sinks/log_file.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
@@ -103,6 +108,7 @@ namespace {
 constexpr std::uint32_t sleeping = 1u << 0;
 constexpr std::uint32_t stopping = 1u << 1;
 constexpr std::uint32_t waiters = 1u << 2;
+constexpr std::uint32_t reopen_asked = 1u << 3;
 constexpr std::uint32_t epoch_unit = 1u << 8;
 
 constexpr std::uint32_t holds_mask = 0xff;
@@ -140,6 +146,21 @@ void sleep_on(std::atomic<std::uint32_t>& word, std::uint32_t old) noexcept {
 #ifdef __linux__
   ::syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
 #else
+  word.wait(old, std::memory_order_relaxed);
+#endif
+}
+
+// sleep_on() for at most `timeout` (a log worker's every_ms sync). C++20 has
+// no timed atomic wait: elsewhere than on Linux it sleeps untimed, and the
+// idle sync waits for the next batch or close().
+void sleep_on_for(std::atomic<std::uint32_t>& word, std::uint32_t old, std::chrono::nanoseconds timeout) noexcept {
+#ifdef __linux__
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
+  ::syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, old, &ts, nullptr, 0);
+#else
+  (void)timeout;
   word.wait(old, std::memory_order_relaxed);
 #endif
 }
@@ -225,6 +246,13 @@ struct worker_core {
   int producer_cpu = -1;      // the worker's: where the last batch came from
   std::atomic<std::size_t> batches{0}, syscalls{0}, bytes{0};
 
+  // A log worker's file (null for a plain fd), the worker thread's until it
+  // is joined; `out` follows its fd. Published for other threads: the counters.
+  std::unique_ptr<log_file> log;
+  std::size_t seen = 0;         // out.bytes_written() already given to log
+  std::error_code log_error;    // met while idle, for the next batch (or close())
+  std::atomic<std::size_t> rotations{0}, reopens{0}, fsyncs{0};
+
   static worker_slot* closed() noexcept { return reinterpret_cast<worker_slot*>(std::uintptr_t{1}); }
 
   bool push(worker_slot& s) noexcept;
@@ -233,6 +261,14 @@ struct worker_core {
   void run() noexcept;
   bool wait_for_work() noexcept;
   void write(worker_slot& s) noexcept;
+  std::error_code write_log(worker_slot& s) noexcept;
+  std::error_code follow(std::error_code ec) noexcept;
+  std::error_code reopen_log() noexcept;
+  void account_log() noexcept;
+  void publish_log() noexcept;
+  void log_idle() noexcept;
+  bool sleep_for_sync(std::uint32_t w) noexcept;
+  std::error_code close_log() noexcept;
   void stop() noexcept;
 };
 
@@ -299,6 +335,8 @@ void worker_core::run() noexcept {
   for (;;) {
     worker_slot* taken = head.exchange(nullptr, std::memory_order_acquire);
     if (taken == nullptr) {
+      if (log) [[unlikely]]
+        log_idle();
       if (!wait_for_work()) return;
       continue;
     }
@@ -325,11 +363,15 @@ bool worker_core::wait_for_work() noexcept {
     return true;
   for (;;) {
     const std::uint32_t w = word.fetch_or(sleeping, std::memory_order_seq_cst) | sleeping;
-    if (head.load(std::memory_order_seq_cst) != nullptr) break;
+    if (head.load(std::memory_order_seq_cst) != nullptr || (w & reopen_asked)) break;
     if (w & stopping) {
       worker_slot* expected = nullptr;
       if (head.compare_exchange_strong(expected, closed(), std::memory_order_seq_cst)) return false;
       break;  // one came in: write it first
+    }
+    if (log) [[unlikely]] {
+      if (!sleep_for_sync(w)) break;  // the every_ms sync is due
+      continue;
     }
     sleep_on(word, w);
   }
@@ -341,15 +383,19 @@ void worker_core::write(worker_slot& s) noexcept {
   producer_cpu = s.cpu;
   if (const int cpu = current_cpu(); worker_cpu.load(std::memory_order_relaxed) != cpu)
     worker_cpu.store(cpu, std::memory_order_relaxed);
-  if (s.single)
-    out.start(s.chunk);
-  else
-    out.start(s.batch);
-  s.error = out.write_all();
-  // Written by this thread only: plain stores, for readers elsewhere.
+  if (log) [[unlikely]] {
+    s.error = write_log(s);
+  } else {
+    if (s.single)
+      out.start(s.chunk);
+    else
+      out.start(s.batch);
+    s.error = out.write_all();
+    // Written by this thread only: plain stores, for readers elsewhere.
+    syscalls.store(out.syscalls(), std::memory_order_relaxed);
+    bytes.store(out.bytes_written(), std::memory_order_relaxed);
+  }
   batches.store(batches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  syscalls.store(out.syscalls(), std::memory_order_relaxed);
-  bytes.store(out.bytes_written(), std::memory_order_relaxed);
 
   // The end of the round; after it the slot is the producer's again.
   if (s.state.load(std::memory_order_acquire) & claimed) {
@@ -369,6 +415,98 @@ void worker_core::write(worker_slot& s) noexcept {
     word.fetch_add(epoch_unit - waiters, std::memory_order_relaxed);  // clears `waiters`, bumps the epoch
     wake(word, true);
   }
+}
+
+// ---- the worker side of a log file
+
+// One batch into the log: as log_file_sink writes it, in parts that each
+// fit the current file, rotating between them; but blocking, as a regular
+// file's writes do anyway.
+std::error_code worker_core::write_log(worker_slot& s) noexcept {
+  std::error_code ec = std::exchange(log_error, {});
+  if (!ec && (word.load(std::memory_order_relaxed) & reopen_asked)) ec = reopen_log();
+  if (!ec && s.single) {
+    if (!(ec = follow(log->prepare(s.chunk.size())))) {
+      out.start(s.chunk);
+      ec = out.write_all();
+      account_log();
+    }
+  } else if (!ec) {
+    write_batch::iterator next = s.batch.begin();
+    std::size_t left = s.batch.size();
+    while (!ec && left > 0) {
+      if ((ec = follow(log->prepare((*next).size())))) break;
+      const write_batch::iterator first = next;
+      const std::size_t n = log->fitting(next, left);
+      out.start(first, n);
+      left -= n;
+      ec = out.write_all();
+      account_log();
+    }
+  }
+  if (!ec) ec = log->sync_if_due();
+  publish_log();
+  return ec;
+}
+
+// After a rotation or reopen, `out` follows the log to its new fd.
+std::error_code worker_core::follow(std::error_code ec) noexcept {
+  if (log->fd() >= 0 && out.fd() != log->fd()) out.reset(log->fd());
+  return ec;
+}
+
+std::error_code worker_core::reopen_log() noexcept {
+  word.fetch_and(~reopen_asked, std::memory_order_relaxed);
+  account_log();
+  return follow(log->reopen());
+}
+
+void worker_core::account_log() noexcept {
+  log->wrote(out.bytes_written() - seen);
+  seen = out.bytes_written();
+}
+
+void worker_core::publish_log() noexcept {
+  syscalls.store(out.syscalls(), std::memory_order_relaxed);
+  bytes.store(log->bytes_written(), std::memory_order_relaxed);
+  rotations.store(log->rotations(), std::memory_order_relaxed);
+  reopens.store(log->reopens(), std::memory_order_relaxed);
+  fsyncs.store(log->fsyncs(), std::memory_order_relaxed);
+}
+
+// With no batch to write: a reopen that was asked for, a sync that is due.
+// Their errors wait for the next batch. After an error, no more idle syncs
+// (a failing fsync would otherwise be retried in a loop).
+void worker_core::log_idle() noexcept {
+  std::error_code ec;
+  if (word.load(std::memory_order_relaxed) & reopen_asked) ec = reopen_log();
+  if (!ec && !log_error) ec = log->sync_if_due();
+  if (ec && !log_error) log_error = ec;
+  publish_log();
+}
+
+// Sleeps as sleep_on(), but only until the every_ms sync is due when one is
+// owed. False when it is due (the worker gets up to do it).
+bool worker_core::sleep_for_sync(std::uint32_t w) noexcept {
+  std::chrono::steady_clock::time_point when;
+  if (log_error || !log->sync_deadline(when)) {
+    sleep_on(word, w);
+    return true;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= when) return false;
+  sleep_on_for(word, w, when - now);
+  return std::chrono::steady_clock::now() < when;
+}
+
+// After the thread is joined: an idle error, the last sync, the close.
+std::error_code worker_core::close_log() noexcept {
+  account_log();
+  std::error_code ec = std::exchange(log_error, {});
+  if (!ec) ec = log->sync_if_dirty();
+  const std::error_code closed = log->close();
+  publish_log();
+  return ec ? ec : closed;
 }
 
 void worker_core::stop() noexcept {
@@ -406,6 +544,31 @@ int open_or_throw(const std::string& path, const file_options& options) {
 
 file_worker::file_worker(int fd, bool close_fd)
     : core_(std::make_shared<detail::worker_core>(fd)), fd_(fd), close_fd_(close_fd) {
+  start();
+}
+
+// The log is the core's: closed with it if the thread cannot start.
+file_worker::file_worker(const std::string& path, const log_options& options) : fd_(-1), close_fd_(false) {
+  auto log = std::make_unique<detail::log_file>(path, options);
+  core_ = std::make_shared<detail::worker_core>(log->fd());
+  core_->log = std::move(log);
+  start();
+}
+
+std::unique_ptr<file_worker> file_worker::open_log(const std::string& path, const log_options& options,
+                                                   std::error_code& ec) noexcept {
+  ec.clear();
+  try {
+    return std::make_unique<file_worker>(path, options);
+  } catch (const std::system_error& e) {  // stream_error with the errno, or the thread's
+    ec = e.code();
+  } catch (const std::bad_alloc&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+  }
+  return nullptr;
+}
+
+void file_worker::start() {
   // The thread takes no signals: they stay with the program's own threads.
   // (SIGPIPE from its writes is handled by fd_writer.)
   sigset_t all, old;
@@ -436,6 +599,7 @@ std::error_code file_worker::close() noexcept {
   closed_ = true;
   core_->stop();
   thread_.join();
+  if (core_->log) return close_error_ = core_->close_log();
   if (fsync_at_close_ && ::fsync(fd_) != 0) close_error_ = {errno, std::system_category()};
   if (close_fd_ && ::close(fd_) != 0 && !close_error_) close_error_ = {errno, std::system_category()};
   return close_error_;
@@ -448,6 +612,18 @@ std::unique_ptr<worker_sink> file_worker::make_sink() {
 std::size_t file_worker::batches() const noexcept { return core_->batches.load(std::memory_order_relaxed); }
 std::size_t file_worker::syscalls() const noexcept { return core_->syscalls.load(std::memory_order_relaxed); }
 std::size_t file_worker::bytes_written() const noexcept { return core_->bytes.load(std::memory_order_relaxed); }
+std::size_t file_worker::rotations() const noexcept { return core_->rotations.load(std::memory_order_relaxed); }
+std::size_t file_worker::reopens() const noexcept { return core_->reopens.load(std::memory_order_relaxed); }
+std::size_t file_worker::fsyncs() const noexcept { return core_->fsyncs.load(std::memory_order_relaxed); }
+
+void file_worker::request_reopen() noexcept {
+  if (!core_->log) return;
+  std::atomic<std::uint32_t>& word = core_->word;
+  if (word.fetch_or(detail::reopen_asked, std::memory_order_seq_cst) & detail::sleeping) {
+    word.fetch_and(~detail::sleeping, std::memory_order_relaxed);
+    detail::wake(word, false);
+  }
+}
 
 // ---- worker_sink
 

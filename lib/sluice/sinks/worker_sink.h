@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "sluice/sinks/file_sink.h"
+#include "sluice/sinks/log_file_sink.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice {
@@ -56,6 +57,22 @@ struct worker_slot;
 /// The destructor writes everything already handed over, then joins the
 /// thread and closes the fd (if owned). Sinks may outlive it: their later
 /// writes fail with EBADF.
+///
+/// **A log file.** Made with log_options, the worker writes a log as
+/// log_file_sink does (the same detail::log_file): rotation by size between
+/// the chunks of a batch (a chunk is never split across two files), fsync by
+/// policy (every_ms with a timed sleep, so a sync comes at most the interval
+/// after a write even when idle; at_end and the others before each file is
+/// closed, at rotation, reopen and close()), and request_reopen() from any
+/// thread, carried out by the worker before its next batch (or at once when
+/// idle). An error of rename, open or fsync is the error of the batch in
+/// flight (so of its producer's stream); one met while idle, of the next
+/// batch, else of close().
+///
+///     sluice::file_worker log("app.log", sluice::log_options{.max_size = 10 << 20, .keep = 3});
+///     auto out = sluice::make_worker_writable(log);   // on each producer thread
+///     out->write("one line\n");
+///     log.request_reopen();                            // from SIGHUP's handler, say
 class file_worker {
  public:
   /// A worker over `fd`; `close_fd`: close it when the worker is closed.
@@ -63,6 +80,12 @@ class file_worker {
   /// Opens `path` as file_sink does; throws stream_error when it cannot.
   /// `fsync_at_end` syncs the file when the worker is closed.
   explicit file_worker(const std::string& path, const file_options& options = {});
+  /// A log file at `path` (see above); throws stream_error when it cannot be
+  /// opened.
+  file_worker(const std::string& path, const log_options& options);
+  /// The non-throwing twin: null and `ec` set on failure.
+  static std::unique_ptr<file_worker> open_log(const std::string& path, const log_options& options,
+                                               std::error_code& ec) noexcept;
   ~file_worker();
   file_worker(const file_worker&) = delete;
   file_worker& operator=(const file_worker&) = delete;
@@ -75,13 +98,25 @@ class file_worker {
   /// Called by the destructor; later calls return the same result.
   std::error_code close() noexcept;
 
+  /// A log worker: closes and reopens the path (after an external rename)
+  /// before the next batch, waking the worker if it sleeps. Any thread, any
+  /// time, also from a signal handler (one atomic RMW and maybe a futex
+  /// wake). A plain fd worker ignores it.
+  void request_reopen() noexcept;
+
+  /// The fd; -1 for a log worker, whose fd changes as it rotates.
   int fd() const noexcept { return fd_; }
-  /// Counters, for tools and tests: batches written, syscalls made, bytes.
+  /// Counters, for tools and tests: batches written, syscalls made, bytes;
+  /// and for a log worker: rotations, reopens, fsyncs.
   std::size_t batches() const noexcept;
   std::size_t syscalls() const noexcept;
   std::size_t bytes_written() const noexcept;
+  std::size_t rotations() const noexcept;
+  std::size_t reopens() const noexcept;
+  std::size_t fsyncs() const noexcept;
 
  private:
+  void start();
   std::shared_ptr<detail::worker_core> core_;
   std::thread thread_;
   int fd_;

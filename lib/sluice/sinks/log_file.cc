@@ -1,0 +1,156 @@
+#include "sluice/sinks/log_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "sluice/errors.h"
+
+namespace sluice::detail {
+
+namespace {
+
+std::error_code last_error() noexcept { return {errno, std::system_category()}; }
+
+// rename() and unlink() where a missing source is no failure: rotated files
+// may have gaps, and the log itself may have been removed under us.
+std::error_code rename_if_there(const std::string& from, const std::string& to) noexcept {
+  if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) return last_error();
+  return {};
+}
+
+std::error_code unlink_if_there(const std::string& path) noexcept {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return last_error();
+  return {};
+}
+
+// open_fd() or throw, before anything else can touch errno.
+int open_or_throw(int fd, const std::string& path) {
+  if (fd < 0) throw stream_error(errno, std::system_category(), "cannot open " + path);
+  return fd;
+}
+
+std::uint64_t file_size(int fd) noexcept {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+int log_file::open_fd(const std::string& path, mode_t permissions) noexcept {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, permissions);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// Owns fd from the start: closes it if anything here throws.
+log_file::log_file(int fd, const std::string& path, const log_options& options) try
+    : path_(path), options_(options), fd_(fd), size_(file_size(fd)) {
+  rotated_.reserve(options.keep);
+  for (unsigned i = 1; i <= options.keep; ++i) rotated_.push_back(path + "." + std::to_string(i));
+} catch (...) {
+  ::close(fd);
+}
+
+log_file::log_file(const std::string& path, const log_options& options)
+    : log_file(open_or_throw(open_fd(path, options.permissions), path), path, options) {}
+
+std::size_t log_file::fitting(write_batch::iterator& first, std::size_t left) const noexcept {
+  const std::uint64_t max = options_.max_size;
+  if (max == 0) {
+    for (std::size_t i = 0; i < left; ++i) ++first;
+    return left;
+  }
+  std::uint64_t size = size_;
+  std::size_t n = 0;
+  for (; n < left; ++n, ++first) {
+    const std::size_t chunk = (*first).size();
+    if (n > 0 && chunk > 0 && size > 0 && size + chunk > max) break;
+    size += chunk;
+  }
+  return n;
+}
+
+std::error_code log_file::rotate() noexcept {
+  if (const std::error_code ec = sync_if_dirty()) return ec;
+  if (rotated_.empty()) {
+    if (const std::error_code ec = unlink_if_there(path_)) return ec;
+  } else {
+    // Only the files below the first missing number move up, into the gap;
+    // with no gap, app.log.<keep-1> replaces the oldest, app.log.<keep>.
+    std::size_t gap = 0;
+    struct stat st {};
+    while (gap + 1 < rotated_.size() && !(::lstat(rotated_[gap].c_str(), &st) != 0 && errno == ENOENT)) ++gap;
+    for (std::size_t i = gap; i > 0; --i)
+      if (const std::error_code ec = rename_if_there(rotated_[i - 1], rotated_[i])) return ec;
+    if (const std::error_code ec = rename_if_there(path_, rotated_[0])) return ec;
+  }
+  const int fd = open_fd(path_, options_.permissions);
+  if (fd < 0) return last_error();
+  ++rotations_;
+  return adopt(fd);
+}
+
+std::error_code log_file::reopen() noexcept {
+  const std::error_code synced = sync_if_dirty();
+  const int fd = open_fd(path_, options_.permissions);
+  if (fd < 0) return last_error();
+  ++reopens_;
+  const std::error_code closed = adopt(fd);
+  return synced ? synced : closed;
+}
+
+// Writes go to `fd` from now on; the old one is closed (its error returned).
+// The new fd is opened before the old is closed, so its number differs.
+std::error_code log_file::adopt(int fd) noexcept {
+  const std::error_code closed = close();
+  fd_ = fd;
+  size_ = file_size(fd);
+  unsynced_ = 0;
+  return closed;
+}
+
+std::error_code log_file::close() noexcept {
+  if (fd_ < 0) return {};
+  // close() is not retried on EINTR: on Linux the fd is gone either way.
+  const int r = ::close(std::exchange(fd_, -1));
+  return r != 0 ? last_error() : std::error_code{};
+}
+
+std::error_code log_file::sync() noexcept {
+  ++fsyncs_;
+  int r;
+  do {
+    r = ::fsync(fd_);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) return last_error();
+  unsynced_ = 0;
+  return {};
+}
+
+std::error_code log_file::sync_if_dirty() noexcept {
+  if (options_.fsync == log_options::fsync_policy::never || unsynced_ == 0 || fd_ < 0) return {};
+  return sync();
+}
+
+std::error_code log_file::sync_if_due() noexcept {
+  if (unsynced_ == 0 || fd_ < 0) return {};
+  switch (options_.fsync) {
+    case log_options::fsync_policy::every_bytes:
+      if (unsynced_ >= options_.fsync_bytes) return sync();
+      break;
+    case log_options::fsync_policy::every_ms:
+      if (std::chrono::steady_clock::now() >= dirty_since_ + options_.fsync_interval) return sync();
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
+}  // namespace sluice::detail
