@@ -94,7 +94,9 @@ void transform::write_(std::string_view chunk, write_done done) {
 // Node: the callback Transform.prototype._write gives _transform.
 void transform::after_transform(std::error_code ec, const std::string_view* data, std::string* owned) {
   if (!writing_cb_) {
-    // Node: the write callback called twice.
+    // Node: the callback called twice pushes its data again, and then the
+    // write callback's second call is ERR_MULTIPLE_CALLBACK (onwrite()).
+    if (!ec) push_data(data, owned);
     writable::error_or_destroy(make_error_code(errc::multiple_callback), false);
     return;
   }
