@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -16,6 +17,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/loop.h"
+#include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/duplex.h"
@@ -144,6 +146,28 @@ TEST_CASE("duplex: readable = false and writable = false") {
   d2->write("x", late.cb());
   t2.loop.run_until_idle();
   CHECK(late.error() == make_error_code(errc::write_after_end));
+}
+
+TEST_CASE("duplex over a socket: its loop may go first; what was written lands, nothing dangles") {
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  must_call written(1);
+  std::unique_ptr<duplex> d;
+  {
+    sluice::loop l;
+    duplex_options o;
+    o.event_loop = &l;
+    d = std::make_unique<duplex>(std::make_unique<fd_source>(sv[0]), std::make_unique<fd_sink>(sv[0], true), o);
+    d->write("hello", written.cb());
+  }  // the loop goes first: the held write is written out (see sluice/shutdown.h)
+  char buf[16];
+  const ssize_t n = ::read(sv[1], buf, sizeof buf);
+  REQUIRE(n > 0);
+  CHECK(std::string(buf, static_cast<std::size_t>(n)) == "hello");
+  d.reset();  // pays the callback, and touches neither side's old loop
+  CHECK(written.calls() == 1);
+  CHECK_FALSE(written.error());
+  ::close(sv[1]);
 }
 
 // A transformer that upper-cases, and records flushes.

@@ -93,6 +93,11 @@ void writable::write_pending_sync() noexcept {
 void writable::rehome(loop& l) noexcept {
   loop_ = &l;
   sink_->attach(l);
+  // A duplex's readable side moves with it: its destructor cancels on its loop.
+  if (rpeer_) {
+    rpeer_->loop_ = &l;
+    rpeer_->source_->attach(l);
+  }
 }
 
 void writable::call_soon(task t) { loop_->next_tick(std::move(t), this); }
