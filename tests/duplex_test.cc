@@ -4,15 +4,11 @@
 // streams are checked by the conformance scenarios (tests/conformance/ext).
 #include <doctest/doctest.h>
 
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "sluice/errors.h"
@@ -26,6 +22,7 @@
 #include "support/must_call.h"
 #include "support/recording_sink.h"
 #include "support/recording_source.h"
+#include "support/temp_dir.h"
 
 namespace sluice::test {
 namespace {
@@ -291,29 +288,24 @@ TEST_CASE("transform: a callback called twice pushes again, then ERR_MULTIPLE_CA
 }
 
 TEST_CASE("pipeline over files: file -> upper -> pass_through -> file, byte-exact, bounded") {
-  char in_path[] = "/tmp/sluice-duplex-in-XXXXXX";
-  char out_path[] = "/tmp/sluice-duplex-out-XXXXXX";
-  const int in_fd = ::mkstemp(in_path);
-  const int out_fd = ::mkstemp(out_path);
-  REQUIRE(in_fd >= 0);
-  REQUIRE(out_fd >= 0);
+  temp_dir dir;
+  const std::string in_path = dir.file("in"), out_path = dir.file("out");
   std::string data;
   for (int i = 0; i < 200000; ++i) data += "line " + std::to_string(i) + " of the input\n";
-  REQUIRE(::write(in_fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
-  ::lseek(in_fd, 0, SEEK_SET);
+  spit(in_path, data);
 
   must_call done(1);
   sluice::loop l;
   readable_options ro;
   ro.event_loop = &l;
-  auto in = make_fd_readable(in_fd, true, ro);
+  auto in = make_file_readable(in_path, ro);
   duplex_options o;
   o.event_loop = &l;
   transform up(std::make_unique<upper>(), o);
   pass_through pt(o);
   writable_options wo;
   wo.event_loop = &l;
-  auto out = make_fd_writable(out_fd, true, wo);
+  auto out = make_file_writable(out_path, {}, wo);
   std::size_t max_pending = 0;
   up.on(event::data, [&](std::string_view) {
     max_pending = std::max({max_pending, up.readable_length(), pt.writable_length() + pt.readable_length(),
@@ -324,17 +316,13 @@ TEST_CASE("pipeline over files: file -> upper -> pass_through -> file, byte-exac
   l.run();
   CHECK_FALSE(result);
 
-  std::ifstream f(out_path, std::ios::binary);
-  std::stringstream got;
-  got << f.rdbuf();
+  const std::string got = slurp(out_path);
   std::string want = data;
   for (char& c : want) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   want += "!";
-  CHECK(got.str().size() == want.size());
-  CHECK(got.str() == want);
+  CHECK(got.size() == want.size());
+  CHECK(got == want);
   CHECK(max_pending <= 4 * 65536);  // backpressure held every buffer near its mark
-  std::remove(in_path);
-  std::remove(out_path);
 }
 
 }  // namespace

@@ -30,10 +30,14 @@
 #include "support/must_call.h"
 #include "support/pipe_fds.h"
 #include "support/recording_sink.h"
+#include "support/temp_dir.h"
 
 using namespace sluice;
 using namespace std::string_view_literals;
 using sluice::test::must_call;
+using sluice::test::temp_dir;
+using sluice::test::slurp;
+using sluice::test::spit;
 using sluice::test::pipe_fds;
 namespace fs = std::filesystem;
 
@@ -64,33 +68,6 @@ std::string pattern_chunk(std::size_t offset, std::size_t n) {
   std::string s(n, '\0');
   for (std::size_t i = 0; i < n; ++i) s[i] = pattern(offset + i);
   return s;
-}
-
-// A fresh directory, removed with its files at the end of the test.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "sluice-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const char* name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const std::string& path, std::string_view data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
 }
 
 // Restores SIGPIPE's disposition at the end of a test.

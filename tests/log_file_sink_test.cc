@@ -25,41 +25,18 @@
 #include "sluice/sinks/log_file_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
+#include "support/temp_dir.h"
 
 using namespace sluice;
 using namespace std::string_view_literals;
 using sluice::test::must_call;
+using sluice::test::temp_dir;
+using sluice::test::slurp;
+using sluice::test::spit;
 namespace fs = std::filesystem;
 using fsync_policy = log_options::fsync_policy;
 
 namespace {
-
-// A fresh directory, removed with its files at the end of the test.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "sluice-log-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const std::string& path, std::string_view data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-}
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 

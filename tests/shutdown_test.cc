@@ -25,36 +25,18 @@
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
+#include "support/temp_dir.h"
 
 extern char** environ;
 
 using namespace sluice;
 using namespace std::string_view_literals;
 using sluice::test::must_call;
+using sluice::test::temp_dir;
+using sluice::test::slurp;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "sluice-shutdown-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string numbered_lines(int n) {
   std::string s;

@@ -28,36 +28,17 @@
 #include "support/alloc_counter.h"
 #include "support/must_call.h"
 #include "support/pipe_fds.h"
+#include "support/temp_dir.h"
 
 using namespace sluice;
 using namespace std::string_view_literals;
 using sluice::test::must_call;
+using sluice::test::temp_dir;
+using sluice::test::slurp;
 using sluice::test::pipe_fds;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory, removed with its files at the end of the test.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "sluice-worker-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const char* name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 writable_options on(loop& l, std::size_t high_water_mark = 16384) {
   writable_options o;
