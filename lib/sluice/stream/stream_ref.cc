@@ -53,9 +53,10 @@ bool stream_ref::is_writable_ended() const noexcept {
   return w_->state_.has(wf::ended);
 }
 
-// Node: isDestroyed(): the writable side's state, else the readable's.
+// Node: isDestroyed(): stream.destroyed (both sides), or the writable side's
+// state, else the readable's; the second covers the first.
 bool stream_ref::is_destroyed() const noexcept {
-  return destroyed() || (w_ ? w_->state_.has(wf::destroyed) : r_->state_.has(rf::destroyed));
+  return w_ ? w_->state_.has(wf::destroyed) : r_->state_.has(rf::destroyed);
 }
 
 // Node: isReadable(). Null for a stream with no `readable` property (a writable).
