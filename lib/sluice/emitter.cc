@@ -15,6 +15,7 @@ constexpr std::string_view names[event_count] = {
     "drain", "finish", "error", "close", "prefinish", "pipe",
     "unpipe", "end", "data", "readable", "pause", "resume",
 };
+static_assert(names[event_count - 1] == "resume", "one name per event, in the enum's order");
 
 }  // namespace
 
@@ -97,10 +98,12 @@ bool emitter::off(event ev, listener_id id) noexcept {
       }
     }
   }
-  if (!found) return false;
-  remove(*found);
-  if (depth_ == 0) compact();
-  return true;
+  if (found) {
+    remove(*found);
+    if (depth_ == 0) compact();
+  }
+  listener_removed(ev);
+  return found != nullptr;
 }
 
 void emitter::remove_all_listeners(event ev) noexcept {
@@ -112,6 +115,7 @@ void emitter::remove_all_listeners(event ev) noexcept {
   drop(first_);
   for (entry& e : rest_) drop(e);
   if (depth_ == 0) compact();
+  all_listeners_removed(ev);
 }
 
 std::size_t emitter::listener_count(event ev) const noexcept {
@@ -137,7 +141,10 @@ bool emitter::emit_slow(event ev, const event_arg& arg) noexcept {
   const std::size_t n = rest_.size();
   auto call = [&](entry& e) {
     if (!visible(e, ev, gen)) return;
-    if (e.once && e.removed_gen == 0) remove(e);  // Node removes a once-listener before calling it
+    if (e.once && e.removed_gen == 0) {
+      remove(e);  // Node removes a once-listener before calling it
+      listener_removed(ev);
+    }
     e.fn(arg);
   };
   // Prepended listeners first, newest first. Those prepended during this

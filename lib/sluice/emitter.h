@@ -17,8 +17,10 @@ namespace sluice {
 /// Stream events, spelled as Node's event strings.
 enum class event : std::uint8_t {
   drain, finish, error, close, prefinish, pipe, unpipe, end, data, readable, pause, resume,
+  count_  // not an event: the number of events
 };
-inline constexpr int event_count = 12;
+inline constexpr int event_count = static_cast<int>(event::count_);
+static_assert(event_count <= 32, "emitter keeps one bit per event in a 32-bit mask");
 
 /// "drain", "finish", ... as Node spells them.
 std::string_view to_string(event ev) noexcept;
@@ -70,12 +72,16 @@ class emitter {
   /// std::string_view (for `data`) or the whole const event_arg&.
   template <class F>
   listener_id on(event ev, F&& f) {
-    return add(ev, adapt(std::forward<F>(f)), false);
+    const listener_id id = add(ev, adapt(std::forward<F>(f)), false);
+    listener_added(ev);
+    return id;
   }
   /// Like on(), but the listener is removed before its first call.
   template <class F>
   listener_id once(event ev, F&& f) {
-    return add(ev, adapt(std::forward<F>(f)), true);
+    const listener_id id = add(ev, adapt(std::forward<F>(f)), true);
+    listener_added(ev);
+    return id;
   }
   /// Node: prependListener(). Like on(), but the listener runs before every
   /// listener already added (pipe() puts its 'error' handler first so).
@@ -108,6 +114,17 @@ class emitter {
 
  protected:
   // Streams with their own state derive from emitter; not for deleting through.
+
+  /// Hooks for a stream whose mode follows its listeners, as Node's Readable
+  /// overrides on() and removeListener(): whoever adds or removes a listener
+  /// (through this class, a derived one or an emitter&), the stream hears of
+  /// it. listener_added() follows on() and once() (not prepend_listener(), as
+  /// in Node); listener_removed() follows every off(), found or not, and the
+  /// removal of a once-listener just before it is called (Node's onceWrapper);
+  /// all_listeners_removed() follows remove_all_listeners().
+  virtual void listener_added(event /*ev*/) {}
+  virtual void listener_removed(event /*ev*/) noexcept {}
+  virtual void all_listeners_removed(event /*ev*/) noexcept {}
 
   /// Wraps any listener shape accepted by on() into a listener.
   template <class F>

@@ -1,11 +1,11 @@
 #include "sluice/loop.h"
-#include "sluice/shutdown.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <system_error>
 
@@ -48,8 +48,28 @@ void loop::ring::cancel(const void* owner) noexcept {
 
 loop::loop() = default;
 loop::~loop() {
-  detail::shutdown_registry::loop_gone(*this);
+  while (close_hook* h = close_head_) {
+    remove_close_hook(*h);
+    h->fn(*h, *this);
+  }
   if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void loop::add_close_hook(close_hook& hook) noexcept {
+  assert(hook.home == nullptr && hook.fn != nullptr);
+  hook.home = this;
+  hook.prev = close_tail_;
+  hook.next = nullptr;
+  (close_tail_ ? close_tail_->next : close_head_) = &hook;
+  close_tail_ = &hook;
+}
+
+void loop::remove_close_hook(close_hook& hook) noexcept {
+  if (hook.home != this) return;
+  (hook.prev ? hook.prev->next : close_head_) = hook.next;
+  (hook.next ? hook.next->prev : close_tail_) = hook.prev;
+  hook.home = nullptr;
+  hook.prev = hook.next = nullptr;
 }
 
 void loop::make_wake_fd() {

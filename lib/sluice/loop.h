@@ -81,6 +81,22 @@ class loop {
   void hold();
   void release() noexcept { --holds_; }
 
+  /// A step that must run before this loop goes, for an object that holds the
+  /// loop and has work to settle (sluice's streams write what they hold: see
+  /// stream/shutdown.h). Intrusive: the owner embeds it, so adding one
+  /// allocates nothing. The destructor unlinks each hook, oldest first, and
+  /// calls fn(hook, loop); fn may add the hook to another loop.
+  struct close_hook {
+    void (*fn)(close_hook& hook, loop& l) noexcept = nullptr;
+    void* owner = nullptr;
+    loop* home = nullptr;  // the loop whose list holds it, or null
+    close_hook* prev = nullptr;
+    close_hook* next = nullptr;
+  };
+  void add_close_hook(close_hook& hook) noexcept;
+  /// Unlinks `hook` if it is linked here; a no-op otherwise.
+  void remove_close_hook(close_hook& hook) noexcept;
+
   /// Called (from this loop's thread) when work is queued while the loop is not
   /// running, so that a host event loop can schedule run_until_idle().
   void set_wakeup(task t) { wakeup_ = std::move(t); }
@@ -134,6 +150,9 @@ class loop {
   void poke();
   bool poll_watches(int timeout_ms);
   int next_timeout_ms() const;
+
+  close_hook* close_head_ = nullptr;  // oldest first
+  close_hook* close_tail_ = nullptr;
 
   ring ticks_;
   ring immediates_;

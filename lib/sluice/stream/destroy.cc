@@ -1,83 +1,62 @@
 // Node's lib/internal/streams/destroy.js, for readables, writables and
-// duplexes alike. The common flag bits (errorEmitted ... errored) sit at the
-// same positions in both state words, as in Node, so one function reads both.
+// duplexes alike, over stream_side: the common flag bits (stream_state.h),
+// the first error, and the sink's or source's destroy.
 #include "sluice/stream/destroy.h"
+
+#include <initializer_list>
 
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice::detail {
 
-namespace {
-namespace common {
-enum : std::uint32_t {
-  error_emitted = rflag::error_emitted,
-  auto_destroy = rflag::auto_destroy,
-  emit_close = rflag::emit_close,
-  destroyed = rflag::destroyed,
-  closed = rflag::closed,
-  close_emitted = rflag::close_emitted,
-  errored = rflag::errored,
-};
-constexpr bool same_bit(std::uint32_t r, std::uint32_t w) { return r == w; }
-static_assert(same_bit(rflag::error_emitted, wflag::error_emitted) && same_bit(rflag::auto_destroy, wflag::auto_destroy) &&
-              same_bit(rflag::emit_close, wflag::emit_close) && same_bit(rflag::destroyed, wflag::destroyed) &&
-              same_bit(rflag::closed, wflag::closed) && same_bit(rflag::close_emitted, wflag::close_emitted) &&
-              same_bit(rflag::errored, wflag::errored));
-}  // namespace common
-}  // namespace
-
-// The calls below reach the sides' private state as Node's destroy.js reaches
-// `_readableState` and `_writableState`.
-struct sides {
+// The one or two sides of a stream, as destroy.js sees `_readableState` and
+// `_writableState`: the flag bits both have (sflag) are read and set on both.
+struct destroy_impl::sides {
   readable* r;
   writable* w;
 
+  stream_side* first() const noexcept { return w ? static_cast<stream_side*>(w) : static_cast<stream_side*>(r); }
+  static stream_side* side(readable* x) noexcept { return x; }
+  static stream_side* side(writable* x) noexcept { return x; }
   bool any(std::uint32_t bit) const noexcept {
-    return (w && w->state_.has(bit)) || (r && r->state_.has(bit));
+    return (w && side(w)->common_->has(bit)) || (r && side(r)->common_->has(bit));
   }
   void set(std::uint32_t bit) const noexcept {
-    if (w) w->state_.set(bit);
-    if (r) r->state_.set(bit);
+    if (w) side(w)->common_->set(bit);
+    if (r) side(r)->common_->set(bit);
   }
   emitter& events() const noexcept { return w ? static_cast<emitter&>(*w) : static_cast<emitter&>(*r); }
-  void call_soon(task t) const {
-    if (w)
-      w->call_soon(std::move(t));
-    else
-      r->call_soon(std::move(t));
-  }
+  void call_soon(task t) const { first()->call_soon(std::move(t)); }
 };
 
 void destroy_impl::check_error(readable* r, writable* w, std::error_code err) noexcept {
   if (!err) return;
-  if (w && !w->state_.has(common::errored)) {
-    w->errored_ = err;
-    w->state_.set(common::errored);
-  }
-  if (r && !r->state_.has(common::errored)) {
-    r->errored_ = err;
-    r->state_.set(common::errored);
+  for (stream_side* x : {sides::side(w), sides::side(r)}) {
+    if (x && !x->common_->has(sflag::errored)) {
+      x->errored_ = err;
+      x->common_->set(sflag::errored);
+    }
   }
 }
 
 void destroy_impl::destroy(readable* r, writable* w, std::error_code err) noexcept {
   const sides s{r, w};
-  if (s.any(common::destroyed)) return;
+  if (s.any(sflag::destroyed)) return;
   check_error(r, w, err);
-  s.set(common::destroyed);
+  s.set(sflag::destroyed);
 
   // Node: _destroy(err, onDestroy). Differs from Node: a sink's and a
   // source's destroy are synchronous; they only release resources (close an
   // fd). A duplex's _destroy is its sink's and then its source's, each given
   // the error the one before returned.
   std::error_code e = err;
-  if (w) e = w->sink_->destroy(e);
-  if (r) e = r->source_->destroy(e);
+  if (w) e = sides::side(w)->destroy_io(e);
+  if (r) e = sides::side(r)->destroy_io(e);
 
   // Node: onDestroy(err).
   check_error(r, w, e);
-  s.set(common::closed);
+  s.set(sflag::closed);
   if (e) {
     s.call_soon([r, w, e] {
       emit_error_nt(r, w, e);
@@ -90,14 +69,14 @@ void destroy_impl::destroy(readable* r, writable* w, std::error_code err) noexce
 
 void destroy_impl::emit_close_nt(readable* r, writable* w) noexcept {
   const sides s{r, w};
-  s.set(common::close_emitted);
-  if (s.any(common::emit_close)) s.events().emit(event::close);
+  s.set(sflag::close_emitted);
+  if (s.any(sflag::emit_close)) s.events().emit(event::close);
 }
 
 void destroy_impl::emit_error_nt(readable* r, writable* w, std::error_code err) noexcept {
   const sides s{r, w};
-  if (s.any(common::error_emitted)) return;
-  s.set(common::error_emitted);
+  if (s.any(sflag::error_emitted)) return;
+  s.set(sflag::error_emitted);
   event_arg arg;
   arg.error = err;
   s.events().emit(event::error, arg);
@@ -105,8 +84,8 @@ void destroy_impl::emit_error_nt(readable* r, writable* w, std::error_code err) 
 
 void destroy_impl::error_or_destroy(readable* r, writable* w, std::error_code err, bool is_sync) noexcept {
   const sides s{r, w};
-  if (s.any(common::destroyed)) return;
-  if (s.any(common::auto_destroy)) {
+  if (s.any(sflag::destroyed)) return;
+  if (s.any(sflag::auto_destroy)) {
     // Node: stream.destroy(err), which for a duplex is Writable's destroy.
     if (w)
       w->destroy(err);
@@ -119,6 +98,10 @@ void destroy_impl::error_or_destroy(readable* r, writable* w, std::error_code er
     else
       emit_error_nt(r, w, err);
   }
+}
+
+void destroy_impl::error_or_destroy(stream_side& side, std::error_code err, bool is_sync) noexcept {
+  error_or_destroy(side.readable_side_, side.writable_side_, err, is_sync);
 }
 
 }  // namespace sluice::detail

@@ -6,7 +6,7 @@
 namespace sluice {
 
 namespace {
-readable_options readable_side(const duplex_options& o) {
+readable_options readable_options_of(const duplex_options& o) {
   readable_options r;
   r.high_water_mark = o.high_water_mark ? o.high_water_mark : o.readable_high_water_mark;
   r.object_mode = o.object_mode || o.readable_object_mode;
@@ -15,7 +15,7 @@ readable_options readable_side(const duplex_options& o) {
   r.event_loop = o.event_loop;
   return r;
 }
-writable_options writable_side(const duplex_options& o) {
+writable_options writable_options_of(const duplex_options& o) {
   writable_options w;
   w.high_water_mark = o.high_water_mark ? o.high_water_mark : o.writable_high_water_mark;
   w.object_mode = o.object_mode || o.writable_object_mode;
@@ -27,9 +27,9 @@ writable_options writable_side(const duplex_options& o) {
 }  // namespace
 
 duplex::duplex(std::unique_ptr<source> src, std::unique_ptr<sink> snk, const duplex_options& options)
-    : readable(std::move(src), readable_side(options)), writable(std::move(snk), writable_side(options)) {
-  readable::wpeer_ = this;
-  writable::rpeer_ = this;
+    : readable(std::move(src), readable_options_of(options)), writable(std::move(snk), writable_options_of(options)) {
+  readable::writable_side_ = this;
+  writable::readable_side_ = this;
   allow_half_open_ = options.allow_half_open;
   if (!options.readable) readable::state_.set(detail::rflag::not_readable | detail::rflag::ended | detail::rflag::end_emitted);
   if (!options.writable)
@@ -40,6 +40,12 @@ duplex::duplex(std::unique_ptr<source> src, std::unique_ptr<sink> snk, const dup
 // The writable side goes first (its destructor pays owed callbacks), then the
 // readable side; neither emits. Both destroy their half if the stream was not.
 duplex::~duplex() = default;
+
+// Both sides move: each side's destructor drops its deferred work on its loop.
+void duplex::rehome(loop& l) noexcept {
+  writable::rehome(l);
+  readable::rehome(l);
+}
 
 duplex& duplex::destroy(std::error_code err) {
   writable::destroy(err);

@@ -46,17 +46,12 @@ struct duplex_options {
 ///                         std::make_unique<sluice::fd_sink>(fd, true));
 ///     sock.on(sluice::event::data, [&](std::string_view c) { sock.write(c); });  // echo
 ///
-/// Listeners go through on()/once()/off(), which are Readable's (adding a
-/// 'data' listener starts flowing). A duplex is used from its loop's thread.
+/// Adding a 'data' listener starts flowing, as on a readable. A duplex is used
+/// from its loop's thread.
 class duplex : public readable, public writable {
  public:
   duplex(std::unique_ptr<source> src, std::unique_ptr<sink> snk, const duplex_options& options = {});
   ~duplex();
-
-  using readable::off;
-  using readable::on;
-  using readable::once;
-  using readable::remove_all_listeners;
 
   /// Node: Duplex.prototype.destroy, which is Writable's: pending writes get
   /// ERR_STREAM_DESTROYED (or `err`), then 'error' (if err) and 'close'.
@@ -70,6 +65,12 @@ class duplex : public readable, public writable {
   }
   bool allow_half_open() const noexcept { return allow_half_open_; }
   loop& event_loop() const noexcept { return readable::event_loop(); }
+  /// The two sides agree on these; named once here for the duplex.
+  using readable::readable_side;
+  using writable::writable_side;
+
+ protected:
+  void rehome(loop& l) noexcept override;
 };
 
 }  // namespace sluice

@@ -18,7 +18,8 @@ namespace sluice {
 namespace rf = detail::rflag;
 
 readable::readable(std::unique_ptr<source> s, const readable_options& options)
-    : source_(std::move(s)), loop_(options.event_loop ? options.event_loop : &loop::current()) {
+    : stream_side(state_, options.event_loop ? *options.event_loop : loop::current()), source_(std::move(s)) {
+  readable_side_ = this;
   if (!source_) throw stream_error(make_error_code(errc::method_not_implemented), "readable needs a source");
   if (options.object_mode) state_.set(rf::object_mode);
   state_.high_water_mark = options.high_water_mark.value_or(options.object_mode ? 16 : 16384);
@@ -28,7 +29,13 @@ readable::readable(std::unique_ptr<source> s, const readable_options& options)
   source_->attach(*loop_);
 }
 
-void readable::call_soon(task t) { loop_->next_tick(std::move(t), this); }
+// Node: the readable half of _destroy(): the source's.
+std::error_code readable::destroy_io(std::error_code err) noexcept { return source_->destroy(err); }
+
+void readable::rehome(loop& l) noexcept {
+  loop_ = &l;
+  source_->attach(l);
+}
 
 void readable::emit_data(std::string_view chunk) noexcept {
   event_arg arg;
@@ -369,7 +376,7 @@ struct readable::pipe_link : std::enable_shared_from_this<pipe_link> {
 
     // If the source waits for a 'drain' of this dest, it would never flow
     // again: call the drain handler now. If unsure, assume it waits.
-    if (has_ondrain && src->await_drain_set() && need_drain_flag(*dest)) src->pipe_on_drain(*dest);
+    if (has_ondrain && src->await_drain_set() && dest->writable_state().has(detail::wflag::need_drain)) src->pipe_on_drain(*dest);
   }
 
   // The writable object is being destroyed with the pipe in place. Forget it
@@ -434,8 +441,8 @@ struct readable::pipe_link : std::enable_shared_from_this<pipe_link> {
     if (!dest) return;
     dest->off(event::error, on_error_id);
     if (dest->listener_count(event::error) == 0) {
-      if (!error_emitted_flag(*dest)) {
-        error_or_destroy(*dest, er);  // the 'error' was emitted by hand
+      if (!dest->writable_state().has(detail::wflag::error_emitted)) {
+        detail::destroy_impl::error_or_destroy(*dest, er, false);  // the 'error' was emitted by hand
       } else {
         event_arg arg;
         arg.error = er;
@@ -484,9 +491,6 @@ struct dest_guard {
 };
 }  // namespace
 
-bool readable::need_drain_flag(const writable& w) noexcept { return w.state_.has(detail::wflag::need_drain); }
-bool readable::error_emitted_flag(const writable& w) noexcept { return w.state_.has(detail::wflag::error_emitted); }
-void readable::error_or_destroy(writable& w, std::error_code err) noexcept { w.error_or_destroy(err, false); }
 
 // Node: state.awaitDrainWriters is truthy (a set always is, even empty).
 bool readable::await_drain_set() const noexcept {
@@ -585,7 +589,7 @@ readable& readable::unpipe() {
 // ---- listeners
 
 // Node: Readable.prototype.on(), after the listener is added.
-void readable::on_listener_added(event ev) {
+void readable::listener_added(event ev) {
   if (ev == event::data) {
     state_.set(rf::data_listening);
     // So that resume() below is a no-op with a 'readable' listener (once('readable')).
@@ -605,17 +609,10 @@ void readable::on_listener_added(event ev) {
   }
 }
 
-// Node: Readable.prototype.removeListener().
-bool readable::off(event ev, listener_id id) noexcept {
-  const bool res = emitter::off(ev, id);
-  on_listener_removed(ev);
-  return res;
-}
-
 // Node: the part of removeListener() that follows the removal. A 'readable'
 // listener's removal is looked at on the next tick, after the 'readable' in
 // progress, so that once('readable') cycles keep working.
-void readable::on_listener_removed(event ev) noexcept {
+void readable::listener_removed(event ev) noexcept {
   if (ev == event::readable) {
     call_soon([this] { update_readable_listening(); });
   } else if (ev == event::data && listener_count(event::data) == 0) {
@@ -625,8 +622,7 @@ void readable::on_listener_removed(event ev) noexcept {
 
 // Node: Readable.prototype.removeAllListeners(ev). (Node does not clear
 // dataListening here; neither does sluice.)
-void readable::remove_all_listeners(event ev) noexcept {
-  emitter::remove_all_listeners(ev);
+void readable::all_listeners_removed(event ev) noexcept {
   if (ev == event::readable) call_soon([this] { update_readable_listening(); });
 }
 
@@ -759,16 +755,16 @@ void readable::end_readable_nt() noexcept {
   if ((state_.flags & (rf::errored | rf::close_emitted | rf::end_emitted)) == 0 && state_.length == 0) {
     state_.set(rf::end_emitted);
     emit(event::end);
-    if (wpeer_ && wpeer_->is_writable() && !allow_half_open_) {
+    if (writable_side_ && writable_side_->is_writable() && !allow_half_open_) {
       // Node: endWritableNT(): a duplex that may not stay half open ends
       // its writable side when its readable side has ended.
       call_soon([this] {
-        if (wpeer_->is_writable() && !wpeer_->writable_ended() && !destroyed()) wpeer_->end();
+        if (writable_side_->is_writable() && !writable_side_->writable_ended() && !destroyed()) writable_side_->end();
       });
     } else if (state_.has(rf::auto_destroy)) {
       // A duplex is destroyed once its writable side has finished too.
-      if (!wpeer_ || (wpeer_->state_.has(detail::wflag::auto_destroy) &&
-                      wpeer_->state_.has(detail::wflag::finished | detail::wflag::not_writable)))
+      if (!writable_side_ || (writable_side_->writable_state().has(detail::wflag::auto_destroy) &&
+                              writable_side_->writable_state().has(detail::wflag::finished | detail::wflag::not_writable)))
         destroy();
     }
   }
@@ -779,8 +775,8 @@ void readable::end_readable_nt() noexcept {
 // A duplex's destroy is its writable side's (Node: Duplex.prototype.destroy
 // is Writable.prototype.destroy).
 readable& readable::destroy(std::error_code err) {
-  if (wpeer_)
-    wpeer_->destroy(err);
+  if (writable_side_)
+    writable_side_->destroy(err);
   else
     detail::destroy_impl::destroy(this, nullptr, err);
   return *this;
@@ -788,14 +784,14 @@ readable& readable::destroy(std::error_code err) {
 
 // Node: errorOrDestroy().
 void readable::error_or_destroy(std::error_code err, bool is_sync) noexcept {
-  detail::destroy_impl::error_or_destroy(this, wpeer_, err, is_sync);
+  detail::destroy_impl::error_or_destroy(this, writable_side_, err, is_sync);
 }
 
 // Differs from Node: a C++ object can go away while piping. Its listeners on
 // the destinations are taken off (without 'unpipe'), deferred work is
 // dropped, and the source is destroyed if the stream was not.
 readable::~readable() {
-  loop_->cancel(this);
+  drop_soon();
   for (const auto& link : links_) {
     if (link->dest) link->detach_from_dest();
     link->cleaned_up = true;

@@ -16,14 +16,11 @@
 #include "sluice/queue/read_buffer.h"
 #include "sluice/sources/source.h"
 #include "sluice/stream/readable_state.h"
+#include "sluice/stream/stream_side.h"
 
 namespace sluice {
 
 class writable;
-namespace detail {
-struct destroy_impl;
-struct sides;
-}  // namespace detail
 
 struct readable_options {
   /// The source is asked for more (read(n)) while fewer than this many bytes
@@ -59,13 +56,13 @@ struct pipe_options {
 ///     r.on(sluice::event::end, [] { done(); });
 ///     sluice::loop::current().run();
 ///
-/// Listeners must be added with this class's on()/once() and removed with its
-/// off()/remove_all_listeners(): they are Node's Readable.prototype.on and
-/// removeListener, which switch modes. (prepend_listener() is the emitter's,
-/// as in Node.) A readable is used from its loop's thread only. A writable
+/// Adding a 'data' listener starts flowing and adding a 'readable' listener
+/// stops it, as Node's Readable.prototype.on does, through whichever class
+/// the listener is added (the emitter's hooks; prepend_listener() switches
+/// nothing, as in Node). A readable is used from its loop's thread only. A writable
 /// it pipes into must outlive the pipe: the pipe ends at the writable's
 /// 'finish' or 'close', at unpipe(), or when this readable is destroyed.
-class readable : public virtual emitter {
+class readable : public virtual emitter, public detail::stream_side {
  public:
   explicit readable(std::unique_ptr<source> s, const readable_options& options = {});
   ~readable();
@@ -122,30 +119,6 @@ class readable : public virtual emitter {
   /// next tick; nothing more is read or emitted as data.
   readable& destroy(std::error_code err = {});
 
-  /// Node: Readable.prototype.on(). Adding a 'data' listener starts flowing
-  /// (unless pause() was called); adding a 'readable' listener stops it.
-  template <class F>
-  listener_id on(event ev, F&& f) {
-    const listener_id id = emitter::on(ev, std::forward<F>(f));
-    on_listener_added(ev);
-    return id;
-  }
-  /// Node: once(), which goes through on() and, when it fires, removeListener().
-  template <class F>
-  listener_id once(event ev, F&& f) {
-    const listener_id id =
-        emitter::once(ev, [this, ev, g = adapt(std::forward<F>(f))](const event_arg& a) mutable {
-          on_listener_removed(ev);
-          g(a);
-        });
-    on_listener_added(ev);
-    return id;
-  }
-  /// Node: Readable.prototype.removeListener().
-  bool off(event ev, listener_id id) noexcept;
-  /// Node: Readable.prototype.removeAllListeners(ev).
-  void remove_all_listeners(event ev) noexcept;
-
   // Node's public state, snake_case.
   std::size_t readable_length() const noexcept { return state_.length; }
   /// Node: readableFlowing: null (no consumer yet), true or false.
@@ -180,18 +153,26 @@ class readable : public virtual emitter {
   }
   /// Node: _readableState.pipes.length.
   std::size_t pipes_count() const noexcept { return pipes_.size(); }
+  /// Node: _readableState, read-only: the flag word and counters that
+  /// finished() and stream_ref read.
+  const detail::readable_state& readable_state() const noexcept { return state_; }
 
   loop& event_loop() const noexcept { return *loop_; }
   source& get_source() const noexcept { return *source_; }
 
+ protected:
+  // Duplex and Transform set up and read the side's state, as Node's
+  // duplex.js and transform.js reach this._readableState.
+  detail::readable_state state_;
+  bool allow_half_open_ = true;  // Node: Duplex's allowHalfOpen
+
+  /// The stream moves to another loop (a duplex whose loop went: see
+  /// shutdown.h).
+  void rehome(loop& l) noexcept;
+  /// Node: errorOrDestroy(this, err, sync).
+  void error_or_destroy(std::error_code err, bool sync) noexcept;
+
  private:
-  // Node's destroy.js, Duplex and Transform reach both states of a stream.
-  friend struct detail::destroy_impl;
-  friend struct detail::sides;
-  friend class duplex;
-  friend class transform;
-  friend class stream_ref;
-  friend class writable;
   struct pipe_link;
   // A chunk on its way in: `bytes` views it; `owned`, when set, may be moved
   // into the buffer instead of copied.
@@ -218,8 +199,10 @@ class readable : public virtual emitter {
   void maybe_read_more() noexcept;
   void maybe_read_more_() noexcept;
   void pipe_on_drain(writable& dest) noexcept;
-  void on_listener_added(event ev);
-  void on_listener_removed(event ev) noexcept;
+  // Node: Readable.prototype.on, removeListener and removeAllListeners.
+  void listener_added(event ev) override;
+  void listener_removed(event ev) noexcept override;
+  void all_listeners_removed(event ev) noexcept override;
   void update_readable_listening() noexcept;
   void schedule_resume() noexcept;
   void resume_() noexcept;
@@ -230,17 +213,9 @@ class readable : public virtual emitter {
   void emit_data(std::string_view chunk) noexcept;
   void clear_await_drain() noexcept;
   bool await_drain_set() const noexcept;
-  void error_or_destroy(std::error_code err, bool sync) noexcept;
-  void call_soon(task t);
-  // What pipe() needs of a destination beyond its public API.
-  static bool need_drain_flag(const writable& w) noexcept;
-  static bool error_emitted_flag(const writable& w) noexcept;
-  static void error_or_destroy(writable& w, std::error_code err) noexcept;
+  std::error_code destroy_io(std::error_code err) noexcept override;
 
-  detail::readable_state state_;
-  std::error_code errored_;
   std::unique_ptr<source> source_;
-  loop* loop_;
   detail::read_buffer buffer_;  // Node: state.buffer
   std::vector<writable*> pipes_;  // Node: state.pipes
   // Node: state.awaitDrainWriters: null or one writable (await_drain_), or a
@@ -250,10 +225,6 @@ class readable : public virtual emitter {
   // The listeners of each pipe() not yet cleaned up, so that the destructor
   // can take them off the destinations.
   std::vector<std::shared_ptr<pipe_link>> links_;
-  // The writable side, when this is a duplex's readable side (Node: the
-  // stream's _writableState); null for a plain readable.
-  writable* wpeer_ = nullptr;
-  bool allow_half_open_ = true;  // Node: Duplex's allowHalfOpen
 };
 
 }  // namespace sluice

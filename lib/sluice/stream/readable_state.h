@@ -7,19 +7,23 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sluice/stream/stream_state.h"
+
 namespace sluice::detail {
 
 namespace rflag {
 enum : std::uint32_t {
-  object_mode = 1u << 0,     // fixed at construction: length counts chunks, not bytes
-  error_emitted = 1u << 1,   // 'error' has been emitted; it never is twice
-  auto_destroy = 1u << 2,    // option: destroy() after 'end' and after an error
-  emit_close = 1u << 3,      // option: emit 'close' once destroyed
-  destroyed = 1u << 4,       // destroy() was called
-  closed = 1u << 5,          // the source's destroy has run
-  close_emitted = 1u << 6,   // set just before 'close' would be emitted
-  errored = 1u << 7,         // `errored` holds the first error
-  constructed = 1u << 8,     // always set: sluice has no _construct
+  // The bits both sides have (see stream_state.h).
+  object_mode = sflag::object_mode,
+  error_emitted = sflag::error_emitted,
+  auto_destroy = sflag::auto_destroy,
+  emit_close = sflag::emit_close,
+  destroyed = sflag::destroyed,
+  closed = sflag::closed,
+  close_emitted = sflag::close_emitted,
+  errored = sflag::errored,
+  constructed = sflag::constructed,
+  // The readable's own.
   ended = 1u << 9,           // push_eof() was seen (or read() ran into the end)
   end_emitted = 1u << 10,    // 'end' was emitted (Node's public readableEnded)
   reading = 1u << 11,        // the source's read() was called and has pushed nothing yet
@@ -39,16 +43,12 @@ enum : std::uint32_t {
   data_listening = 1u << 27, // there is a 'data' listener
   not_readable = 1u << 28,   // a duplex made with readable = false (Node: state.readable === false)
 };
+static_assert(std::uint32_t{ended} == std::uint32_t{sflag::first_side_bit});
 }  // namespace rflag
 
-struct readable_state {
-  std::uint32_t flags = rflag::emit_close | rflag::auto_destroy | rflag::constructed | rflag::sync;
-  std::size_t length = 0;  // bytes (or chunks, in object mode) buffered and unread
-  std::size_t high_water_mark = 16384;
-
-  bool has(std::uint32_t bits) const noexcept { return (flags & bits) != 0; }
-  void set(std::uint32_t bits) noexcept { flags |= bits; }
-  void clear(std::uint32_t bits) noexcept { flags &= ~bits; }
+// `length` counts bytes (or chunks, in object mode) buffered and unread.
+struct readable_state : stream_state {
+  readable_state() noexcept { set(rflag::sync); }
 };
 
 }  // namespace sluice::detail

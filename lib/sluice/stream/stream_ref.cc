@@ -6,8 +6,8 @@ namespace sluice {
 namespace rf = detail::rflag;
 namespace wf = detail::wflag;
 
-stream_ref::stream_ref(readable& r) noexcept : r_(&r), w_(r.wpeer_) {}
-stream_ref::stream_ref(writable& w) noexcept : r_(w.rpeer_), w_(&w) {}
+stream_ref::stream_ref(readable& r) noexcept : r_(&r), w_(r.writable_side()) {}
+stream_ref::stream_ref(writable& w) noexcept : r_(w.readable_side()), w_(&w) {}
 
 void stream_ref::destroy(std::error_code err) const {
   if (w_)
@@ -18,45 +18,45 @@ void stream_ref::destroy(std::error_code err) const {
 
 // Node: the `destroyed` property; a duplex's two sides agree.
 bool stream_ref::destroyed() const noexcept {
-  return (!r_ || r_->state_.has(rf::destroyed)) && (!w_ || w_->state_.has(wf::destroyed));
+  return (!r_ || r_->readable_state().has(rf::destroyed)) && (!w_ || w_->writable_state().has(wf::destroyed));
 }
 
 // Node: isReadableNodeStream(): a readable, or a duplex not made readable: false.
 bool stream_ref::is_readable_node_stream() const noexcept {
-  return r_ && !(w_ && r_->state_.has(rf::not_readable));
+  return r_ && !(w_ && r_->readable_state().has(rf::not_readable));
 }
 
 // Node: isWritableNodeStream().
 bool stream_ref::is_writable_node_stream() const noexcept {
-  return w_ && !(r_ && w_->state_.has(wf::not_writable));
+  return w_ && !(r_ && w_->writable_state().has(wf::not_writable));
 }
 
 // Node: isReadableFinished(stream, strict).
 bool stream_ref::is_readable_finished(bool strict) const noexcept {
-  if (!is_readable_node_stream() || r_->state_.has(rf::errored)) return false;
-  return r_->state_.has(rf::end_emitted) || (!strict && r_->state_.has(rf::ended) && r_->state_.length == 0);
+  if (!is_readable_node_stream() || r_->readable_state().has(rf::errored)) return false;
+  return r_->readable_state().has(rf::end_emitted) || (!strict && r_->readable_state().has(rf::ended) && r_->readable_state().length == 0);
 }
 
 // Node: isWritableFinished(stream, strict).
 bool stream_ref::is_writable_finished(bool strict) const noexcept {
   if (!is_writable_node_stream()) return false;
-  if (w_->state_.has(wf::finished)) return true;  // writableFinished
-  if (w_->state_.has(wf::errored)) return false;
-  return !strict && w_->state_.has(wf::ended) && w_->state_.length == 0;
+  if (w_->writable_state().has(wf::finished)) return true;  // writableFinished
+  if (w_->writable_state().has(wf::errored)) return false;
+  return !strict && w_->writable_state().has(wf::ended) && w_->writable_state().length == 0;
 }
 
 // Node: isWritableEnded().
 bool stream_ref::is_writable_ended() const noexcept {
   if (!is_writable_node_stream()) return false;
-  if (w_->state_.has(wf::ending)) return true;  // writableEnded
-  if (w_->state_.has(wf::errored)) return false;
-  return w_->state_.has(wf::ended);
+  if (w_->writable_state().has(wf::ending)) return true;  // writableEnded
+  if (w_->writable_state().has(wf::errored)) return false;
+  return w_->writable_state().has(wf::ended);
 }
 
 // Node: isDestroyed(): stream.destroyed (both sides), or the writable side's
 // state, else the readable's; the second covers the first.
 bool stream_ref::is_destroyed() const noexcept {
-  return w_ ? w_->state_.has(wf::destroyed) : r_->state_.has(rf::destroyed);
+  return w_ ? w_->writable_state().has(wf::destroyed) : r_->readable_state().has(rf::destroyed);
 }
 
 // Node: isReadable(). Null for a stream with no `readable` property (a writable).
@@ -84,12 +84,12 @@ bool stream_ref::is_finished(std::optional<bool> readable, std::optional<bool> w
 // Node: isClosed(): the `closed` property, a readable's (and a duplex's) from
 // its readable side.
 bool stream_ref::is_closed() const noexcept {
-  return r_ ? r_->state_.has(rf::closed) : w_->state_.has(wf::closed);
+  return r_ ? r_->readable_state().has(rf::closed) : w_->writable_state().has(wf::closed);
 }
 
 // Node: willEmitClose(): autoDestroy and emitClose, and not yet closed.
 bool stream_ref::will_emit_close() const noexcept {
-  const std::uint32_t flags = w_ ? w_->state_.flags : r_->state_.flags;
+  const std::uint32_t flags = w_ ? w_->writable_state().flags : r_->readable_state().flags;
   return (flags & (rf::auto_destroy | rf::emit_close | rf::closed)) == (rf::auto_destroy | rf::emit_close);
 }
 
@@ -97,9 +97,9 @@ std::error_code stream_ref::readable_errored() const noexcept { return r_ ? r_->
 std::error_code stream_ref::writable_errored() const noexcept { return w_ ? w_->writable::errored() : std::error_code{}; }
 
 bool stream_ref::error_emitted() const noexcept {
-  return (w_ && w_->state_.has(wf::error_emitted)) || (r_ && r_->state_.has(rf::error_emitted));
+  return (w_ && w_->writable_state().has(wf::error_emitted)) || (r_ && r_->readable_state().has(rf::error_emitted));
 }
 
-std::size_t stream_ref::pending_cb() const noexcept { return w_ ? w_->state_.pending_cb : 0; }
+std::size_t stream_ref::pending_cb() const noexcept { return w_ ? w_->writable_state().pending_cb : 0; }
 
 }  // namespace sluice

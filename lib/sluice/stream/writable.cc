@@ -27,9 +27,12 @@ void sink::writev(const write_batch&, write_done done) {
   done(make_error_code(errc::method_not_implemented));
 }
 void sink::final(final_done done) { done(); }
+std::error_code sink::drain_sync() noexcept { return make_error_code(errc::method_not_implemented); }
+std::error_code sink::write_sync(const write_batch&) noexcept { return make_error_code(errc::method_not_implemented); }
 
 writable::writable(std::unique_ptr<sink> s, const writable_options& options)
-    : sink_(std::move(s)), loop_(options.event_loop ? options.event_loop : &loop::current()) {
+    : stream_side(state_, options.event_loop ? *options.event_loop : loop::current()), sink_(std::move(s)) {
+  writable_side_ = this;
   if (!sink_) throw stream_error(make_error_code(errc::method_not_implemented), "writable needs a sink");
   if (options.object_mode) state_.set(wf::object_mode);
   state_.high_water_mark = options.high_water_mark.value_or(options.object_mode ? 16 : 16384);
@@ -37,19 +40,27 @@ writable::writable(std::unique_ptr<sink> s, const writable_options& options)
   if (!options.emit_close) state_.clear(wf::emit_close);
   coalesce_ = sink_->coalesce_writes();
   sink_->attach(*loop_);
-  if (sink_->has_write_sync()) detail::shutdown_registry::add(shutdown_, *this);
+  if (sink_->has_write_sync()) {
+    loop_close_.fn = &writable::on_loop_close;
+    loop_close_.owner = this;
+    loop_->add_close_hook(loop_close_);
+    shutdown_.at_exit = &writable::on_exit;
+    shutdown_.owner = this;
+    detail::shutdown_registry::add(shutdown_);
+  }
 }
 
 // Differs from Node: a C++ object can go away with work still owed. A sink
 // that can write synchronously first writes what is pending (sluice's own
-// guarantee, see sluice/shutdown.h). The sink goes next (it may hold a
+// guarantee, see shutdown.h). The sink goes next (it may hold a
 // write_done), then every callback still owed is called: completed and
 // synchronously written writes with success, the others with the stream's
 // error or ERR_STREAM_DESTROYED. No event is emitted, and callbacks must not
 // touch the stream.
 writable::~writable() {
   detail::shutdown_registry::remove(shutdown_);
-  loop_->cancel(this);
+  loop_->remove_close_hook(loop_close_);
+  drop_soon();
   write_pending_sync();
   if (!destroyed()) sink_->destroy({});
   sink_.reset();
@@ -89,18 +100,27 @@ void writable::write_pending_sync() noexcept {
   }
 }
 
-// sluice's own: the stream's loop is going away (see sluice/shutdown.h).
+// sluice's own: the stream's loop is going away (see shutdown.h).
 void writable::rehome(loop& l) noexcept {
   loop_ = &l;
   sink_->attach(l);
-  // A duplex's readable side moves with it: its destructor cancels on its loop.
-  if (rpeer_) {
-    rpeer_->loop_ = &l;
-    rpeer_->source_->attach(l);
-  }
+  if (loop_close_.fn) l.add_close_hook(loop_close_);
 }
 
-void writable::call_soon(task t) { loop_->next_tick(std::move(t), this); }
+// The close hook of the stream's loop: write what is held, then move to a
+// loop that stays (shutdown.h).
+void writable::on_loop_close(loop::close_hook& hook, loop&) noexcept {
+  auto* w = static_cast<writable*>(hook.owner);
+  w->write_pending_sync();
+  if (loop* home = detail::shutdown_registry::orphan_loop()) w->rehome(*home);
+}
+
+void writable::on_exit(detail::shutdown_link& link) noexcept {
+  static_cast<writable*>(link.owner)->write_pending_sync();
+}
+
+// Node: the writable half of _destroy(): the sink's.
+std::error_code writable::destroy_io(std::error_code err) noexcept { return sink_->destroy(err); }
 
 // Node: process.nextTick(cb, err). The callback waits in owed_ rather than in
 // the task, so that the destructor can still pay it if the tick never comes.
@@ -376,7 +396,7 @@ void writable::on_write(std::error_code er) noexcept {
 
   if (er) {
     // The readable side of a duplex learns of the error too.
-    detail::destroy_impl::check_error(rpeer_, this, er);
+    detail::destroy_impl::check_error(readable_side_, this, er);
     if (is_sync) {
       failed_.splice_back(completed);
       call_soon([this, er, n] { on_write_error(er, failed_, n); });
@@ -649,8 +669,8 @@ void writable::finish() noexcept {
   emit(event::finish);
   if (state_.has(wf::auto_destroy)) {
     // A duplex is destroyed once its readable side has ended too.
-    if (!rpeer_ || (rpeer_->state_.has(detail::rflag::auto_destroy) &&
-                    rpeer_->state_.has(detail::rflag::end_emitted | detail::rflag::not_readable)))
+    if (!readable_side_ || (readable_side_->readable_state().has(detail::rflag::auto_destroy) &&
+                            readable_side_->readable_state().has(detail::rflag::end_emitted | detail::rflag::not_readable)))
       destroy();
   }
 }
@@ -669,13 +689,13 @@ void writable::call_finished_callbacks(std::error_code ec) noexcept {
 writable& writable::destroy(std::error_code err) {
   if (state_.has(wf::buffered | wf::on_finished) && !state_.has(wf::destroyed))
     call_soon([this] { error_buffer(); });
-  detail::destroy_impl::destroy(rpeer_, this, err);
+  detail::destroy_impl::destroy(readable_side_, this, err);
   return *this;
 }
 
 // Node: errorOrDestroy().
 void writable::error_or_destroy(std::error_code err, bool is_sync) noexcept {
-  detail::destroy_impl::error_or_destroy(rpeer_, this, err, is_sync);
+  detail::destroy_impl::error_or_destroy(readable_side_, this, err, is_sync);
 }
 
 }  // namespace sluice

@@ -19,8 +19,9 @@
 #include "sluice/emitter.h"
 #include "sluice/loop.h"
 #include "sluice/queue/write_queue.h"
-#include "sluice/shutdown.h"
 #include "sluice/sinks/sink.h"
+#include "sluice/stream/shutdown.h"
+#include "sluice/stream/stream_side.h"
 #include "sluice/stream/writable_state.h"
 
 namespace sluice {
@@ -29,8 +30,6 @@ class readable;
 class writable;
 
 namespace detail {
-struct destroy_impl;
-struct sides;
 class byte_arena;
 
 // Where print() formats a line: the room left in the stream's arena. A line
@@ -124,7 +123,7 @@ struct writable_options {
 /// stream: the destructor writes what is pending before it returns (and
 /// then calls back with success), and so do exit() and the destruction of
 /// the stream's loop while it is alive (see sluice/shutdown.h).
-class writable : public virtual emitter {
+class writable : public virtual emitter, public detail::stream_side {
  public:
   explicit writable(std::unique_ptr<sink> s, const writable_options& options = {});
   ~writable();
@@ -208,23 +207,28 @@ class writable : public virtual emitter {
   std::error_code errored() const noexcept {
     return state_.has(detail::wflag::errored) ? errored_ : std::error_code{};
   }
+  /// Node: _writableState, read-only: the flag word and counters that pipe(),
+  /// finished() and stream_ref read.
+  const detail::writable_state& writable_state() const noexcept { return state_; }
 
   loop& event_loop() const noexcept { return *loop_; }
   sink& get_sink() const noexcept { return *sink_; }
 
+ protected:
+  // Duplex and Transform set up and read the side's state, as Node's
+  // duplex.js and transform.js reach this._writableState.
+  detail::writable_state state_;
+
+  /// sluice's own: the stream's loop is going away (see shutdown.h); a duplex
+  /// moves its readable side too.
+  virtual void rehome(loop& l) noexcept;
+  /// Node: errorOrDestroy(this, err, sync).
+  void error_or_destroy(std::error_code err, bool sync) noexcept;
+
  private:
+  // The sink's completions: Node's onwrite and the callback of _final.
   friend class write_done;
   friend class final_done;
-  // pipe() reads the raw needDrain and errorEmitted bits and calls
-  // errorOrDestroy() on its destination, as Node's pipe() does.
-  friend class readable;
-  // Node's destroy.js and Duplex reach both states of a stream.
-  friend struct detail::destroy_impl;
-  friend struct detail::sides;
-  friend class duplex;
-  friend class transform;
-  friend class stream_ref;
-  friend struct detail::shutdown_registry;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool reject(write_cb cb);
@@ -252,16 +256,13 @@ class writable : public virtual emitter {
   void finish_maybe(bool sync) noexcept;
   void finish() noexcept;
   void call_finished_callbacks(std::error_code ec) noexcept;
-  void error_or_destroy(std::error_code ec, bool sync) noexcept;
-  void call_soon(task t);
   void call_back_soon(write_cb cb, std::error_code ec);
+  std::error_code destroy_io(std::error_code err) noexcept override;
   void write_pending_sync() noexcept;
-  void rehome(loop& l) noexcept;
+  static void on_loop_close(loop::close_hook& hook, loop& l) noexcept;
+  static void on_exit(detail::shutdown_link& link) noexcept;
 
-  detail::writable_state state_;
-  std::error_code errored_;
   std::unique_ptr<sink> sink_;
-  loop* loop_;
   detail::req_pool pool_;
   detail::write_queue buffered_;  // Node: state.buffered
   detail::write_queue writing_;   // the requests of the sink call in flight
@@ -270,10 +271,10 @@ class writable : public virtual emitter {
   std::deque<std::pair<write_cb, std::error_code>> owed_;  // see call_back_soon()
   std::vector<write_cb> on_finished_;  // end() callbacks
   bool coalesce_ = false;
-  // The readable side, when this is a duplex's writable side (Node: the
-  // stream's _readableState); null for a plain writable.
-  readable* rpeer_ = nullptr;
   detail::write_queue landed_;  // written by write_pending_sync(); callbacks owed
+  // sluice's own shutdown guarantee (see shutdown.h): linked only when the
+  // sink can write synchronously.
+  loop::close_hook loop_close_;
   detail::shutdown_link shutdown_;
 };
 

@@ -6,19 +6,23 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sluice/stream/stream_state.h"
+
 namespace sluice::detail {
 
 namespace wflag {
 enum : std::uint32_t {
-  object_mode = 1u << 0,    // fixed at construction: length counts writes, not bytes
-  error_emitted = 1u << 1,  // 'error' has been emitted; it never is twice
-  auto_destroy = 1u << 2,   // option: destroy() after 'finish' and after an error
-  emit_close = 1u << 3,     // option: emit 'close' once destroyed
-  destroyed = 1u << 4,      // destroy() was called
-  closed = 1u << 5,         // the sink's destroy has run
-  close_emitted = 1u << 6,  // set just before 'close' would be emitted
-  errored = 1u << 7,        // `errored` holds the first error
-  constructed = 1u << 8,    // always set: sluice has no _construct
+  // The bits both sides have (see stream_state.h).
+  object_mode = sflag::object_mode,
+  error_emitted = sflag::error_emitted,
+  auto_destroy = sflag::auto_destroy,
+  emit_close = sflag::emit_close,
+  destroyed = sflag::destroyed,
+  closed = sflag::closed,
+  close_emitted = sflag::close_emitted,
+  errored = sflag::errored,
+  constructed = sflag::constructed,
+  // The writable's own.
   sync = 1u << 9,           // inside a sink call: its completion is synchronous
   final_called = 1u << 10,  // the sink's final was called (or there is none)
   need_drain = 1u << 11,    // write() returned false; 'drain' is owed
@@ -41,20 +45,16 @@ enum : std::uint32_t {
   writecb = 1u << 26,  // the sink call in flight has a callback to call (Node: writecb !== nop)
   not_writable = 1u << 27,  // a duplex made with writable = false (Node: state.writable === false)
 };
+static_assert(std::uint32_t{sync} == std::uint32_t{sflag::first_side_bit});
 }  // namespace wflag
 
-struct writable_state {
-  std::uint32_t flags = wflag::sync | wflag::constructed | wflag::emit_close |
-                        wflag::auto_destroy | wflag::all_noop;
-  std::size_t length = 0;      // bytes (or writes, in object mode) not yet completed
-  std::size_t high_water_mark = 16384;
+// `length` counts bytes (or writes, in object mode) not yet completed.
+struct writable_state : stream_state {
+  writable_state() noexcept { set(wflag::sync | wflag::all_noop); }
+
   std::uint32_t corked = 0;    // nesting depth of cork()
   std::size_t pending_cb = 0;  // callbacks and finish steps still owed (Node: pendingcb)
   std::size_t write_len = 0;   // length of the request in flight (Node: writelen)
-
-  bool has(std::uint32_t bits) const noexcept { return (flags & bits) != 0; }
-  void set(std::uint32_t bits) noexcept { flags |= bits; }
-  void clear(std::uint32_t bits) noexcept { flags &= ~bits; }
 };
 
 }  // namespace sluice::detail

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Every #include "sluice/..." in lib/ points down the layers of
+# docs/architecture.md: to its own layer or a lower one. Prints each include
+# that points up, and a file that belongs to no layer, and fails on any.
+#
+#   tests/layers/check-layers.sh [LIBDIR]     (default: lib/ beside this script)
+set -euo pipefail
+lib=${1:-"$(dirname "$0")/../../lib"}
+cd "$lib"
+
+# The layers, bottom (0) to top. A path matches the first pattern that fits.
+layer_of() {
+  case "$1" in
+    sluice/function.h | sluice/errors.h | sluice/errors.cc) echo 0 ;;
+    sluice/loop.* | sluice/emitter.* | sluice/signals.*) echo 1 ;;
+    sluice/queue/*) echo 2 ;;
+    sluice/sinks/* | sluice/sources/*) echo 3 ;;
+    sluice/stream/*) echo 4 ;;
+    sluice/lines/*) echo 5 ;;
+    sluice/factories.* | sluice/sluice.h) echo 6 ;;
+    *) echo "" ;;
+  esac
+}
+names=(base loop queue io streams lines top)
+
+bad=0
+checked=0
+while IFS= read -r file; do
+  from=$(layer_of "$file")
+  if [ -z "$from" ]; then
+    echo "layers: $file belongs to no layer (add it to tests/layers/check-layers.sh and docs/architecture.md)"
+    bad=$((bad + 1))
+    continue
+  fi
+  while IFS= read -r inc; do
+    checked=$((checked + 1))
+    to=$(layer_of "$inc")
+    if [ -z "$to" ]; then
+      echo "layers: $file includes $inc, which belongs to no layer"
+      bad=$((bad + 1))
+    elif [ "$to" -gt "$from" ]; then
+      echo "layers: $file (${names[$from]}) includes $inc (${names[$to]}): an include must point down"
+      bad=$((bad + 1))
+    fi
+  done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(sluice\/[^"]*\)".*/\1/p' "$file")
+done < <(find sluice -name '*.h' -o -name '*.cc' | sort)
+
+if [ "$checked" -eq 0 ]; then
+  echo "layers: no include found under $lib: wrong directory?"
+  exit 1
+fi
+echo "layers: $checked includes checked, $bad pointing up or unplaced"
+[ "$bad" -eq 0 ]
