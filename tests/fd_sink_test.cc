@@ -756,3 +756,43 @@ TEST_CASE("an fd_sink over a pipe it does not own leaves the fd open") {
   }
   CHECK(fd_is_open(p.w));
 }
+
+// Issue 10, defect 9: an fd writable holds a turn's writes for one writev;
+// Node would have handed them to _write already, so a misuse later in the
+// same turn (a write after end(), a destroy()) must not take them back.
+TEST_CASE("writes held for the turn land when a write after end() errors the stream in the same turn") {
+  temp_dir dir;
+  const std::string path = dir.file("same-turn.txt");
+  loop l;
+  must_call wrote_a;
+  must_call wrote_b;
+  must_call ended;
+  {
+    auto w = make_file_writable(path, {}, on(l));
+    w->on(event::error, [](std::error_code) {});
+    w->write("a\n"sv, wrote_a.cb());
+    w->end(ended.cb());
+    w->write("b\n"sv, wrote_b.cb());
+    l.run();
+  }
+  CHECK(slurp(path) == "a\n");
+  CHECK(wrote_a.error() == std::error_code{});
+  CHECK(wrote_b.error() == make_error_code(errc::write_after_end));
+}
+
+TEST_CASE("writes held for the turn land when the stream is destroyed in the same turn") {
+  temp_dir dir;
+  const std::string path = dir.file("same-turn-destroy.txt");
+  loop l;
+  must_call wrote(2);
+  {
+    auto w = make_file_writable(path, {}, on(l));
+    w->write("a\n"sv, wrote.cb());
+    w->write("b\n"sv, wrote.cb());
+    w->destroy();
+    l.run();
+  }
+  CHECK(slurp(path) == "a\nb\n");
+  CHECK(wrote.error(0) == std::error_code{});
+  CHECK(wrote.error(1) == std::error_code{});
+}

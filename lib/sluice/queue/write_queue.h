@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "sluice/assert.h"
 #include "sluice/queue/byte_arena.h"
 #include "sluice/queue/write_req.h"
 
@@ -27,7 +28,9 @@ class write_queue {
   write_queue() = default;
   write_queue(const write_queue&) = delete;
   write_queue& operator=(const write_queue&) = delete;
-  ~write_queue() { list_.clear(); }  // callers dispose first; this only unlinks
+  // A request left here would never be called back: its owner disposes of
+  // every request first (called back and returned to the pool).
+  ~write_queue() { SLUICE_ASSERT(list_.empty() && count_ == 0 && bytes_ == 0); }
 
   bool empty() const noexcept { return list_.empty(); }
   std::size_t size() const noexcept { return count_; }
@@ -48,6 +51,7 @@ class write_queue {
     bytes_ += r.data.size();
   }
   write_req& pop_front() noexcept {
+    SLUICE_ASSERT(!list_.empty());
     write_req& r = list_.front();
     list_.pop_front();
     --count_;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "sluice/assert.h"
 #include "sluice/errors.h"
 #include "sluice/stream/destroy.h"
 #include "sluice/stream/readable.h"
@@ -73,50 +74,6 @@ writable::~writable() {
   call_back(writing_, writing_.size(), gone);
   call_back(buffered_, buffered_.size(), errored() ? errored() : gone);
   call_finished_callbacks(gone);
-}
-
-// sluice's own: writes what the stream still holds, blocking: the rest of
-// the sink call in flight, then every buffered request (held for the turn,
-// corked, or waiting behind that call), as one batch. The written requests
-// move to landed_, whose callbacks the destructor pays with success; on a
-// failure the stream has errored. The stream is left writing, so that the
-// loop never starts another sink call: later writes wait in the buffer for
-// the next call of this (the destructor's). No callback, no event.
-void writable::write_pending_sync() noexcept {
-  if (state_.has(wf::destroyed | wf::errored) || !sink_->has_write_sync()) return;
-  std::error_code ec;
-  if (!writing_.empty()) {
-    ec = sink_->drain_sync();
-    (ec ? failed_ : landed_).splice_back(writing_);
-  }
-  if (!ec && !buffered_.empty()) {
-    ec = sink_->write_sync(write_batch(buffered_.first(), buffered_.size(), buffered_.bytes()));
-    if (!ec) landed_.splice_back(buffered_);
-  }
-  state_.set(wf::writing);
-  if (ec) {
-    errored_ = ec;
-    state_.set(wf::errored);
-  }
-}
-
-// sluice's own: the stream's loop is going away (see shutdown.h).
-void writable::rehome(loop& l) noexcept {
-  loop_ = &l;
-  sink_->attach(l);
-  if (loop_close_.fn) l.add_close_hook(loop_close_);
-}
-
-// The close hook of the stream's loop: write what is held, then move to a
-// loop that stays (shutdown.h).
-void writable::on_loop_close(loop::close_hook& hook, loop&) noexcept {
-  auto* w = static_cast<writable*>(hook.owner);
-  w->write_pending_sync();
-  if (loop* home = detail::shutdown_registry::orphan_loop()) w->rehome(*home);
-}
-
-void writable::on_exit(detail::shutdown_link& link) noexcept {
-  static_cast<writable*>(link.owner)->write_pending_sync();
 }
 
 // Node: the writable half of _destroy(): the sink's.
@@ -339,27 +296,6 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
   state_.clear(wf::sync);
 }
 
-// sluice's own: the first write of a turn to a coalescing stream holds the
-// writes that follow until the end of the turn.
-[[gnu::noinline]] void writable::start_coalescing() {
-  state_.set(wf::coalescing);
-  if (!state_.has(wf::flush_scheduled)) {
-    state_.set(wf::flush_scheduled);
-    call_soon([this] { flush_coalesced(); });
-  }
-}
-
-// sluice's own: the end of the turn in which a coalescing stream was first
-// written to. Everything written since leaves in one clear_buffer().
-// Like Node's onConstructed(), which also releases held writes: clear the
-// buffer, then finish if end() came while they were held (a sink that
-// completed inside clear_buffer() could not finish: the buffer was in use).
-void writable::flush_coalesced() noexcept {
-  state_.clear(wf::flush_scheduled | wf::coalescing);
-  if (!state_.has(wf::writing)) clear_buffer();
-  if (state_.has(wf::ending)) finish_maybe(true);
-}
-
 // Node: doWrite(). The requests are already in writing_.
 void writable::do_write(bool writev, std::size_t len) {
   state_.write_len = len;
@@ -384,6 +320,7 @@ void writable::on_write(std::error_code er) noexcept {
   }
   const bool is_sync = state_.has(wf::sync);
   const bool has_cb = state_.has(wf::writecb);
+  SLUICE_ASSERT(!writing_.empty() && state_.length >= state_.write_len && state_.pending_cb > 0);
   state_.clear(wf::writecb | wf::writing | wf::expect_write_cb);
   state_.length -= state_.write_len;
   state_.write_len = 0;
@@ -420,7 +357,7 @@ void writable::on_write(std::error_code er) noexcept {
         state_.set(wf::after_write_pending);
         call_soon([this] {
           write_queue none;
-          after_write(1, none, 0);
+          after_write(none, 0);
         });
       } else {
         --state_.pending_cb;
@@ -432,15 +369,16 @@ void writable::on_write(std::error_code er) noexcept {
       // does for distinct functions.
       done_.splice_back(completed);
       state_.set(wf::after_write_pending);
-      call_soon([this, n] { after_write(1, done_, n); });
+      call_soon([this, n] { after_write(done_, n); });
     }
   } else {
-    after_write(1, completed, n);
+    after_write(completed, n);
   }
 }
 
 // Node: onwriteError().
 void writable::on_write_error(std::error_code er, write_queue& reqs, std::size_t n) noexcept {
+  SLUICE_ASSERT(state_.pending_cb > 0);
   --state_.pending_cb;
   call_back(reqs, n, er);
   error_buffer();
@@ -449,16 +387,17 @@ void writable::on_write_error(std::error_code er, write_queue& reqs, std::size_t
 
 // Node: afterWrite(). 'drain' comes before the callbacks of the write that
 // emptied the stream.
-void writable::after_write(std::size_t count, write_queue& reqs, std::size_t n) noexcept {
+void writable::after_write(write_queue& reqs, std::size_t n) noexcept {
   state_.clear(wf::after_write_pending);
   if ((state_.flags & (wf::ending | wf::need_drain | wf::destroyed)) == wf::need_drain && state_.length == 0) {
     state_.clear(wf::need_drain);
     emit(event::drain);
   }
-  while (count-- > 0) {
-    --state_.pending_cb;
-    call_back(reqs, n, {});
-  }
+  // Node counts its merged ticks here (afterWriteTickInfo.count); sluice
+  // calls back one sink call's requests per after_write.
+  SLUICE_ASSERT(state_.pending_cb > 0);
+  --state_.pending_cb;
+  call_back(reqs, n, {});
   if (state_.has(wf::destroyed)) error_buffer();
   if (state_.has(wf::ending)) finish_maybe(true);
 }
@@ -541,6 +480,29 @@ void writable::uncork() {
     if (--state_.corked == 0) state_.clear(wf::corked);
     if (!state_.has(wf::writing)) clear_buffer();
   }
+}
+
+// ---- sluice's own: a turn's writes held for one writev (sink::coalesce_writes())
+
+// sluice's own: the first write of a turn to a coalescing stream holds the
+// writes that follow until the end of the turn.
+[[gnu::noinline]] void writable::start_coalescing() {
+  state_.set(wf::coalescing);
+  if (!state_.has(wf::flush_scheduled)) {
+    state_.set(wf::flush_scheduled);
+    call_soon([this] { flush_coalesced(); });
+  }
+}
+
+// sluice's own: the end of the turn in which a coalescing stream was first
+// written to. Everything written since leaves in one clear_buffer().
+// Like Node's onConstructed(), which also releases held writes: clear the
+// buffer, then finish if end() came while they were held (a sink that
+// completed inside clear_buffer() could not finish: the buffer was in use).
+void writable::flush_coalesced() noexcept {
+  state_.clear(wf::flush_scheduled | wf::coalescing);
+  if (!state_.has(wf::writing)) clear_buffer();
+  if (state_.has(wf::ending)) finish_maybe(true);
 }
 
 // sluice's own: ends the turn's coalescing early. The flush_coalesced() tick
@@ -663,6 +625,7 @@ void writable::finish_maybe(bool is_sync) noexcept {
 
 // Node: finish().
 void writable::finish() noexcept {
+  SLUICE_ASSERT(state_.pending_cb > 0);
   --state_.pending_cb;
   state_.set(wf::finished);
   call_finished_callbacks({});
@@ -687,6 +650,12 @@ void writable::call_finished_callbacks(std::error_code ec) noexcept {
 // ---- destroy (Node: Writable.prototype.destroy; the rest is destroy.cc)
 
 writable& writable::destroy(std::error_code err) {
+  // Differs from Node in form only: the writes held for this turn (see
+  // coalesce_writes()) would have been handed to _write already in Node, so
+  // they are in flight, not buffered: they go to the sink before it is
+  // destroyed, and land as Node's would. (An error such as a write after
+  // end() comes here too, through errorOrDestroy.)
+  if (state_.has(wf::coalescing) && !state_.has(wf::destroyed)) flush_held();
   if (state_.has(wf::buffered | wf::on_finished) && !state_.has(wf::destroyed))
     call_soon([this] { error_buffer(); });
   detail::destroy_impl::destroy(readable_side_, this, err);

@@ -245,7 +245,7 @@ class writable : public virtual emitter, public detail::stream_side {
   void do_write(bool writev, std::size_t len);
   void on_write(std::error_code ec) noexcept;
   void on_write_error(std::error_code ec, detail::write_queue& reqs, std::size_t n) noexcept;
-  void after_write(std::size_t count, detail::write_queue& reqs, std::size_t n) noexcept;
+  void after_write(detail::write_queue& reqs, std::size_t n) noexcept;
   void call_back(detail::write_queue& reqs, std::size_t n, std::error_code ec) noexcept;
   void error_buffer() noexcept;
   void clear_buffer() noexcept;
