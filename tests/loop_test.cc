@@ -341,3 +341,50 @@ TEST_CASE("posts from several threads all run, in each thread's order") {
     for (int i = 0; i < per_thread; ++i) CHECK(s[static_cast<std::size_t>(i)] == i);
   }
 }
+
+// Issue 10, defect 2: a readable that always has data queues an immediate per
+// chunk; before the fix run() polled fd watches only once no immediate was
+// left, so a ready fd (a signal's eventfd, a socket) waited until EOF.
+TEST_CASE("a ready fd watch fires within a turn while immediates keep coming") {
+  pipe_fds p;
+  loop l;
+  REQUIRE(::write(p.w, "x", 1) == 1);  // the read end is ready from the start
+  int turns = 0;
+  int fired_at = -1;
+  l.watch(p.r, POLLIN, [&](short) { fired_at = turns; });
+  // An endless producer, bounded only so that the test ends either way.
+  std::function<void()> produce = [&] {
+    ++turns;
+    if (fired_at < 0 && turns < 1000) l.set_immediate([&] { produce(); });
+  };
+  l.set_immediate([&] { produce(); });
+  l.run();
+  CHECK(fired_at >= 0);
+  CHECK(fired_at <= 1);
+}
+
+TEST_CASE("a task posted from another thread runs while immediates keep coming") {
+  loop l;
+  std::atomic<bool> go{false};
+  bool ran = false;
+  int turns = 0;
+  l.hold();  // the post below is expected
+  std::thread t([&] {
+    while (!go.load()) std::this_thread::yield();
+    l.post([&] {
+      ran = true;
+      l.release();
+    });
+  });
+  std::function<void()> produce = [&] {
+    ++turns;
+    if (turns == 2) go.store(true);
+    // Keeps producing until the post has run (bounded: a failing test ends).
+    if (!ran && turns < 2'000'000) l.set_immediate([&] { produce(); });
+  };
+  l.set_immediate([&] { produce(); });
+  l.run();
+  t.join();
+  CHECK(ran);
+  CHECK(turns < 2'000'000);
+}

@@ -217,15 +217,20 @@ void loop::run_until_idle() {
     drain_ticks();
     run_timers();
     if (immediates_.empty() && ticks_.empty()) break;
-    // One turn: the immediates queued before it, each followed by the ticks it
-    // queued, as Node runs setImmediate callbacks.
-    for (std::size_t n = immediates_.size(); n > 0 && !immediates_.empty(); --n) {
-      queued q = immediates_.pop();
-      if (q.fn) q.fn();
-      drain_ticks();
-    }
+    run_immediates();
   }
   --running_;
+}
+
+// One turn's immediates: those queued before it, each followed by the ticks
+// it queued, as Node runs setImmediate callbacks. Immediates queued during
+// the turn wait for the next one.
+void loop::run_immediates() {
+  for (std::size_t n = immediates_.size(); n > 0 && !immediates_.empty(); --n) {
+    queued q = immediates_.pop();
+    if (q.fn) q.fn();
+    drain_ticks();
+  }
 }
 
 std::vector<loop::watched_fd> loop::watched_fds() const {
@@ -263,12 +268,26 @@ bool loop::poll_watches(int timeout_ms) {
   return n > 0;
 }
 
+// A turn in libuv's order: timers, then the fds that are ready (without
+// waiting while immediates are queued), then one turn of immediates. Every
+// turn polls, so a readable that always has data (an immediate per chunk)
+// cannot starve fd watches, signals (their eventfd is a watch) or posts.
 void loop::run() {
   ++running_;
   for (;;) {
-    run_until_idle();
-    if (watches_.empty() && timers_.empty() && holds_ == 0) break;
-    poll_watches(next_timeout_ms());
+    drain_posted();
+    drain_ticks();
+    run_timers();
+    const bool busy = !immediates_.empty() || !ticks_.empty();
+    if (!busy && watches_.empty() && timers_.empty() && holds_ == 0) break;
+    if (busy) {
+      if (!watches_.empty() || wake_fd_.load(std::memory_order_relaxed) >= 0) poll_watches(0);
+    } else {
+      poll_watches(next_timeout_ms());
+    }
+    drain_posted();
+    drain_ticks();
+    run_immediates();
   }
   --running_;
 }

@@ -70,7 +70,8 @@ class loop {
   /// Runs ticks and immediates until none are left. Does not wait for fds.
   void run_until_idle();
   /// Runs until nothing at all is left: no ticks, no immediates, no watches;
-  /// waits in poll() while only watches remain.
+  /// waits in poll() while only watches remain. Each turn looks at the fds
+  /// (without waiting) even while immediates keep coming, as libuv does.
   void run();
   /// Whether anything is queued, watched, timed, or expected from another
   /// thread (see hold()).
@@ -146,6 +147,7 @@ class loop {
 
   void drain_ticks();
   void drain_posted();
+  void run_immediates();
   void run_timers();
   void poke();
   bool poll_watches(int timeout_ms);
