@@ -14,12 +14,6 @@
 
 namespace sluice {
 
-// The defaults of a sink that cannot write synchronously.
-std::error_code sink::drain_sync() noexcept { return make_error_code(errc::method_not_implemented); }
-std::error_code sink::write_sync(const write_batch&) noexcept {
-  return make_error_code(errc::method_not_implemented);
-}
-
 namespace detail {
 
 namespace {

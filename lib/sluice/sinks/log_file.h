@@ -13,7 +13,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/sinks/log_file_sink.h"
+#include "sluice/sinks/log_options.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice::detail {

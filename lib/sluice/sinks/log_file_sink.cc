@@ -8,7 +8,6 @@
 
 #include "sluice/errors.h"
 #include "sluice/sinks/log_file.h"
-#include "sluice/stream/writable.h"
 
 namespace sluice {
 
@@ -175,10 +174,10 @@ void log_file_sink::on_timer() noexcept {
 }
 
 // An error met outside the sink's calls: the call in flight reports it, or
-// the bound stream is destroyed with it, or the next call reports it.
+// the stream is destroyed with it, or the next call reports it.
 void log_file_sink::report(std::error_code ec) noexcept {
-  if (!done_ && stream_) {
-    stream_->destroy(ec);
+  if (!done_ && report_to_stream_) {
+    report_error(ec);
     return;
   }
   if (!pending_) pending_ = ec;
@@ -241,35 +240,6 @@ std::error_code log_file_sink::write_sync(const write_batch& batch) noexcept {
   left_ = batch.size();
   if (const std::error_code ec = start_segment()) return ec;
   return pump_sync();
-}
-
-// ---- factories
-
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options) {
-  auto w = std::make_unique<writable>(std::make_unique<log_file_sink>(path, options), stream_options);
-  static_cast<log_file_sink&>(w->get_sink()).bind(*w);
-  return w;
-}
-
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options) {
-  return make_log_writable(path, options, writable_options{});
-}
-
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options, std::error_code& ec) noexcept {
-  auto sink = log_file_sink::open(path, options, ec);
-  if (!sink) return nullptr;
-  try {
-    auto w = std::make_unique<writable>(std::move(sink), stream_options);
-    static_cast<log_file_sink&>(w->get_sink()).bind(*w);
-    return w;
-  } catch (const std::bad_alloc&) {
-    ec = std::make_error_code(std::errc::not_enough_memory);
-  } catch (const std::system_error& e) {  // invalid stream options
-    ec = e.code();
-  }
-  return nullptr;
 }
 
 }  // namespace sluice

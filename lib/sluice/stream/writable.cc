@@ -22,11 +22,9 @@ using detail::write_req;
 
 void write_done::operator()(std::error_code ec) const noexcept { w_->on_write(ec); }
 void final_done::operator()(std::error_code ec) const noexcept { w_->on_finish(ec); }
-
-void sink::writev(const write_batch&, write_done done) {
-  done(make_error_code(errc::method_not_implemented));
+void sink::report_error(std::error_code ec) noexcept {
+  if (owner_) owner_->destroy(ec);
 }
-void sink::final(final_done done) { done(); }
 
 writable::writable(std::unique_ptr<sink> s, const writable_options& options)
     : sink_(std::move(s)), loop_(options.event_loop ? options.event_loop : &loop::current()) {
@@ -36,6 +34,7 @@ writable::writable(std::unique_ptr<sink> s, const writable_options& options)
   if (!options.auto_destroy) state_.clear(wf::auto_destroy);
   if (!options.emit_close) state_.clear(wf::emit_close);
   coalesce_ = sink_->coalesce_writes();
+  sink_->owner_ = this;
   sink_->attach(*loop_);
   if (sink_->has_write_sync()) detail::shutdown_registry::add(shutdown_, *this);
 }
