@@ -13,7 +13,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/sinks/fd_writer.h"
-#include "sluice/sinks/log_file.h"
+#include "sluice/sinks/log_writer.h"
 #include "sluice/sinks/open_file.h"
 #include "sluice/sinks/worker_protocol.h"
 
@@ -28,10 +28,10 @@ struct worker_thread : worker_core {
   alignas(64) fd_writer out;  // the worker thread's
   std::atomic<std::size_t> batches{0}, syscalls{0}, bytes{0};
 
-  // A log worker's file (null for a plain fd), the worker thread's until it
-  // is joined; `out` follows its fd. Published for other threads: the counters.
-  std::unique_ptr<log_file> log;
-  std::size_t seen = 0;         // out.bytes_written() already given to log
+  // A log worker's file and its writer (null for a plain fd, which `out`
+  // writes), the worker thread's until it is joined. Published for other
+  // threads: the counters.
+  std::unique_ptr<log_writer> log;
   std::error_code log_error;    // met while idle, for the next batch (or close())
   std::atomic<std::size_t> rotations{0}, reopens{0}, fsyncs{0};
 
@@ -39,9 +39,7 @@ struct worker_thread : worker_core {
   bool sleep(std::uint32_t w) noexcept;
   void write(worker_slot& s) noexcept;
   std::error_code write_log(worker_slot& s) noexcept;
-  std::error_code follow(std::error_code ec) noexcept;
   std::error_code reopen_log() noexcept;
-  void account_log() noexcept;
   void publish_log() noexcept;
   void log_idle() noexcept;
   bool sleep_for_sync(std::uint32_t w) noexcept;
@@ -101,53 +99,30 @@ void worker_thread::write(worker_slot& s) noexcept {
 std::error_code worker_thread::write_log(worker_slot& s) noexcept {
   std::error_code ec = std::exchange(log_error, {});
   if (!ec && (word.load(std::memory_order_relaxed) & reopen_asked)) ec = reopen_log();
-  if (!ec && s.single) {
-    if (!(ec = follow(log->prepare(s.chunk.size())))) {
-      out.start(s.chunk);
-      ec = out.write_all();
-      account_log();
-    }
-  } else if (!ec) {
-    write_batch::iterator next = s.batch.begin();
-    std::size_t left = s.batch.size();
-    while (!ec && left > 0) {
-      if ((ec = follow(log->prepare((*next).size())))) break;
-      const write_batch::iterator first = next;
-      const std::size_t n = log->fitting(next, left);
-      out.start(first, n);
-      left -= n;
-      ec = out.write_all();
-      account_log();
-    }
+  if (!ec) ec = s.single ? log->start(s.chunk) : log->start(s.batch);
+  while (!ec) {
+    ec = log->out().write_all();
+    log->account();
+    if (ec || !log->more()) break;
+    ec = log->start_part();
   }
-  if (!ec) ec = log->sync_if_due();
+  if (!ec) ec = log->file().sync_if_due();
   publish_log();
-  return ec;
-}
-
-// After a rotation or reopen, `out` follows the log to its new fd.
-std::error_code worker_thread::follow(std::error_code ec) noexcept {
-  if (log->fd() >= 0 && out.fd() != log->fd()) out.reset(log->fd());
   return ec;
 }
 
 std::error_code worker_thread::reopen_log() noexcept {
   word.fetch_and(~reopen_asked, std::memory_order_relaxed);
-  account_log();
-  return follow(log->reopen());
-}
-
-void worker_thread::account_log() noexcept {
-  log->wrote(out.bytes_written() - seen);
-  seen = out.bytes_written();
+  return log->reopen();
 }
 
 void worker_thread::publish_log() noexcept {
-  syscalls.store(out.syscalls(), std::memory_order_relaxed);
-  bytes.store(log->bytes_written(), std::memory_order_relaxed);
-  rotations.store(log->rotations(), std::memory_order_relaxed);
-  reopens.store(log->reopens(), std::memory_order_relaxed);
-  fsyncs.store(log->fsyncs(), std::memory_order_relaxed);
+  const log_file& file = log->file();
+  syscalls.store(log->out().syscalls(), std::memory_order_relaxed);
+  bytes.store(file.bytes_written(), std::memory_order_relaxed);
+  rotations.store(file.rotations(), std::memory_order_relaxed);
+  reopens.store(file.reopens(), std::memory_order_relaxed);
+  fsyncs.store(file.fsyncs(), std::memory_order_relaxed);
 }
 
 // With no batch to write: a reopen that was asked for, a sync that is due.
@@ -156,7 +131,7 @@ void worker_thread::publish_log() noexcept {
 void worker_thread::log_idle() noexcept {
   std::error_code ec;
   if (word.load(std::memory_order_relaxed) & reopen_asked) ec = reopen_log();
-  if (!ec && !log_error) ec = log->sync_if_due();
+  if (!ec && !log_error) ec = log->file().sync_if_due();
   if (ec && !log_error) log_error = ec;
   publish_log();
 }
@@ -165,7 +140,7 @@ void worker_thread::log_idle() noexcept {
 // owed. False when it is due (the worker gets up to do it).
 bool worker_thread::sleep_for_sync(std::uint32_t w) noexcept {
   std::chrono::steady_clock::time_point when;
-  if (log_error || !log->sync_deadline(when)) {
+  if (log_error || !log->file().sync_deadline(when)) {
     sleep_on(word, w);
     return true;
   }
@@ -177,10 +152,10 @@ bool worker_thread::sleep_for_sync(std::uint32_t w) noexcept {
 
 // After the thread is joined: an idle error, the last sync, the close.
 std::error_code worker_thread::close_log() noexcept {
-  account_log();
+  log->account();
   std::error_code ec = std::exchange(log_error, {});
-  if (!ec) ec = log->sync_if_dirty();
-  const std::error_code closed = log->close();
+  if (!ec) ec = log->file().sync_if_dirty();
+  const std::error_code closed = log->file().close();
   publish_log();
   return ec ? ec : closed;
 }
@@ -198,7 +173,7 @@ file_worker::file_worker(int fd, bool close_fd)
 file_worker::file_worker(const std::string& path, const log_options& options) : fd_(-1), close_fd_(false) {
   auto log = std::make_unique<detail::log_file>(path, options);
   core_ = std::make_shared<detail::worker_thread>(log->fd());
-  core_->log = std::move(log);
+  core_->log = std::make_unique<detail::log_writer>(std::move(log));
   start();
 }
 

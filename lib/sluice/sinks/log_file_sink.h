@@ -11,15 +11,11 @@
 #include <system_error>
 
 #include "sluice/loop.h"
-#include "sluice/sinks/fd_writer.h"
 #include "sluice/sinks/log_options.h"
+#include "sluice/sinks/log_writer.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice {
-
-namespace detail {
-class log_file;
-}  // namespace detail
 
 /// A sink that appends to a log file (O_WRONLY | O_CREAT | O_APPEND |
 /// O_CLOEXEC), writing a turn's lines with writev as fd_sink does (the same
@@ -103,31 +99,24 @@ class log_file_sink : public sink {
  private:
   explicit log_file_sink(std::unique_ptr<detail::log_file> file);
 
-  std::error_code prepare(std::size_t next_chunk) noexcept;
-  std::error_code start_segment() noexcept;
+  std::error_code before_part() noexcept;
+  std::error_code start_part() noexcept;
   void pump() noexcept;
   std::error_code pump_sync() noexcept;
   void finish(std::error_code ec) noexcept;
   void after_call(std::error_code& ec) noexcept;
   void account() noexcept;
-  std::error_code follow(std::error_code ec) noexcept;
   std::error_code reopen_now() noexcept;
   std::error_code sync() noexcept;
   void on_timer() noexcept;
   void report(std::error_code ec) noexcept;
 
-  std::unique_ptr<detail::log_file> file_;  // rotation, reopen and fsync live there
-  std::optional<detail::fd_writer> out_;
+  detail::log_writer log_;  // the file (rotation, reopen, fsync) and its writer
   loop* loop_ = nullptr;
 
-  // The call in flight: its write_done, and the chunks after the part that
-  // out_ is writing now.
-  std::optional<write_done> done_;
-  write_batch::iterator next_;
-  std::size_t left_ = 0;
+  std::optional<write_done> done_;  // the call in flight
 
-  std::size_t seen_ = 0;          // out_->bytes_written() already counted
-  std::size_t syscalls_seen_ = 0;  // out_->syscalls() already counted
+  std::size_t syscalls_seen_ = 0;  // log_.out().syscalls() already counted
   timer_id timer_ = 0;    // every_ms: the sync that is due
   bool reopen_asked_ = false;
   bool closed_ = false;   // by end or destroy: no more reopen, rotation or sync
