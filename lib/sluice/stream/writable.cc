@@ -22,6 +22,8 @@ using detail::write_req;
 
 void write_done::operator()(std::error_code ec) const noexcept { w_->on_write(ec); }
 void final_done::operator()(std::error_code ec) const noexcept { w_->on_finish(ec); }
+
+// The sink's hook for errors met outside its calls (sinks/sink.h).
 void sink::report_error(std::error_code ec) noexcept {
   if (owner_) owner_->destroy(ec);
 }
