@@ -58,8 +58,10 @@
 #endif
 
 #include "bench.h"
+#include "sluice/factories.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/fd_sink.h"
+#include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/stream/writable.h"
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "sluice/errors.h"
+#include "sluice/factories.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"

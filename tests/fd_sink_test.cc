@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
+#include "sluice/factories.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
+#include "sluice/factories.h"
 #include "sluice/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
+#include "sluice/factories.h"
 #include "sluice/lines/for_each_line.h"
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"

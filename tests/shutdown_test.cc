@@ -19,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "sluice/factories.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/file_sink.h"
+#include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/log_file_sink.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/stream/writable.h"

@@ -21,8 +21,10 @@
 #include <vector>
 
 #include "sluice/errors.h"
+#include "sluice/factories.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/fd_sink.h"
+#include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/alloc_counter.h"

@@ -1,197 +1,14 @@
 #include "sluice/sinks/fd_sink.h"
 
-#include <limits.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include "sluice/errors.h"
 #include "sluice/loop.h"
-#include "sluice/stream/writable.h"
 
 namespace sluice {
-
-namespace {
-#ifdef IOV_MAX
-constexpr std::size_t iov_max = IOV_MAX;
-#else
-constexpr std::size_t iov_max = 1024;
-#endif
-}  // namespace
-
-// ---- fd_writer: the syscalls, for fd_sink on its loop and for file_worker's
-// thread alike.
-
-namespace detail {
-
-fd_writer::kind fd_writer::kind_of(int fd) noexcept {
-  struct stat st {};
-  if (::fstat(fd, &st) == 0) {
-    if (S_ISFIFO(st.st_mode)) return kind::pipe;
-    if (S_ISSOCK(st.st_mode)) return kind::socket;
-  }
-  return kind::other;
-}
-
-void fd_writer::reset(int fd) noexcept {
-  fd_ = fd;
-  kind_ = kind_of(fd);
-}
-
-fd_writer::fd_writer(int fd) : fd_(fd), kind_(kind_of(fd)) {
-  struct sigaction sa {};
-  if (::sigaction(SIGPIPE, nullptr, &sa) == 0) ignore_sigpipe_ = sa.sa_handler == SIG_IGN;
-  iov_.resize(iov_max);
-}
-
-void fd_writer::start(std::string_view chunk) noexcept {
-  single_ = chunk;
-  single_call_ = true;
-  chunks_left_ = 1;
-  pos_offset_ = 0;
-}
-
-void fd_writer::start(const write_batch& batch) noexcept {
-  single_call_ = false;
-  pos_ = batch.begin();
-  chunks_left_ = batch.size();
-  pos_offset_ = 0;
-}
-
-// Fills iov_ from the current position, merging chunks that are adjacent in
-// memory, up to IOV_MAX entries. Returns the bytes it covers, and leaves in
-// fill_end_ the position just past them, for a write that takes them all.
-std::size_t fd_writer::fill_iov() noexcept {
-  std::size_t total = 0;
-  iov_count_ = 0;
-  if (chunks_left_ == 0) return 0;
-  if (single_call_) {
-    const std::string_view c = single_.substr(pos_offset_);
-    iov_[0] = {const_cast<char*>(c.data()), c.size()};
-    iov_count_ = c.empty() ? 0 : 1;
-    fill_end_ = {pos_, 0, 0};
-    return c.size();
-  }
-  // The first chunk may be partly written already; the others are whole.
-  auto it = pos_;
-  std::size_t left = chunks_left_;
-  std::string_view c = *it;
-  c.remove_prefix(pos_offset_);
-  iovec* const first = iov_.data();
-  std::size_t used = 0;      // iovecs filled; first[used - 1] is being extended
-  const char* cur_end = nullptr;
-  for (;;) {
-    if (!c.empty()) {
-      if (c.data() == cur_end) {
-        first[used - 1].iov_len += c.size();  // adjacent in memory: one buffer
-      } else {
-        if (used == iov_max) break;
-        first[used++] = {const_cast<char*>(c.data()), c.size()};
-      }
-      cur_end = c.data() + c.size();
-      total += c.size();
-    }
-    ++it;
-    if (--left == 0) break;
-    c = *it;
-  }
-  iov_count_ = used;
-  fill_end_ = {it, 0, left};
-  return total;
-}
-
-// Moves the position past n written bytes.
-void fd_writer::advance(std::size_t n, std::size_t filled) noexcept {
-  bytes_written_ += n;
-  if (n == filled) {  // the whole fill was taken: the usual case
-    pos_ = fill_end_.pos;
-    pos_offset_ = fill_end_.offset;
-    chunks_left_ = fill_end_.left;
-    return;
-  }
-  if (single_call_) {
-    pos_offset_ += n;
-    return;
-  }
-  while (chunks_left_ > 0) {
-    const std::size_t avail = (*pos_).size() - pos_offset_;
-    if (n < avail) {
-      pos_offset_ += n;
-      return;
-    }
-    n -= avail;
-    pos_offset_ = 0;
-    if (--chunks_left_ > 0) ++pos_;
-  }
-}
-
-bool fd_writer::write_some(std::error_code& error) noexcept {
-  for (;;) {
-    const std::size_t want = fill_iov();
-    if (want == 0) {
-      // Nothing left (or only empty chunks): the call is done.
-      chunks_left_ = 0;
-      return true;
-    }
-    const ssize_t n = write_iov(iov_.data(), static_cast<int>(iov_count_));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-      error = {errno, std::system_category()};
-      return true;
-    }
-    advance(static_cast<std::size_t>(n), want);
-  }
-}
-
-ssize_t fd_writer::write_iov(const iovec* iov, int n) noexcept {
-  ++syscalls_;
-  if (kind_ == kind::socket) {
-    msghdr msg{};
-    msg.msg_iov = const_cast<iovec*>(iov);
-    msg.msg_iovlen = static_cast<std::size_t>(n);
-    return ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-  }
-  if (kind_ != kind::pipe || ignore_sigpipe_) return ::writev(fd_, iov, n);
-
-  // A pipe whose reader is gone raises SIGPIPE, which would kill the process.
-  // Block it for this thread around the write, and swallow the one this write
-  // raised (but not one that was already pending for someone else).
-  sigset_t pipe_set, old_mask, pending;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
-  sigpending(&pending);
-  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-  const ssize_t r = ::writev(fd_, iov, n);
-  const int saved = errno;
-  if (r < 0 && saved == EPIPE && !was_pending) {
-    const timespec zero{0, 0};
-    while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  errno = saved;
-  return r;
-}
-
-std::error_code fd_writer::write_all() noexcept {
-  std::error_code error;
-  while (!write_some(error)) {
-    pollfd p{fd_, POLLOUT, 0};
-    if (::poll(&p, 1, -1) < 0 && errno != EINTR) return {errno, std::system_category()};
-  }
-  return error;
-}
-
-}  // namespace detail
-
-// ---- fd_sink
 
 fd_sink::fd_sink(int fd, bool close_fd) : fd_(fd), close_fd_(close_fd), out_(fd) {}
 
@@ -221,13 +38,10 @@ void fd_sink::writev(const write_batch& batch, write_done done) {
 void fd_sink::start(write_done done) noexcept {
   done_.emplace(done);
   error_.clear();
-  if (out_.write_some(error_)) {
-    complete();
-  } else {
-    loop_->watch(fd_, POLLOUT, [this](short) { resume(); }, this);
-  }
+  resume();
 }
 
+// Writes what the kernel takes; waits for POLLOUT for the rest.
 void fd_sink::resume() noexcept {
   if (out_.write_some(error_)) {
     complete();
@@ -269,10 +83,6 @@ std::error_code fd_sink::drain_sync() noexcept {
 std::error_code fd_sink::write_sync(const write_batch& batch) noexcept {
   out_.start(batch);
   return out_.write_all();
-}
-
-std::unique_ptr<writable> make_fd_writable(int fd, bool close_fd, const writable_options& options) {
-  return std::make_unique<writable>(std::make_unique<fd_sink>(fd, close_fd), options);
 }
 
 }  // namespace sluice

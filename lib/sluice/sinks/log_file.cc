@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/sinks/open_file.h"
 
 namespace sluice::detail {
 
@@ -27,12 +27,6 @@ std::error_code unlink_if_there(const std::string& path) noexcept {
   return {};
 }
 
-// open_fd() or throw, before anything else can touch errno.
-int open_or_throw(int fd, const std::string& path) {
-  if (fd < 0) throw stream_error(errno, std::system_category(), "cannot open " + path);
-  return fd;
-}
-
 std::uint64_t file_size(int fd) noexcept {
   struct stat st {};
   return ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -41,11 +35,7 @@ std::uint64_t file_size(int fd) noexcept {
 }  // namespace
 
 int log_file::open_fd(const std::string& path, mode_t permissions) noexcept {
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, permissions);
-  } while (fd < 0 && errno == EINTR);
-  return fd;
+  return detail::open_fd(path, O_WRONLY | O_CREAT | O_APPEND, permissions);
 }
 
 // Owns fd from the start: closes it if anything here throws.
@@ -58,7 +48,7 @@ log_file::log_file(int fd, const std::string& path, const log_options& options) 
 }
 
 log_file::log_file(const std::string& path, const log_options& options)
-    : log_file(open_or_throw(open_fd(path, options.permissions), path), path, options) {}
+    : log_file(detail::open_or_throw(open_fd(path, options.permissions), path), path, options) {}
 
 std::size_t log_file::fitting(write_batch::iterator& first, std::size_t left) const noexcept {
   const std::uint64_t max = options_.max_size;

@@ -1,7 +1,8 @@
 // log_file: the synchronous half of a rotated log (open, size accounting,
 // rotation, reopen, fsync policy state), shared by log_file_sink, which runs
 // it on a loop, and file_worker's log mode, which runs it on the worker
-// thread. Neither writes through it: each keeps its own fd_writer on fd().
+// thread. It writes nothing itself: log_writer pairs it with the fd_writer
+// that writes to fd().
 #pragma once
 
 #include <sys/types.h>
@@ -13,7 +14,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/sinks/log_file_sink.h"
+#include "sluice/sinks/log_options.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice::detail {

@@ -8,13 +8,10 @@
 
 #include "sluice/errors.h"
 #include "sluice/sinks/log_file.h"
-#include "sluice/stream/writable.h"
 
 namespace sluice {
 
-log_file_sink::log_file_sink(std::unique_ptr<detail::log_file> file) : file_(std::move(file)) {
-  out_.emplace(file_->fd());
-}
+log_file_sink::log_file_sink(std::unique_ptr<detail::log_file> file) : log_(std::move(file)) {}
 
 log_file_sink::log_file_sink(const std::string& path, const log_options& options)
     : log_file_sink(std::make_unique<detail::log_file>(path, options)) {}
@@ -39,67 +36,61 @@ log_file_sink::~log_file_sink() {
   if (loop_) loop_->cancel(this);
 }
 
-const std::string& log_file_sink::path() const noexcept { return file_->path(); }
-int log_file_sink::fd() const noexcept { return file_->fd(); }
-std::uint64_t log_file_sink::size() const noexcept { return file_->size(); }
-std::size_t log_file_sink::rotations() const noexcept { return file_->rotations(); }
-std::size_t log_file_sink::reopens() const noexcept { return file_->reopens(); }
-std::size_t log_file_sink::fsyncs() const noexcept { return file_->fsyncs(); }
-std::uint64_t log_file_sink::bytes_written() const noexcept { return file_->bytes_written(); }
+const std::string& log_file_sink::path() const noexcept { return log_.file().path(); }
+int log_file_sink::fd() const noexcept { return log_.file().fd(); }
+std::uint64_t log_file_sink::size() const noexcept { return log_.file().size(); }
+std::size_t log_file_sink::rotations() const noexcept { return log_.file().rotations(); }
+std::size_t log_file_sink::reopens() const noexcept { return log_.file().reopens(); }
+std::size_t log_file_sink::fsyncs() const noexcept { return log_.file().fsyncs(); }
+std::uint64_t log_file_sink::bytes_written() const noexcept { return log_.file().bytes_written(); }
 
 // ---- a write or writev
 
 void log_file_sink::write(std::string_view chunk, write_done done) {
   done_.emplace(done);
-  left_ = 0;
-  if (const std::error_code ec = prepare(chunk.size())) return finish(ec);
-  out_->start(chunk);
+  std::error_code ec = before_part();
+  if (ec || (ec = log_.start(chunk))) return finish(ec);
   pump();
 }
 
 void log_file_sink::writev(const write_batch& batch, write_done done) {
   done_.emplace(done);
-  next_ = batch.begin();
-  left_ = batch.size();
-  if (const std::error_code ec = start_segment()) return finish(ec);
+  std::error_code ec = before_part();
+  if (ec || (ec = log_.start(batch))) return finish(ec);
   pump();
 }
 
-// What must happen before the next chunk goes out: an error met between
-// calls is this call's; then a reopen that was asked for; then a rotation if
-// the chunk would take a non-empty file past max_size.
-std::error_code log_file_sink::prepare(std::size_t next_chunk) noexcept {
+// What must happen before the next part of a call goes out (log_ then
+// rotates if the part's first chunk would take a non-empty file past
+// max_size): an error met between calls is this call's; then a reopen that
+// was asked for.
+std::error_code log_file_sink::before_part() noexcept {
   account();
   if (pending_) return std::exchange(pending_, {});
-  if (!out_ || file_->fd() < 0) return std::make_error_code(std::errc::bad_file_descriptor);
+  if (log_.file().fd() < 0) return std::make_error_code(std::errc::bad_file_descriptor);
   if (reopen_asked_) {
     reopen_asked_ = false;
     if (const std::error_code ec = reopen_now()) return ec;
   }
-  return follow(file_->prepare(next_chunk));
+  return {};
 }
 
-// Hands out_ the chunks from next_ that fit in the file (at least one), and
-// keeps the rest for after the next rotation.
-std::error_code log_file_sink::start_segment() noexcept {
-  if (const std::error_code ec = prepare((*next_).size())) return ec;
-  const write_batch::iterator first = next_;
-  const std::size_t n = file_->fitting(next_, left_);
-  out_->start(first, n);
-  left_ -= n;
-  return {};
+// The next part of a batch, after a rotation if needed.
+std::error_code log_file_sink::start_part() noexcept {
+  if (const std::error_code ec = before_part()) return ec;
+  return log_.start_part();
 }
 
 void log_file_sink::pump() noexcept {
   std::error_code ec;
   for (;;) {
-    if (!out_->write_some(ec)) {
+    if (!log_.out().write_some(ec)) {
       account();
-      loop_->watch(file_->fd(), POLLOUT, [this](short) { pump(); }, this);
+      loop_->watch(log_.file().fd(), POLLOUT, [this](short) { pump(); }, this);
       return;
     }
-    if (ec || left_ == 0) break;
-    if ((ec = start_segment())) break;
+    if (ec || !log_.more()) break;
+    if ((ec = start_part())) break;
   }
   finish(ec);
 }
@@ -118,32 +109,24 @@ void log_file_sink::after_call(std::error_code& ec) noexcept {
   if (closed_) return;
   if (!ec && pending_) ec = std::exchange(pending_, {});
   if (ec) return;
-  const log_options& o = file_->options();
-  if (o.fsync == log_options::fsync_policy::every_bytes && file_->unsynced() > 0 &&
-      file_->unsynced() >= o.fsync_bytes) {
+  const log_options& o = log_.file().options();
+  if (o.fsync == log_options::fsync_policy::every_bytes && log_.file().unsynced() > 0 &&
+      log_.file().unsynced() >= o.fsync_bytes) {
     if ((ec = sync())) return;
   }
   if (reopen_asked_) {
     reopen_asked_ = false;
     if ((ec = reopen_now())) return;
   }
-  if (o.fsync == log_options::fsync_policy::every_ms && file_->unsynced() > 0 && timer_ == 0 && loop_)
+  if (o.fsync == log_options::fsync_policy::every_ms && log_.file().unsynced() > 0 && timer_ == 0 && loop_)
     timer_ = loop_->set_timeout(o.fsync_interval, [this] { on_timer(); }, this);
 }
 
-// Counts what out_ has written since last asked.
+// Counts what log_ has written since last asked.
 void log_file_sink::account() noexcept {
-  if (!out_) return;
-  file_->wrote(out_->bytes_written() - seen_);
-  seen_ = out_->bytes_written();
-  syscalls_ += out_->syscalls() - syscalls_seen_;
-  syscalls_seen_ = out_->syscalls();
-}
-
-// After a rotation or reopen, out_ follows the file to its new fd.
-std::error_code log_file_sink::follow(std::error_code ec) noexcept {
-  if (out_ && file_->fd() >= 0 && out_->fd() != file_->fd()) out_->reset(file_->fd());
-  return ec;
+  log_.account();
+  syscalls_ += log_.out().syscalls() - syscalls_seen_;
+  syscalls_seen_ = log_.out().syscalls();
 }
 
 // ---- reopen, sync
@@ -161,24 +144,24 @@ std::error_code log_file_sink::reopen() noexcept {
 
 std::error_code log_file_sink::reopen_now() noexcept {
   account();
-  return follow(file_->reopen());
+  return log_.reopen();
 }
 
-std::error_code log_file_sink::sync() noexcept { return file_->sync(); }
+std::error_code log_file_sink::sync() noexcept { return log_.file().sync(); }
 
 void log_file_sink::on_timer() noexcept {
   timer_ = 0;
   if (closed_) return;
   account();
-  if (file_->unsynced() == 0) return;
+  if (log_.file().unsynced() == 0) return;
   if (const std::error_code ec = sync()) report(ec);
 }
 
 // An error met outside the sink's calls: the call in flight reports it, or
-// the bound stream is destroyed with it, or the next call reports it.
+// the stream is destroyed with it, or the next call reports it.
 void log_file_sink::report(std::error_code ec) noexcept {
-  if (!done_ && stream_) {
-    stream_->destroy(ec);
+  if (!done_ && report_to_stream_) {
+    report_error(ec);
     return;
   }
   if (!pending_) pending_ = ec;
@@ -192,9 +175,9 @@ void log_file_sink::final(final_done done) {
   if (timer_ != 0) loop_->clear_timeout(std::exchange(timer_, 0));
   account();
   std::error_code ec = std::exchange(pending_, {});
-  if (!ec) ec = file_->sync_if_dirty();
+  if (!ec) ec = log_.file().sync_if_dirty();
   closed_ = true;
-  const std::error_code closed = file_->close();
+  const std::error_code closed = log_.file().close();
   done(ec ? ec : closed);
 }
 
@@ -209,21 +192,22 @@ std::error_code log_file_sink::destroy(std::error_code err) noexcept {
       loop_->next_tick([this] { finish(make_error_code(errc::destroyed)); }, this);
     }
   }
-  const std::error_code closed = file_->close();
+  const std::error_code closed = log_.file().close();
   return err ? err : closed;
 }
 
 // ---- shutdown: the same writes, blocking in poll() instead of the loop
 
-// The rest of the call: out_'s part, then the parts after each rotation.
+// The rest of the call: the part being written, then the parts after each
+// rotation.
 std::error_code log_file_sink::pump_sync() noexcept {
   std::error_code ec;
   for (;;) {
-    if ((ec = out_->write_all()) || left_ == 0) break;
-    if ((ec = start_segment())) break;
+    if ((ec = log_.out().write_all()) || !log_.more()) break;
+    if ((ec = start_part())) break;
   }
   account();
-  if (!ec) ec = file_->sync_if_dirty();
+  if (!ec) ec = log_.file().sync_if_dirty();
   return ec;
 }
 
@@ -237,39 +221,9 @@ std::error_code log_file_sink::drain_sync() noexcept {
 
 std::error_code log_file_sink::write_sync(const write_batch& batch) noexcept {
   if (closed_) return std::make_error_code(std::errc::bad_file_descriptor);
-  next_ = batch.begin();
-  left_ = batch.size();
-  if (const std::error_code ec = start_segment()) return ec;
+  std::error_code ec = before_part();
+  if (ec || (ec = log_.start(batch))) return ec;
   return pump_sync();
-}
-
-// ---- factories
-
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options) {
-  auto w = std::make_unique<writable>(std::make_unique<log_file_sink>(path, options), stream_options);
-  static_cast<log_file_sink&>(w->get_sink()).bind(*w);
-  return w;
-}
-
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options) {
-  return make_log_writable(path, options, writable_options{});
-}
-
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options, std::error_code& ec) noexcept {
-  auto sink = log_file_sink::open(path, options, ec);
-  if (!sink) return nullptr;
-  try {
-    auto w = std::make_unique<writable>(std::move(sink), stream_options);
-    static_cast<log_file_sink&>(w->get_sink()).bind(*w);
-    return w;
-  } catch (const std::bad_alloc&) {
-    ec = std::make_error_code(std::errc::not_enough_memory);
-  } catch (const std::system_error& e) {  // invalid stream options
-    ec = e.code();
-  }
-  return nullptr;
 }
 
 }  // namespace sluice

@@ -2,9 +2,6 @@
 // request (logrotate's SIGHUP), synced by policy.
 #pragma once
 
-#include <sys/types.h>
-
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,41 +9,13 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <vector>
 
 #include "sluice/loop.h"
-#include "sluice/sinks/fd_writer.h"
+#include "sluice/sinks/log_options.h"
+#include "sluice/sinks/log_writer.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice {
-
-namespace detail {
-class log_file;
-}  // namespace detail
-
-struct writable_options;
-class writable;
-
-struct log_options {
-  /// Rotate before a chunk that would take the file past this many bytes
-  /// (unless the file is empty). 0: never rotate.
-  std::uint64_t max_size = 0;
-  /// Rotated files to keep: app.log.1 (the newest) to app.log.<keep>. With 0,
-  /// rotation starts the file afresh and keeps nothing.
-  unsigned keep = 5;
-  /// For a file that is created.
-  mode_t permissions = 0644;
-
-  enum class fsync_policy {
-    never,        // leave it to the kernel
-    at_end,       // each file, once, before it is closed (end, rotation, reopen)
-    every_bytes,  // after the write that brings the unsynced bytes to fsync_bytes
-    every_ms,     // at most fsync_interval after a write, even when idle
-  };
-  fsync_policy fsync = fsync_policy::never;
-  std::uint64_t fsync_bytes = 1 << 20;                 // every_bytes; 0: after every write
-  std::chrono::milliseconds fsync_interval{1000};      // every_ms
-};
 
 /// A sink that appends to a log file (O_WRONLY | O_CREAT | O_APPEND |
 /// O_CLOEXEC), writing a turn's lines with writev as fd_sink does (the same
@@ -73,8 +42,9 @@ struct log_options {
 ///   bytes (at rotation, reopen and end, not at destroy()).
 /// - Errors of rename, open, fsync and close become the stream's error (a
 ///   system_category code with the errno): through the write or end in
-///   flight, else through destroy(err) on the stream given to bind() (as
-///   make_log_writable() does), else through the next write or end.
+///   flight, else by destroying the stream with it (when
+///   report_errors_to_stream() is on, as make_log_writable() sets it), else
+///   through the next write or end.
 ///
 ///     auto log = sluice::make_log_writable("app.log", {.max_size = 10 << 20, .keep = 3});
 ///     log->write("started\n");
@@ -109,9 +79,11 @@ class log_file_sink : public sink {
   /// complete, and {} is returned. After end or destroy it does nothing.
   std::error_code reopen() noexcept;
 
-  /// Errors met outside a write or end (a sync timer, reopen()) are reported
-  /// with `w.destroy(err)`. make_log_writable() binds its stream.
-  void bind(writable& w) noexcept { stream_ = &w; }
+  /// When on, an error met outside a write or end (a sync timer, reopen())
+  /// destroys the stream with it (see sink::report_error()); when off (the
+  /// default), the next write or end reports it. make_log_writable() turns
+  /// it on.
+  void report_errors_to_stream(bool on = true) noexcept { report_to_stream_ = on; }
 
   const std::string& path() const noexcept;
   int fd() const noexcept;
@@ -127,47 +99,31 @@ class log_file_sink : public sink {
  private:
   explicit log_file_sink(std::unique_ptr<detail::log_file> file);
 
-  std::error_code prepare(std::size_t next_chunk) noexcept;
-  std::error_code start_segment() noexcept;
+  std::error_code before_part() noexcept;
+  std::error_code start_part() noexcept;
   void pump() noexcept;
   std::error_code pump_sync() noexcept;
   void finish(std::error_code ec) noexcept;
   void after_call(std::error_code& ec) noexcept;
   void account() noexcept;
-  std::error_code follow(std::error_code ec) noexcept;
   std::error_code reopen_now() noexcept;
   std::error_code sync() noexcept;
   void on_timer() noexcept;
   void report(std::error_code ec) noexcept;
 
-  std::unique_ptr<detail::log_file> file_;  // rotation, reopen and fsync live there
-  std::optional<detail::fd_writer> out_;
+  detail::log_writer log_;  // the file (rotation, reopen, fsync) and its writer
   loop* loop_ = nullptr;
-  writable* stream_ = nullptr;
 
-  // The call in flight: its write_done, and the chunks after the part that
-  // out_ is writing now.
-  std::optional<write_done> done_;
-  write_batch::iterator next_;
-  std::size_t left_ = 0;
+  std::optional<write_done> done_;  // the call in flight
 
-  std::size_t seen_ = 0;          // out_->bytes_written() already counted
-  std::size_t syscalls_seen_ = 0;  // out_->syscalls() already counted
+  std::size_t syscalls_seen_ = 0;  // log_.out().syscalls() already counted
   timer_id timer_ = 0;    // every_ms: the sync that is due
   bool reopen_asked_ = false;
   bool closed_ = false;   // by end or destroy: no more reopen, rotation or sync
+  bool report_to_stream_ = false;  // see report_errors_to_stream()
   std::error_code pending_;  // met between calls, for the next call to report
 
   std::size_t syscalls_ = 0;
 };
-
-/// A writable over a new log_file_sink, bound to it (see bind()). Throws
-/// stream_error when the file cannot be opened.
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options);
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options = {});
-/// The non-throwing twin: null and `ec` set on failure.
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options, std::error_code& ec) noexcept;
 
 }  // namespace sluice

@@ -132,6 +132,16 @@ class sink {
   /// Writes `batch` (one chunk or more), blocking until every byte is written
   /// or the write fails. Called only after drain_sync(), with nothing in flight.
   virtual std::error_code write_sync(const write_batch& batch) noexcept;
+
+ protected:
+  /// For an error met outside any call (a timer, a request from elsewhere):
+  /// destroys the stream this sink serves with `ec`, as destroy(ec) on it
+  /// would. Does nothing for a sink that serves no stream.
+  void report_error(std::error_code ec) noexcept;
+
+ private:
+  friend class writable;
+  writable* owner_ = nullptr;  // set by the writable before attach()
 };
 
 }  // namespace sluice

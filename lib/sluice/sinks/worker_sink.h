@@ -1,130 +1,20 @@
-// worker_sink: a file written by a thread of its own. Each producer thread
-// writes through its own writable on its own loop; one file_worker makes
-// every syscall, and the completions come back to each producer's loop.
+// worker_sink: one producer's sink onto a file_worker (sinks/file_worker.h):
+// its writes go to the worker thread as one batch a turn, and their
+// completions come back to the producer's loop.
 #pragma once
 
-#include <sys/types.h>
-
-#include <atomic>
-#include <cstddef>
 #include <memory>
-#include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 
-#include "sluice/sinks/file_sink.h"
-#include "sluice/sinks/log_file_sink.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice {
-
-class writable;
-struct writable_options;
-class worker_sink;
 
 namespace detail {
 struct worker_core;
 struct worker_slot;
 }  // namespace detail
-
-/// One thread that writes one file (or any fd) for any number of producers.
-///
-/// - A producer makes a sink with make_sink() and builds its writable on it,
-///   on the producer's own thread and loop. Its writes are coalesced per turn
-///   and handed to the worker as one batch; the worker writes the batch
-///   straight from the stream's buffers (no copy) with fd_sink's code path
-///   (writev up to IOV_MAX buffers, partial writes resumed, EINTR retried),
-///   then posts the completion back to the producer's loop, where the write
-///   callbacks, 'drain' and 'finish' run, in order.
-/// - A batch is written whole before any other: if the kernel takes part of
-///   it, the rest follows before the next producer's batch. A line written
-///   with one write() is never torn or interleaved with another.
-/// - Each producer has at most one batch at the worker (the writable never
-///   starts a second sink call before the first is done), so one producer's
-///   lines keep their order.
-/// - flush_sync(stream) blocks the producer until everything it wrote has
-///   been written, with no allocation and, when the worker is quick, no
-///   syscall: threads sleep and wake on one atomic word per worker.
-///
-///     sluice::file_worker log("app.log", {.mode = sluice::file_options::open_mode::append});
-///     // on each producer thread:
-///     auto out = sluice::make_worker_writable(log);
-///     out->write("one line\n");
-///     sluice::flush_sync(*out);          // or run the loop: callbacks come back there
-///     sluice::loop::current().run();
-///
-/// The destructor writes everything already handed over, then joins the
-/// thread and closes the fd (if owned). Sinks may outlive it: their later
-/// writes fail with EBADF.
-///
-/// **A log file.** Made with log_options, the worker writes a log as
-/// log_file_sink does (the same detail::log_file): rotation by size between
-/// the chunks of a batch (a chunk is never split across two files), fsync by
-/// policy (every_ms with a timed sleep, so a sync comes at most the interval
-/// after a write even when idle; at_end and the others before each file is
-/// closed, at rotation, reopen and close()), and request_reopen() from any
-/// thread, carried out by the worker before its next batch (or at once when
-/// idle). An error of rename, open or fsync is the error of the batch in
-/// flight (so of its producer's stream); one met while idle, of the next
-/// batch, else of close().
-///
-///     sluice::file_worker log("app.log", sluice::log_options{.max_size = 10 << 20, .keep = 3});
-///     auto out = sluice::make_worker_writable(log);   // on each producer thread
-///     out->write("one line\n");
-///     log.request_reopen();                            // from SIGHUP's handler, say
-class file_worker {
- public:
-  /// A worker over `fd`; `close_fd`: close it when the worker is closed.
-  explicit file_worker(int fd, bool close_fd = false);
-  /// Opens `path` as file_sink does; throws stream_error when it cannot.
-  /// `fsync_at_end` syncs the file when the worker is closed.
-  explicit file_worker(const std::string& path, const file_options& options = {});
-  /// A log file at `path` (see above); throws stream_error when it cannot be
-  /// opened.
-  file_worker(const std::string& path, const log_options& options);
-  /// The non-throwing twin: null and `ec` set on failure.
-  static std::unique_ptr<file_worker> open_log(const std::string& path, const log_options& options,
-                                               std::error_code& ec) noexcept;
-  ~file_worker();
-  file_worker(const file_worker&) = delete;
-  file_worker& operator=(const file_worker&) = delete;
-
-  /// A sink for one producer's writable; any thread may ask for one.
-  std::unique_ptr<worker_sink> make_sink();
-
-  /// Writes what was handed over, stops the thread, then syncs (if asked)
-  /// and closes the fd (if owned). Returns the error of fsync or close.
-  /// Called by the destructor; later calls return the same result.
-  std::error_code close() noexcept;
-
-  /// A log worker: closes and reopens the path (after an external rename)
-  /// before the next batch, waking the worker if it sleeps. Any thread, any
-  /// time, also from a signal handler (one atomic RMW and maybe a futex
-  /// wake). A plain fd worker ignores it.
-  void request_reopen() noexcept;
-
-  /// The fd; -1 for a log worker, whose fd changes as it rotates.
-  int fd() const noexcept { return fd_; }
-  /// Counters, for tools and tests: batches written, syscalls made, bytes;
-  /// and for a log worker: rotations, reopens, fsyncs.
-  std::size_t batches() const noexcept;
-  std::size_t syscalls() const noexcept;
-  std::size_t bytes_written() const noexcept;
-  std::size_t rotations() const noexcept;
-  std::size_t reopens() const noexcept;
-  std::size_t fsyncs() const noexcept;
-
- private:
-  void start();
-  std::shared_ptr<detail::worker_core> core_;
-  std::thread thread_;
-  int fd_;
-  bool close_fd_;
-  bool fsync_at_close_ = false;
-  bool closed_ = false;
-  std::error_code close_error_;
-};
 
 /// One producer's sink onto a file_worker (see there). Coalesces a turn's
 /// writes, so that they leave as one batch.
@@ -146,43 +36,32 @@ class worker_sink : public sink {
   std::error_code drain_sync() noexcept override;
   std::error_code write_sync(const write_batch& batch) noexcept override;
 
+  // ---- for flush_sync() (sluice/factories.h), on the producer's thread:
+  // the sink's part of it; flush_sync does the stream's.
+
+  /// True inside a write_done of this sink (a callback of its stream, or a
+  /// 'drain' listener): a round may then only be waited for, since
+  /// completing it here would run callbacks inside callbacks.
+  bool completing() const noexcept;
+  /// Blocks until the worker has written the round in flight, if any, and
+  /// returns its error; the completion still comes from the loop.
+  std::error_code wait_written() noexcept;
+  /// From now until end_flush(), every round starts claimed: it is never
+  /// posted to the loop, and needs no hold on it.
+  void begin_flush() noexcept;
+  /// Completes the rounds in flight here and now, each once the worker is
+  /// done with it (write_done runs inside, and may start the next round),
+  /// until none is left; then rounds are posted again.
+  void end_flush() noexcept;
+
  private:
   friend class file_worker;
-  friend std::error_code flush_sync(writable& stream);
   explicit worker_sink(std::shared_ptr<detail::worker_core> core);
   void hand_over(write_done done);
   void complete_here() noexcept;
-  std::error_code flush(writable& stream);
 
   std::shared_ptr<detail::worker_core> core_;
   detail::worker_slot* slot_;  // outlives the sink while a completion is posted
 };
-
-/// The default high-water mark of make_worker_writable()'s byte streams.
-inline constexpr std::size_t worker_high_water_mark = 1024 * 1024;
-
-/// A writable over a new sink of `worker`, on this thread's loop (or the
-/// options' loop). Unless the options set a high-water mark (or object
-/// mode), it is worker_high_water_mark, not Node's 16 KiB: every 'drain' is a
-/// round trip to the worker thread.
-std::unique_ptr<writable> make_worker_writable(file_worker& worker);
-std::unique_ptr<writable> make_worker_writable(file_worker& worker, const writable_options& options);
-
-/// Blocks the calling thread, which must be the stream's, until everything
-/// written to `stream` before the call is in the file: writes held for
-/// coalescing are handed over at once, and each batch's completion (its
-/// callbacks, 'drain') runs here as soon as the worker is done with it,
-/// rather than later on the loop. Writes that those callbacks make are
-/// flushed too; corked writes stay corked.
-///
-/// Returns the stream's first error (ENOSPC, EPIPE, ...), or
-/// ERR_STREAM_DESTROYED if it was destroyed with writes that never went out,
-/// or ERR_METHOD_NOT_IMPLEMENTED if its sink is not a worker_sink. With
-/// nothing pending it returns at once. No allocation.
-///
-/// Called from a write callback (or 'drain' listener) of the same stream, it
-/// hands over what is held and waits for the bytes only: the completions
-/// then come from the loop, after the callbacks still due in the current one.
-std::error_code flush_sync(writable& stream);
 
 }  // namespace sluice

@@ -1,12 +1,10 @@
 #include "sluice/sources/fd_source.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
 
-#include "sluice/errors.h"
 #include "sluice/loop.h"
 
 namespace sluice {
@@ -45,11 +43,11 @@ void fd_source::read_now() noexcept {
       bytes_read_ += static_cast<std::size_t>(n);
       // Touch nothing after push(): a 'data' listener may have destroyed the
       // stream, and with it this source.
-      stream().push(std::string_view(buffer_.get(), static_cast<std::size_t>(n)));
+      push(std::string_view(buffer_.get(), static_cast<std::size_t>(n)));
       return;
     }
     if (n == 0) {
-      stream().push_eof();
+      push_eof();
       return;
     }
     if (errno == EINTR) continue;
@@ -57,7 +55,7 @@ void fd_source::read_now() noexcept {
       wait_readable();
       return;
     }
-    stream().destroy(std::error_code(errno, std::system_category()));
+    report_error(std::error_code(errno, std::system_category()));
     return;
   }
 }
@@ -73,39 +71,6 @@ std::error_code fd_source::destroy(std::error_code err) noexcept {
   if (loop_) loop_->cancel(this);
   const std::error_code closed = close_fd();
   return err ? err : closed;
-}
-
-std::unique_ptr<readable> make_fd_readable(int fd, bool close_fd, const readable_options& options) {
-  readable_options o = options;
-  if (!o.high_water_mark) o.high_water_mark = fd_source::default_chunk_size;
-  return std::make_unique<readable>(std::make_unique<fd_source>(fd, close_fd), o);
-}
-
-namespace {
-int open_for_reading(const std::string& path) noexcept {
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  return fd;
-}
-}  // namespace
-
-std::unique_ptr<readable> make_file_readable(const std::string& path, const readable_options& options) {
-  const int fd = open_for_reading(path);
-  if (fd < 0) throw stream_error(errno, std::system_category(), "cannot open " + path);
-  return make_fd_readable(fd, true, options);
-}
-
-std::unique_ptr<readable> make_file_readable(const std::string& path, std::error_code& ec,
-                                             const readable_options& options) noexcept {
-  ec.clear();
-  const int fd = open_for_reading(path);
-  if (fd < 0) {
-    ec = {errno, std::system_category()};
-    return nullptr;
-  }
-  return make_fd_readable(fd, true, options);
 }
 
 }  // namespace sluice

@@ -4,11 +4,9 @@
 
 #include <cstddef>
 #include <memory>
-#include <string>
 #include <system_error>
 
 #include "sluice/sources/source.h"
-#include "sluice/stream/readable.h"
 
 namespace sluice {
 
@@ -65,20 +63,5 @@ class fd_source : public source {
   std::size_t syscalls_ = 0;
   std::size_t bytes_read_ = 0;
 };
-
-/// A readable over an fd_source. Unless `options` sets one, the high-water
-/// mark is 64 KiB, the chunk size (Node's fs.createReadStream does the same).
-std::unique_ptr<readable> make_fd_readable(int fd, bool close_fd = false, const readable_options& options = {});
-
-/// Opens `path` for reading (O_RDONLY | O_CLOEXEC) and returns a readable
-/// over it that closes the fd when destroyed (after 'end', by default).
-/// Throws stream_error with the errno of open() when the file cannot be
-/// opened.
-///
-///     auto in = sluice::make_file_readable("access.log");
-std::unique_ptr<readable> make_file_readable(const std::string& path, const readable_options& options = {});
-/// The non-throwing twin: null, and `ec` set to the errno of open(), on failure.
-std::unique_ptr<readable> make_file_readable(const std::string& path, std::error_code& ec,
-                                             const readable_options& options = {}) noexcept;
 
 }  // namespace sluice

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 #include <system_error>
 
 namespace sluice {
@@ -41,6 +42,12 @@ class source {
  protected:
   /// The readable this source feeds; valid from attach() on.
   readable& stream() const noexcept { return *stream_; }
+  /// stream().push(chunk), push_eof() and destroy(ec), for a source that
+  /// knows nothing of the readable (the library's own sources sit below
+  /// the streams: see sluice/factories.h).
+  bool push(std::string_view chunk);
+  bool push_eof();
+  void report_error(std::error_code ec) noexcept;
 
  private:
   friend class readable;

@@ -801,4 +801,9 @@ readable::~readable() {
   if (!destroyed()) source_->destroy({});
 }
 
+// The hooks of the source base (sources/source.h): the stream's side.
+bool source::push(std::string_view chunk) { return stream_->push(chunk); }
+bool source::push_eof() { return stream_->push_eof(); }
+void source::report_error(std::error_code ec) noexcept { stream_->destroy(ec); }
+
 }  // namespace sluice

@@ -24,12 +24,10 @@ using detail::write_req;
 void write_done::operator()(std::error_code ec) const noexcept { w_->on_write(ec); }
 void final_done::operator()(std::error_code ec) const noexcept { w_->on_finish(ec); }
 
-void sink::writev(const write_batch&, write_done done) {
-  done(make_error_code(errc::method_not_implemented));
+// The sink's hook for errors met outside its calls (sinks/sink.h).
+void sink::report_error(std::error_code ec) noexcept {
+  if (owner_) owner_->destroy(ec);
 }
-void sink::final(final_done done) { done(); }
-std::error_code sink::drain_sync() noexcept { return make_error_code(errc::method_not_implemented); }
-std::error_code sink::write_sync(const write_batch&) noexcept { return make_error_code(errc::method_not_implemented); }
 
 writable::writable(std::unique_ptr<sink> s, const writable_options& options)
     : stream_side(state_, options.event_loop ? *options.event_loop : loop::current()), sink_(std::move(s)) {
@@ -40,6 +38,7 @@ writable::writable(std::unique_ptr<sink> s, const writable_options& options)
   if (!options.auto_destroy) state_.clear(wf::auto_destroy);
   if (!options.emit_close) state_.clear(wf::emit_close);
   coalesce_ = sink_->coalesce_writes();
+  sink_->owner_ = this;
   sink_->attach(*loop_);
   if (sink_->has_write_sync()) {
     loop_close_.fn = &writable::on_loop_close;

@@ -278,11 +278,6 @@ class writable : public virtual emitter, public detail::stream_side {
   detail::shutdown_link shutdown_;
 };
 
-/// A writable over any file descriptor (file, pipe, socket, /dev/null,
-/// stdout); see fd_sink. `close_fd` closes it when the stream is destroyed.
-std::unique_ptr<writable> make_fd_writable(int fd, bool close_fd = false,
-                                           const writable_options& options = {});
-
 }  // namespace sluice
 
 template <>

@@ -1,0 +1,33 @@
+// log_options: how log_file_sink and a log file_worker write a log file
+// (rotation, permissions, fsync policy).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+
+namespace sluice {
+
+struct log_options {
+  /// Rotate before a chunk that would take the file past this many bytes
+  /// (unless the file is empty). 0: never rotate.
+  std::uint64_t max_size = 0;
+  /// Rotated files to keep: app.log.1 (the newest) to app.log.<keep>. With 0,
+  /// rotation starts the file afresh and keeps nothing.
+  unsigned keep = 5;
+  /// For a file that is created.
+  mode_t permissions = 0644;
+
+  enum class fsync_policy {
+    never,        // leave it to the kernel
+    at_end,       // each file, once, before it is closed (end, rotation, reopen)
+    every_bytes,  // after the write that brings the unsynced bytes to fsync_bytes
+    every_ms,     // at most fsync_interval after a write, even when idle
+  };
+  fsync_policy fsync = fsync_policy::never;
+  std::uint64_t fsync_bytes = 1 << 20;                 // every_bytes; 0: after every write
+  std::chrono::milliseconds fsync_interval{1000};      // every_ms
+};
+
+}  // namespace sluice

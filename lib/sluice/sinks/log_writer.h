@@ -1,0 +1,91 @@
+// log_writer: a log_file and the fd_writer that writes into it, one sink call
+// at a time; shared by log_file_sink (on a loop) and file_worker's log mode
+// (on the worker thread), which differ only in how they wait for the fd.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "sluice/sinks/fd_writer.h"
+#include "sluice/sinks/log_file.h"
+#include "sluice/sinks/sink.h"
+
+namespace sluice::detail {
+
+/// Splits a call into parts that each fit the current file, rotating
+/// between them, so that no chunk is split across two files:
+///
+///     ec = w.start(batch);                // rotates first if needed
+///     while (!ec) {
+///       ec = w.out().write_all();         // or write_some() and a wait
+///       w.account();
+///       if (ec || !w.more()) break;
+///       ec = w.start_part();              // rotates, then the next part
+///     }
+///
+/// After a rotation or reopen, out() follows the file to its new fd.
+class log_writer {
+ public:
+  explicit log_writer(std::unique_ptr<log_file> file) : file_(std::move(file)), out_(file_->fd()) {}
+
+  log_file& file() noexcept { return *file_; }
+  const log_file& file() const noexcept { return *file_; }
+  fd_writer& out() noexcept { return out_; }
+  const fd_writer& out() const noexcept { return out_; }
+
+  /// Starts a call of one chunk, rotating first if it would not fit.
+  std::error_code start(std::string_view chunk) noexcept {
+    left_ = 0;
+    if (const std::error_code ec = follow(file_->prepare(chunk.size()))) return ec;
+    out_.start(chunk);
+    return {};
+  }
+  /// Starts a call over `batch` (one chunk or more): its first part.
+  std::error_code start(const write_batch& batch) noexcept {
+    next_ = batch.begin();
+    left_ = batch.size();
+    return start_part();
+  }
+  /// Chunks of the call are left after the part out() writes now.
+  bool more() const noexcept { return left_ > 0; }
+  /// Starts the next part: the chunks that fit in the file (at least one),
+  /// after a rotation if even the first does not. The rest wait for the
+  /// next part.
+  std::error_code start_part() noexcept {
+    if (const std::error_code ec = follow(file_->prepare((*next_).size()))) return ec;
+    const write_batch::iterator first = next_;
+    const std::size_t n = file_->fitting(next_, left_);
+    out_.start(first, n);
+    left_ -= n;
+    return {};
+  }
+
+  /// Gives the file the bytes out() has written since last asked.
+  void account() noexcept {
+    file_->wrote(out_.bytes_written() - seen_);
+    seen_ = out_.bytes_written();
+  }
+  /// Closes the file and opens the path again (see log_file::reopen()).
+  std::error_code reopen() noexcept {
+    account();
+    return follow(file_->reopen());
+  }
+
+ private:
+  std::error_code follow(std::error_code ec) noexcept {
+    if (file_->fd() >= 0 && out_.fd() != file_->fd()) out_.reset(file_->fd());
+    return ec;
+  }
+
+  std::unique_ptr<log_file> file_;  // rotation, reopen and fsync live there
+  fd_writer out_;
+  std::size_t seen_ = 0;  // out_.bytes_written() already given to file_
+  // The call in flight: the chunks after the part that out_ writes now.
+  write_batch::iterator next_;
+  std::size_t left_ = 0;
+};
+
+}  // namespace sluice::detail
