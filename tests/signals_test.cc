@@ -6,12 +6,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 #include "sluice/loop.h"
 #include "sluice/signals.h"
+#include "sluice/factories.h"
+#include "sluice/stream/readable.h"
 
 using namespace sluice;
 
@@ -135,4 +138,41 @@ TEST_CASE("signals that cannot be caught are refused with EINVAL") {
   // The refused SIGKILL left its slot free.
   CHECK_FALSE(bool(on_signal(l, SIGKILL, [] {}, ec)));
   CHECK(ec == std::errc::invalid_argument);
+}
+
+// Issue 10, defect 2: a tool's stdin may be a blocking pipe or terminal with
+// no data for a long time. The readable must wait for it in the loop's poll,
+// not in read(2), or a signal's watch waits for the next line.
+TEST_CASE("a signal is handled while a readable waits on a blocking pipe with no data") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);  // blocking, as a tool's stdin is
+  loop l;
+  bool got_data = false;
+  bool signalled = false;
+  bool data_before_signal = false;
+  readable_options o;
+  o.event_loop = &l;
+  auto r = make_fd_readable(fds[0], false, o);
+  r->on(event::data, [&](std::string_view) { got_data = true; });
+  r->on(event::error, [](std::error_code) {});
+  signal_watch watch;
+  watch = on_signal(l, SIGUSR2, [&] {
+    signalled = true;
+    data_before_signal = got_data;
+    watch.reset();
+    r->destroy();
+  });
+  // The writer sends only after 3 s, and then closes, so the test ends even
+  // when the loop is stuck in read(2).
+  std::thread writer([w = fds[1]] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    [[maybe_unused]] ssize_t n = ::write(w, "late\n", 5);
+    ::close(w);
+  });
+  l.set_timeout(std::chrono::milliseconds(50), [] { ::raise(SIGUSR2); });
+  l.run();
+  writer.join();
+  ::close(fds[0]);
+  CHECK(signalled);
+  CHECK_FALSE(data_before_signal);
 }

@@ -1,6 +1,7 @@
 #include "sluice/sources/fd_source.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,7 +33,21 @@ std::error_code fd_source::close_fd() noexcept {
 // Differs from Node: fs.ReadStream reads `n` (the high-water mark) bytes;
 // here the chunk size decides, so that a readable with a small or zero mark
 // still reads in big blocks. make_fd_readable() gives both the same value.
-void fd_source::read(std::size_t /*n*/) { loop_->set_immediate([this] { read_now(); }, this); }
+// A pipe, a socket or a terminal is read once the loop's poll says it is
+// readable: a blocking one (a tool's stdin) never blocks the loop in read(2),
+// where a SIGTERM's watch would wait for the next line (issue 10, defect 2).
+void fd_source::read(std::size_t /*n*/) {
+  if (wait_first_)
+    wait_readable();
+  else
+    loop_->set_immediate([this] { read_now(); }, this);
+}
+
+void fd_source::attach(loop& l) {
+  loop_ = &l;
+  struct stat st;
+  wait_first_ = ::fstat(fd_, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+}
 
 void fd_source::read_now() noexcept {
   if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(chunk_size_);

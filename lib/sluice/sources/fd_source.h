@@ -40,7 +40,7 @@ class fd_source : public source {
   fd_source(const fd_source&) = delete;
   fd_source& operator=(const fd_source&) = delete;
 
-  void attach(loop& l) override { loop_ = &l; }
+  void attach(loop& l) override;
   void read(std::size_t n) override;
   std::error_code destroy(std::error_code err) noexcept override;
 
@@ -59,6 +59,10 @@ class fd_source : public source {
   bool close_fd_;
   std::size_t chunk_size_;
   loop* loop_ = nullptr;
+  // A pipe, socket or terminal: wait until it is readable, through the loop,
+  // rather than in read(2), so that a blocking fd never holds the loop (and
+  // its signal watches) while no data comes. A regular file is always ready.
+  bool wait_first_ = false;
   std::unique_ptr<char[]> buffer_;  // made at the first read
   std::size_t syscalls_ = 0;
   std::size_t bytes_read_ = 0;
