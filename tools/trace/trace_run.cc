@@ -1,0 +1,216 @@
+#include "trace_run.h"
+
+#include <sstream>
+#include <string_view>
+#include <utility>
+
+namespace sluice_trace {
+
+std::string what(const std::error_code& ec) { return ec ? sluice::code_name(ec) : "ok"; }
+
+namespace {
+
+// The recorded sink of SCENARIOS.md: prints each call, then completes it at
+// once (sync) or leaves it pending until `complete`.
+class recording_sink final : public sluice::sink {
+ public:
+  recording_sink(trace_run& run, std::string name, const stream_options& o, std::deque<pending_call>& pending)
+      : run_(run), name_(std::move(name)), opts_(o), pending_(pending) {}
+
+  void write(std::string_view chunk, sluice::write_done done) override {
+    run_.emit("_write " + name_ + " " + std::string(chunk));
+    settle(done);
+  }
+  void writev(const sluice::write_batch& batch, sluice::write_done done) override {
+    std::string line = "_writev " + name_ + " ";
+    bool first = true;
+    for (std::string_view c : batch) {
+      if (!first) line += ',';
+      line.append(c);
+      first = false;
+    }
+    run_.emit(std::move(line));
+    settle(done);
+  }
+  bool has_writev() const noexcept override { return opts_.writev; }
+  void final(sluice::final_done done) override {
+    run_.emit("_final " + name_);
+    settle(done);
+  }
+  bool has_final() const noexcept override { return opts_.final; }
+
+ private:
+  template <class Done>
+  void settle(Done done) {
+    if (opts_.sync)
+      done();
+    else
+      pending_.push_back([done](std::error_code ec) mutable { done(ec); });
+  }
+  trace_run& run_;
+  std::string name_;
+  stream_options opts_;
+  std::deque<pending_call>& pending_;
+};
+
+// The recorded source of SCENARIOS.md: prints each _read and pushes nothing;
+// data only arrives through `push`.
+class scenario_source final : public sluice::source {
+ public:
+  scenario_source(trace_run& run, std::string name) : run_(run), name_(std::move(name)) {}
+  void read(std::size_t) override { run_.emit("_read " + name_); }
+
+ private:
+  trace_run& run_;
+  std::string name_;
+};
+
+// Extension: the transformer of `transform`: prints each _transform and
+// _flush and calls back with the chunk upper-cased (with `FLUSH` for a
+// flush), at once or, with `async`, at `complete`.
+class scenario_transformer final : public sluice::transformer {
+ public:
+  scenario_transformer(trace_run& run, std::string name, const stream_options& o, std::deque<pending_call>& pending)
+      : run_(run), name_(std::move(name)), opts_(o), pending_(pending) {}
+
+  void transform(std::string_view chunk, sluice::transform_done done) override {
+    run_.emit("_transform " + name_ + " " + std::string(chunk));
+    std::string data(chunk);
+    for (char& c : data)
+      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    settle(done, std::move(data));
+  }
+  void flush(sluice::transform_done done) override {
+    run_.emit("_flush " + name_);
+    settle(done, "FLUSH");
+  }
+  bool has_flush() const noexcept override { return opts_.flush; }
+
+ private:
+  void settle(sluice::transform_done done, std::string data) {
+    auto call = [done, data = std::move(data)](std::error_code ec) mutable {
+      if (ec)
+        done(ec);
+      else
+        done(std::move(data));
+    };
+    if (opts_.async)
+      pending_.push_back(std::move(call));
+    else
+      call({});
+  }
+  trace_run& run_;
+  std::string name_;
+  stream_options opts_;
+  std::deque<pending_call>& pending_;
+};
+
+// Each of `events` prints "EVENT NAME"; 'error' prints its code too.
+template <class Stream>
+void print_events(trace_run& run, Stream& s, const std::string& name, std::initializer_list<sluice::event> events) {
+  for (auto ev : events) s.on(ev, [&run, name, ev] { run.emit(std::string(sluice::to_string(ev)) + " " + name); });
+  s.on(sluice::event::error, [&run, name](std::error_code ec) { run.emit("error " + name + " " + what(ec)); });
+}
+
+const char* boolean(bool v) { return v ? "true" : "false"; }
+
+// `destroyed` is the stream's: a duplex's is both sides' (Node's Duplex getter).
+std::string state_line(const std::string& name, sluice::writable& w, bool destroyed) {
+  std::ostringstream s;
+  s << "state " << name << " length=" << w.writable_length() << " needDrain=" << boolean(w.writable_need_drain())
+    << " ended=" << boolean(w.writable_ended()) << " finished=" << boolean(w.writable_finished())
+    << " corked=" << w.writable_corked() << " destroyed=" << boolean(destroyed)
+    << " writable=" << boolean(w.is_writable());
+  return s.str();
+}
+
+std::string state_line(const std::string& name, sluice::readable& r, bool destroyed) {
+  const auto flowing = r.readable_flowing();
+  std::ostringstream s;
+  s << "state " << name << " length=" << r.readable_length()
+    << " flowing=" << (flowing ? boolean(*flowing) : "null") << " ended=" << boolean(r.ended())
+    << " endEmitted=" << boolean(r.readable_ended()) << " destroyed=" << boolean(destroyed)
+    << " readable=" << boolean(r.is_readable());
+  return s.str();
+}
+
+}  // namespace
+
+sluice::stream_ref stream_entry::ref() {
+  if (d) return sluice::stream_ref(*d);
+  if (w) return sluice::stream_ref(*w);
+  return sluice::stream_ref(*r);
+}
+
+void trace_run::add_writable(const std::string& name, const stream_options& o) {
+  stream_entry& e = streams_[name];
+  sluice::writable_options wo;
+  wo.high_water_mark = o.hwm;
+  wo.object_mode = o.object_mode;
+  wo.auto_destroy = !o.no_auto_destroy;
+  wo.emit_close = !o.no_emit_close;
+  e.w = std::make_unique<sluice::writable>(std::make_unique<recording_sink>(*this, name, o, e.pending), wo);
+  using sluice::event;
+  print_events(*this, *e.w, name, {event::drain, event::finish, event::close, event::pipe, event::unpipe});
+}
+
+void trace_run::add_readable(const std::string& name, const stream_options& o) {
+  stream_entry& e = streams_[name];
+  sluice::readable_options ro;
+  ro.high_water_mark = o.hwm;
+  ro.object_mode = o.object_mode;
+  ro.auto_destroy = !o.no_auto_destroy;
+  ro.emit_close = !o.no_emit_close;
+  e.r = std::make_unique<sluice::readable>(std::make_unique<scenario_source>(*this, name), ro);
+  using sluice::event;
+  print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
+}
+
+void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_options& o) {
+  stream_entry& e = streams_[name];
+  sluice::duplex_options dop;
+  dop.high_water_mark = o.hwm;
+  dop.object_mode = o.object_mode;
+  dop.auto_destroy = !o.no_auto_destroy;
+  dop.emit_close = !o.no_emit_close;
+  dop.allow_half_open = !o.no_half_open;
+  dop.readable = !o.no_readable;
+  dop.writable = !o.no_writable;
+  switch (k) {
+    case duplex_kind::duplex:
+      e.d = std::make_unique<sluice::duplex>(std::make_unique<scenario_source>(*this, name),
+                                             std::make_unique<recording_sink>(*this, name, o, e.pending), dop);
+      break;
+    case duplex_kind::transform:
+      e.d = std::make_unique<sluice::transform>(std::make_unique<scenario_transformer>(*this, name, o, e.pending),
+                                                dop);
+      break;
+    case duplex_kind::passthrough:
+      e.d = std::make_unique<sluice::pass_through>(dop);
+      break;
+  }
+  // One emitter: each event prints once.
+  using sluice::event;
+  print_events(*this, *e.d, name,
+               {event::drain, event::finish, event::end, event::close, event::pipe, event::unpipe, event::pause,
+                event::resume});
+}
+
+void trace_run::state(const std::string& name, stream_kind k) {
+  stream_entry& e = streams_[name];
+  switch (k) {
+    case stream_kind::duplex:
+      // Extension: the writable side's line, then the readable side's.
+      emit(state_line(name, e.writable(), e.d->destroyed()));
+      emit(state_line(name, e.readable(), e.d->destroyed()));
+      break;
+    case stream_kind::writable:
+      emit(state_line(name, *e.w, e.w->destroyed()));
+      break;
+    case stream_kind::readable:
+      emit(state_line(name, *e.r, e.r->destroyed()));
+      break;
+  }
+}
+
+}  // namespace sluice_trace
