@@ -8,39 +8,65 @@
 //
 //   sluice-trace FILE.scn      or      sluice-trace - < FILE.scn
 //
-// Exit 0 after a run; 2 when the scenario is malformed or cannot be read.
+// Exit 0 after a run; 1 when the trace cannot be written; 2 when the
+// scenario is malformed or cannot be read.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iostream>
-#include <sstream>
+#include <cstring>
 #include <string>
+#include <system_error>
 
+#include "close_stdout.h"
 #include "trace/scenario.h"
 #include "trace/trace_run.h"
 
 namespace {
 
+// The whole of `fd`; `ec` set when a read fails (EISDIR for a directory).
+std::string read_all(int fd, std::error_code& ec) {
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0) {
+      return text;
+    } else if (errno != EINTR) {
+      ec = {errno, std::system_category()};
+      return text;
+    }
+  }
+}
+
 void print_trace(const sluice_trace::trace_run& run) {
-  for (const auto& l : run.lines()) std::fputs((l + "\n").c_str(), stdout);
-  std::fflush(stdout);
+  for (const auto& l : run.lines()) {
+    std::fwrite(l.data(), 1, l.size(), stdout);
+    std::fputc('\n', stdout);
+  }
 }
 
 const char* usage =
     "usage: sluice-trace [FILE.scn | -]\n"
     "Runs a stream scenario (see SCENARIOS.md) through sluice and prints its trace.\n"
     "Reads standard input when FILE is - or absent.\n"
-    "Exit status: 0 after a run, 2 for a malformed or unreadable scenario.\n";
+    "Exit status: 0 after a run, 1 when the trace cannot be written,\n"
+    "2 for a malformed or unreadable scenario.\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  sluice_tools::reserve_std_fds();
   std::string file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       std::fputs(usage, stdout);
-      return 0;
+      return sluice_tools::close_stdout("sluice-trace") ? 0 : 1;
     }
     if (!file.empty() || (a.size() > 1 && a[0] == '-')) {
       std::fprintf(stderr, "sluice-trace: unexpected argument '%s'\n%s", a.c_str(), usage);
@@ -49,20 +75,27 @@ int main(int argc, char** argv) {
     file = a;
   }
 
+  const bool from_stdin = file.empty() || file == "-";
+  std::error_code ec;
   std::string text;
-  if (file.empty() || file == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    text = ss.str();
+  if (from_stdin) {
+    text = read_all(STDIN_FILENO, ec);
   } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-      std::fprintf(stderr, "sluice-trace: cannot read %s\n", file.c_str());
-      return 2;
+    int fd;
+    do {
+      fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      ec = {errno, std::system_category()};
+    } else {
+      text = read_all(fd, ec);
+      ::close(fd);
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+  }
+  if (ec) {
+    std::fprintf(stderr, "sluice-trace: cannot read %s: %s\n", from_stdin ? "standard input" : file.c_str(),
+                 ec.message().c_str());
+    return 2;
   }
 
   // Never destroyed: see the end.
@@ -72,11 +105,12 @@ int main(int argc, char** argv) {
     sluice_trace::run_scenario(sluice_trace::parse_scenario(text), run);
   } catch (const sluice_trace::scenario_error& e) {
     print_trace(run);
+    std::fflush(stdout);  // the trace so far, then the message
     std::fprintf(stderr, "sluice-trace: line %d: %s\n", e.line, e.message.c_str());
     status = 2;
   }
   if (status == 0) print_trace(run);
-  std::fflush(stdout);
+  if (!sluice_tools::close_stdout("sluice-trace") && status == 0) status = 1;
   // The streams' destructors would call callbacks still owed; the trace is
   // already printed, so leave quietly without running them.
   std::_Exit(status);

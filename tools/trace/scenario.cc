@@ -1,6 +1,8 @@
 #include "scenario.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <utility>
@@ -217,7 +219,10 @@ step scenario_parser::create_stream() {
     if (is_hwm) {
       const std::string v = w.substr(4);
       if (!is_count(v)) fail(cmd_ + ": hwm wants a non-negative integer, got '" + v + "'");
-      o.hwm = std::stoull(v);
+      std::size_t hwm = 0;
+      if (std::from_chars(v.data(), v.data() + v.size(), hwm).ec != std::errc{})
+        fail(cmd_ + ": hwm " + v + " is too large (at most " + std::to_string(SIZE_MAX) + ")");
+      o.hwm = hwm;
     } else {
       o.*flags.at(key) = true;
     }
