@@ -31,16 +31,18 @@ inline void reserve_std_fds() noexcept {
 /// Flushes and closes standard output. Returns false, after printing
 /// "TOOL: write error: REASON" on standard error, when something printed to
 /// it did not land. A closed standard output that nothing was printed to is
-/// no error, as in coreutils. Only the first call checks; later ones return
-/// its answer.
-inline bool close_stdout(const char* tool) noexcept {
+/// no error, as in coreutils. `known_errno` is the reason to print when the
+/// failure is already in the past (a tool that stopped at a failed write
+/// saw its errno; fclose() may no longer). Only the first call checks; later
+/// ones return its answer.
+inline bool close_stdout(const char* tool, int known_errno = 0) noexcept {
   static int answer = -1;
   if (answer >= 0) return answer != 0;
   const bool pending = ::__fpending(stdout) != 0;
   const bool failed_before = std::ferror(stdout) != 0;
   errno = 0;
   const bool close_failed = std::fclose(stdout) != 0;
-  const int err = errno;
+  const int err = close_failed && errno ? errno : known_errno;
   const bool ok = !failed_before && !(close_failed && (pending || err != EBADF));
   if (!ok) {
     if (err)
