@@ -150,6 +150,13 @@ check "trace hwm too large names line 2" \
 printf 'writable w hwm=18446744073709551615\nwrite w a\n' | "$trace" >"$tmp/out" 2>"$tmp/err"
 check "trace hwm of SIZE_MAX runs" test $? -eq 0
 
+# A bare `hwm` (no =N) is an unknown option: the fuzzer found it thrown out
+# of the parser as std::out_of_range (before, it was silently ignored).
+printf 'writable w\nwritable v hwm\n' | "$trace" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "trace bare hwm exits 2 (got $status)" test $status -eq 2
+check "trace bare hwm is an unknown option" grep -qx "sluice-trace: line 2: writable: unknown option 'hwm'" "$tmp/err"
+
 # A directory: exit 2, as for a missing file, with the reason.
 "$trace" "$tmp" >"$tmp/out" 2>"$tmp/err"
 check "trace DIR exits 2" test $? -eq 2

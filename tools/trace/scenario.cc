@@ -213,7 +213,9 @@ step scenario_parser::create_stream() {
     const std::string& w = args_[i];
     const bool is_hwm = w.rfind("hwm=", 0) == 0;
     const std::string key = is_hwm ? "hwm" : w;
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) fail(cmd_ + ": unknown option '" + w + "'");
+    // A bare `hwm` names no flag (found by tests/fuzz/scenario_parse_fuzz).
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end() || (!is_hwm && !flags.count(key)))
+      fail(cmd_ + ": unknown option '" + w + "'");
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail(cmd_ + ": option '" + key + "' given twice");
     seen.push_back(key);
     if (is_hwm) {
