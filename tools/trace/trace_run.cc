@@ -213,4 +213,15 @@ void trace_run::state(const std::string& name, stream_kind k) {
   }
 }
 
+void trace_run::destroy_all() {
+  for (auto& [name, e] : streams_) {
+    if (e.d)
+      e.d->destroy();
+    else if (e.w)
+      e.w->destroy();
+    else if (e.r)
+      e.r->destroy();
+  }
+}
+
 }  // namespace sluice_trace

@@ -67,6 +67,10 @@ class trace_run {
   /// writable side, then its readable side.
   void state(const std::string& name, stream_kind k);
 
+  /// Destroys every stream (without an error), as a program does before
+  /// deleting its streams.
+  void destroy_all();
+
  private:
   // Declared first so that it outlives the streams: their destructors may
   // still print.
