@@ -178,15 +178,15 @@ void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_
   dop.writable = !o.no_writable;
   switch (k) {
     case duplex_kind::duplex:
-      e.d = std::make_unique<sluice::duplex>(std::make_unique<scenario_source>(*this, name),
+      e.d = std::make_shared<sluice::duplex>(std::make_unique<scenario_source>(*this, name),
                                              std::make_unique<recording_sink>(*this, name, o, e.pending), dop);
       break;
     case duplex_kind::transform:
-      e.d = std::make_unique<sluice::transform>(std::make_unique<scenario_transformer>(*this, name, o, e.pending),
+      e.d = std::make_shared<sluice::transform>(std::make_unique<scenario_transformer>(*this, name, o, e.pending),
                                                 dop);
       break;
     case duplex_kind::passthrough:
-      e.d = std::make_unique<sluice::pass_through>(dop);
+      e.d = std::make_shared<sluice::pass_through>(dop);
       break;
   }
   // One emitter: each event prints once.

@@ -43,7 +43,11 @@ using pending_call = std::function<void(std::error_code)>;
 struct stream_entry {
   std::unique_ptr<sluice::writable> w;
   std::unique_ptr<sluice::readable> r;
-  std::unique_ptr<sluice::duplex> d;
+  // A shared_ptr for the deleter it keeps: duplex's destructor is not
+  // virtual, so a transform (or pass_through) deleted through a
+  // unique_ptr<duplex> skipped its own destructor (found by
+  // tests/fuzz/scenario_run_fuzz: a wild jump when the run was deleted).
+  std::shared_ptr<sluice::duplex> d;
   std::deque<pending_call> pending;
 
   sluice::writable& writable() { return w ? *w : *d; }
