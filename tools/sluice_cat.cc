@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
   sluice_tools::reserve_std_fds();
   sluice_tools::close_stdout_at_exit("sluice-cat");
   const options o = parse_args(argc, argv);
-  // A reader that goes away is an error to report, not a reason to die.
+  // A reader that goes away, or a file past `ulimit -f`, is an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
   return cat(o).run();
 }

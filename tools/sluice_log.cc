@@ -419,8 +419,9 @@ int main(int argc, char** argv) {
   sluice_tools::reserve_std_fds();
   sluice_tools::close_stdout_at_exit("sluice-log");
   const options o = parse_args(argc, argv);
-  // FILE may be a pipe (or /dev/stdout on one): a reader that goes away is
+  // FILE may be a pipe (or /dev/stdout on one): a reader that goes away, or a file past `ulimit -f`, is
   // an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
   return log_tool(o).run();
 }

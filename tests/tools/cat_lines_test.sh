@@ -153,6 +153,12 @@ check "cat --help to /dev/full says why" grep -qx 'sluice-cat: write error: No s
 check "cat to a closed stdout exits 1" test $? -eq 1
 check "cat to a closed stdout says why" grep -qx 'sluice-cat: write error: Bad file descriptor' "$tmp/err"
 
+# A file past `ulimit -f`: EFBIG reported and exit 1, not death by SIGXFSZ.
+(ulimit -f 1 && exec "$scat" "$tmp/bin65537" >"$tmp/limited" 2>"$tmp/err")
+status=$?
+check "cat past ulimit -f exits 1 (got $status)" test $status -eq 1
+check "cat past ulimit -f says why" grep -qx 'sluice-cat: write error: File too large' "$tmp/err"
+
 # ---- sluice-lines
 
 "$slines" --help >"$tmp/out" 2>&1

@@ -317,6 +317,12 @@ check "--stats on /dev/full counts no line written" grep -qx 'sluice-log: 0 line
 check "--help to /dev/full exits 1" test $? -eq 1
 check "--help to /dev/full says why" grep -qx 'sluice-log: write error: No space left on device' "$tmp/err"
 
+# A file past `ulimit -f`: EFBIG reported and exit 1, not death by SIGXFSZ.
+(ulimit -f 1 && python3 "$tmp/gen.py" 1000 1000 0 | "$slog" "$tmp/limited.log" 2>"$tmp/err")
+status=$?
+check "a FILE past ulimit -f exits 1 (got $status)" test $status -eq 1
+check "a FILE past ulimit -f says why" grep -qx "sluice-log: $tmp/limited.log: File too large" "$tmp/err"
+
 # ---- a signal during the shutdown: the last fsync raises it (a preload
 # that signals at every fsync; with --fsync end the last one is the only
 # one), where SIGHUP or a second SIGTERM once found SIG_DFL and killed
