@@ -10,59 +10,67 @@ std::string what(const std::error_code& ec) { return ec ? sluice::code_name(ec) 
 
 namespace {
 
+// What the recorded sink, source and transformer share: the trace they
+// print to, the name of their stream, its options and its pending calls.
+struct recorder {
+  trace_run& run;
+  std::string name;
+  stream_options opts;
+  std::deque<pending_call>& pending;
+
+  // "CALL NAME" and "CALL NAME ARG".
+  void print(const char* call) const { run.emit(call + (" " + name)); }
+  void print(const char* call, std::string_view arg) const {
+    run.emit(call + (" " + name + " ").append(arg));
+  }
+};
+
 // The recorded sink of SCENARIOS.md: prints each call, then completes it at
 // once (sync) or leaves it pending until `complete`.
 class recording_sink final : public sluice::sink {
  public:
-  recording_sink(trace_run& run, std::string name, const stream_options& o, std::deque<pending_call>& pending)
-      : run_(run), name_(std::move(name)), opts_(o), pending_(pending) {}
+  explicit recording_sink(recorder r) : r_(std::move(r)) {}
 
   void write(std::string_view chunk, sluice::write_done done) override {
-    run_.emit("_write " + name_ + " " + std::string(chunk));
+    r_.print("_write", chunk);
     settle(done);
   }
   void writev(const sluice::write_batch& batch, sluice::write_done done) override {
-    std::string line = "_writev " + name_ + " ";
-    bool first = true;
+    std::string chunks;
     for (std::string_view c : batch) {
-      if (!first) line += ',';
-      line.append(c);
-      first = false;
+      if (!chunks.empty()) chunks += ',';
+      chunks.append(c);
     }
-    run_.emit(std::move(line));
+    r_.print("_writev", chunks);
     settle(done);
   }
-  bool has_writev() const noexcept override { return opts_.writev; }
+  bool has_writev() const noexcept override { return r_.opts.writev; }
   void final(sluice::final_done done) override {
-    run_.emit("_final " + name_);
+    r_.print("_final");
     settle(done);
   }
-  bool has_final() const noexcept override { return opts_.final; }
+  bool has_final() const noexcept override { return r_.opts.final; }
 
  private:
   template <class Done>
   void settle(Done done) {
-    if (opts_.sync)
+    if (r_.opts.sync)
       done();
     else
-      pending_.push_back([done](std::error_code ec) mutable { done(ec); });
+      r_.pending.push_back([done](std::error_code ec) mutable { done(ec); });
   }
-  trace_run& run_;
-  std::string name_;
-  stream_options opts_;
-  std::deque<pending_call>& pending_;
+  recorder r_;
 };
 
 // The recorded source of SCENARIOS.md: prints each _read and pushes nothing;
 // data only arrives through `push`.
 class scenario_source final : public sluice::source {
  public:
-  scenario_source(trace_run& run, std::string name) : run_(run), name_(std::move(name)) {}
-  void read(std::size_t) override { run_.emit("_read " + name_); }
+  explicit scenario_source(recorder r) : r_(std::move(r)) {}
+  void read(std::size_t) override { r_.print("_read"); }
 
  private:
-  trace_run& run_;
-  std::string name_;
+  recorder r_;
 };
 
 // Extension: the transformer of `transform`: prints each _transform and
@@ -70,21 +78,20 @@ class scenario_source final : public sluice::source {
 // flush), at once or, with `async`, at `complete`.
 class scenario_transformer final : public sluice::transformer {
  public:
-  scenario_transformer(trace_run& run, std::string name, const stream_options& o, std::deque<pending_call>& pending)
-      : run_(run), name_(std::move(name)), opts_(o), pending_(pending) {}
+  explicit scenario_transformer(recorder r) : r_(std::move(r)) {}
 
   void transform(std::string_view chunk, sluice::transform_done done) override {
-    run_.emit("_transform " + name_ + " " + std::string(chunk));
+    r_.print("_transform", chunk);
     std::string data(chunk);
     for (char& c : data)
       if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
     settle(done, std::move(data));
   }
   void flush(sluice::transform_done done) override {
-    run_.emit("_flush " + name_);
+    r_.print("_flush");
     settle(done, "FLUSH");
   }
-  bool has_flush() const noexcept override { return opts_.flush; }
+  bool has_flush() const noexcept override { return r_.opts.flush; }
 
  private:
   void settle(sluice::transform_done done, std::string data) {
@@ -94,15 +101,12 @@ class scenario_transformer final : public sluice::transformer {
       else
         done(std::move(data));
     };
-    if (opts_.async)
-      pending_.push_back(std::move(call));
+    if (r_.opts.async)
+      r_.pending.push_back(std::move(call));
     else
       call({});
   }
-  trace_run& run_;
-  std::string name_;
-  stream_options opts_;
-  std::deque<pending_call>& pending_;
+  recorder r_;
 };
 
 // Each of `events` prints "EVENT NAME"; 'error' prints its code too.
@@ -149,7 +153,7 @@ void trace_run::add_writable(const std::string& name, const stream_options& o) {
   wo.object_mode = o.object_mode;
   wo.auto_destroy = !o.no_auto_destroy;
   wo.emit_close = !o.no_emit_close;
-  e.w = std::make_unique<sluice::writable>(std::make_unique<recording_sink>(*this, name, o, e.pending), wo);
+  e.w = std::make_unique<sluice::writable>(std::make_unique<recording_sink>(recorder{*this, name, o, e.pending}), wo);
   using sluice::event;
   print_events(*this, *e.w, name, {event::drain, event::finish, event::close, event::pipe, event::unpipe});
 }
@@ -161,7 +165,7 @@ void trace_run::add_readable(const std::string& name, const stream_options& o) {
   ro.object_mode = o.object_mode;
   ro.auto_destroy = !o.no_auto_destroy;
   ro.emit_close = !o.no_emit_close;
-  e.r = std::make_unique<sluice::readable>(std::make_unique<scenario_source>(*this, name), ro);
+  e.r = std::make_unique<sluice::readable>(std::make_unique<scenario_source>(recorder{*this, name, o, e.pending}), ro);
   using sluice::event;
   print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
 }
@@ -178,11 +182,13 @@ void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_
   dop.writable = !o.no_writable;
   switch (k) {
     case duplex_kind::duplex:
-      e.d = std::make_shared<sluice::duplex>(std::make_unique<scenario_source>(*this, name),
-                                             std::make_unique<recording_sink>(*this, name, o, e.pending), dop);
+      e.d = std::make_shared<sluice::duplex>(std::make_unique<scenario_source>(recorder{*this, name, o, e.pending}),
+                                             std::make_unique<recording_sink>(recorder{*this, name, o, e.pending}),
+                                             dop);
       break;
     case duplex_kind::transform:
-      e.d = std::make_shared<sluice::transform>(std::make_unique<scenario_transformer>(*this, name, o, e.pending),
+      e.d = std::make_shared<sluice::transform>(
+          std::make_unique<scenario_transformer>(recorder{*this, name, o, e.pending}),
                                                 dop);
       break;
     case duplex_kind::passthrough:
