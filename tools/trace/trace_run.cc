@@ -138,6 +138,17 @@ std::string state_line(const std::string& name, sluice::readable& r, bool destro
   return s.str();
 }
 
+// The options every kind of stream has, from a creating command's.
+template <class Options>
+Options common_options(const stream_options& o) {
+  Options r;
+  r.high_water_mark = o.hwm;
+  r.object_mode = o.object_mode;
+  r.auto_destroy = !o.no_auto_destroy;
+  r.emit_close = !o.no_emit_close;
+  return r;
+}
+
 }  // namespace
 
 sluice::stream_ref stream_entry::ref() {
@@ -148,35 +159,23 @@ sluice::stream_ref stream_entry::ref() {
 
 void trace_run::add_writable(const std::string& name, const stream_options& o) {
   stream_entry& e = streams_[name];
-  sluice::writable_options wo;
-  wo.high_water_mark = o.hwm;
-  wo.object_mode = o.object_mode;
-  wo.auto_destroy = !o.no_auto_destroy;
-  wo.emit_close = !o.no_emit_close;
-  e.w = std::make_unique<sluice::writable>(std::make_unique<recording_sink>(recorder{*this, name, o, e.pending}), wo);
+  e.w = std::make_unique<sluice::writable>(std::make_unique<recording_sink>(recorder{*this, name, o, e.pending}),
+                                           common_options<sluice::writable_options>(o));
   using sluice::event;
   print_events(*this, *e.w, name, {event::drain, event::finish, event::close, event::pipe, event::unpipe});
 }
 
 void trace_run::add_readable(const std::string& name, const stream_options& o) {
   stream_entry& e = streams_[name];
-  sluice::readable_options ro;
-  ro.high_water_mark = o.hwm;
-  ro.object_mode = o.object_mode;
-  ro.auto_destroy = !o.no_auto_destroy;
-  ro.emit_close = !o.no_emit_close;
-  e.r = std::make_unique<sluice::readable>(std::make_unique<scenario_source>(recorder{*this, name, o, e.pending}), ro);
+  e.r = std::make_unique<sluice::readable>(std::make_unique<scenario_source>(recorder{*this, name, o, e.pending}),
+                                           common_options<sluice::readable_options>(o));
   using sluice::event;
   print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
 }
 
 void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_options& o) {
   stream_entry& e = streams_[name];
-  sluice::duplex_options dop;
-  dop.high_water_mark = o.hwm;
-  dop.object_mode = o.object_mode;
-  dop.auto_destroy = !o.no_auto_destroy;
-  dop.emit_close = !o.no_emit_close;
+  auto dop = common_options<sluice::duplex_options>(o);
   dop.allow_half_open = !o.no_half_open;
   dop.readable = !o.no_readable;
   dop.writable = !o.no_writable;
@@ -188,8 +187,7 @@ void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_
       break;
     case duplex_kind::transform:
       e.d = std::make_shared<sluice::transform>(
-          std::make_unique<scenario_transformer>(recorder{*this, name, o, e.pending}),
-                                                dop);
+          std::make_unique<scenario_transformer>(recorder{*this, name, o, e.pending}), dop);
       break;
     case duplex_kind::passthrough:
       e.d = std::make_shared<sluice::pass_through>(dop);
