@@ -4,6 +4,7 @@
 // bounded however slow the reader of the output is.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,9 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "close_stdout.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -33,8 +36,11 @@ Options:
 
 A FILE that cannot be opened or read is reported on standard error as
 'sluice-cat: FILE: <reason>'; the other FILEs are still copied, and the exit
-status is 1. An error writing standard output (a full disk, a closed pipe)
-stops the copy with a message and exit status 1. Exit status 2: bad usage.
+status is 1. As cat does, a FILE that is standard output itself (a regular
+file, not yet read to its end: 'sluice-cat f >> f') is not copied, since the
+copy would never end: 'sluice-cat: f: input file is output file', exit 1.
+An error writing standard output (a full disk, a closed pipe) stops the copy
+with a message and exit status 1. Exit status 2: bad usage.
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -88,6 +94,8 @@ class cat {
   explicit cat(const options& o) : o_(o) {}
 
   int run() {
+    struct stat st {};
+    if (::fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode)) out_file_ = st;
     out_ = sluice::make_fd_writable(STDOUT_FILENO, false, {.high_water_mark = o_.chunk_size});
     out_->on(sluice::event::error, [this](std::error_code ec) { output_failed(ec); });
     auto& loop = sluice::loop::current();
@@ -138,13 +146,33 @@ class cat {
       }
       owned = true;
     }
+    if (const auto why = refusal(fd)) {
+      input_failed(*why);
+      if (owned) ::close(fd);
+      return false;
+    }
     in_ = std::make_unique<sluice::readable>(std::make_unique<sluice::fd_source>(fd, owned, o_.chunk_size),
                                              sluice::readable_options{.high_water_mark = o_.chunk_size});
     return true;
   }
 
-  void input_failed(std::error_code ec) {
-    std::fprintf(stderr, "sluice-cat: %s: %s\n", name_.c_str(), ec.message().c_str());
+  // cat's check (coreutils 9.1): an input that is the regular file standard
+  // output writes to, and still has bytes to read from where it stands,
+  // would be copied onto itself until the disk is full. Whether the output
+  // appends or stands at its end does not matter; an input already read to
+  // its end (or an empty file) copies nothing and passes.
+  std::optional<std::string> refusal(int fd) const {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return std::strerror(errno);
+    if (out_file_ && st.st_dev == out_file_->st_dev && st.st_ino == out_file_->st_ino &&
+        ::lseek(fd, 0, SEEK_CUR) < st.st_size)
+      return "input file is output file";
+    return std::nullopt;
+  }
+
+  void input_failed(std::error_code ec) { input_failed(ec.message()); }
+  void input_failed(const std::string& why) {
+    std::fprintf(stderr, "sluice-cat: %s: %s\n", name_.c_str(), why.c_str());
     status_ = 1;
   }
 
@@ -158,6 +186,7 @@ class cat {
   }
 
   const options& o_;
+  std::optional<struct stat> out_file_;  // standard output, when a regular file
   std::unique_ptr<sluice::writable> out_;
   std::unique_ptr<sluice::readable> in_;
   std::string name_;
@@ -170,8 +199,11 @@ class cat {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sluice_tools::reserve_std_fds();
+  sluice_tools::close_stdout_at_exit("sluice-cat");
   const options o = parse_args(argc, argv);
-  // A reader that goes away is an error to report, not a reason to die.
+  // A reader that goes away, or a file past `ulimit -f`, is an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
   return cat(o).run();
 }

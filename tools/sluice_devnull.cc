@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "close_stdout.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -31,8 +32,10 @@ batches, for 3 seconds. When write() has returned false, the next batch waits
 for 'drain', so memory stays bounded however slow the target is.
 
 Options:
-  --chunk-size N   bytes per write (default 56)
-  --batch N        writes per turn of the loop (default 1000)
+  --chunk-size N   bytes per write (default 56; 1 to 1073741824)
+  --batch N        writes per turn of the loop (default 1000; 1 to 1000000);
+                   a batch may be buffered whole, so N times the chunk size
+                   may be at most 1073741824 bytes (1 GiB)
   --duration S     issue writes for S seconds (default 3; decimals allowed)
   --count N        issue exactly N writes instead of running for a duration
   --no-callback    write without callbacks
@@ -46,7 +49,9 @@ Options:
   -h, --help       show this help
 
 Progress goes to standard error once a second. Exit status: 0 when every
-write landed, 1 on an I/O error (the message names it), 2 on bad usage.
+write landed, 1 on an I/O error (the message names it; a file past the size
+limit of 'ulimit -f' is one: EFBIG, not death by SIGXFSZ) or when the summary
+cannot be written, 2 on bad usage.
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -54,12 +59,19 @@ write landed, 1 on an I/O error (the message names it), 2 on bad usage.
   std::exit(2);
 }
 
-std::uint64_t parse_count(const std::string& opt, const char* s, std::uint64_t min) {
+// The largest batch of chunks, in bytes: a batch may sit in memory whole.
+constexpr std::uint64_t max_batch_bytes = std::uint64_t{1} << 30;
+
+std::uint64_t parse_count(const std::string& opt, const char* s, std::uint64_t min,
+                          std::uint64_t max = UINT64_MAX) {
   errno = 0;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || end == s || *end != '\0' || s[0] == '-' || v < min)
-    usage_error(fmt::format("{} wants a whole number of at least {}, got '{}'", opt, min, s));
+  if (errno || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
+    if (max == UINT64_MAX)
+      usage_error(fmt::format("{} wants a whole number of at least {}, got '{}'", opt, min, s));
+    usage_error(fmt::format("{} wants a whole number from {} to {}, got '{}'", opt, min, max, s));
+  }
   return v;
 }
 
@@ -108,9 +120,9 @@ options parse_args(int argc, char** argv) {
       std::fputs(usage_text, stdout);
       std::exit(0);
     } else if (a == "--chunk-size") {
-      o.chunk_size = parse_count(a, value(), 1);
+      o.chunk_size = parse_count(a, value(), 1, max_batch_bytes);
     } else if (a == "--batch") {
-      o.batch = parse_count(a, value(), 1);
+      o.batch = parse_count(a, value(), 1, 1'000'000);
     } else if (a == "--duration") {
       o.duration = parse_seconds(a, value());
     } else if (a == "--count") {
@@ -136,6 +148,9 @@ options parse_args(int argc, char** argv) {
       usage_error("unknown option '" + a + "'");
     }
   }
+  if (std::uint64_t{o.chunk_size} * o.batch > max_batch_bytes)
+    usage_error(fmt::format("--chunk-size {} times --batch {} is more than {} bytes: lower --batch", o.chunk_size, o.batch,
+                            max_batch_bytes));
   return o;
 }
 
@@ -217,7 +232,7 @@ class bench {
     loop.run();
     elapsed_ = seconds_since(t0_);
     report();
-    return error_ ? 1 : 0;
+    return error_ || summary_failed_ ? 1 : 0;
   }
 
  private:
@@ -313,7 +328,12 @@ class bench {
           static_cast<unsigned long long>(c), rate / 1e6, mb, static_cast<double>(rss) / (1024.0 * 1024.0),
           max_buffered_, static_cast<unsigned long long>(drains_), sink_->syscalls());
     }
-    std::fflush(out);
+    // Standard output has nothing more to print: check now that the summary
+    // landed, so that its write error comes before the messages below.
+    if (out == stdout)
+      summary_failed_ = !sluice_tools::close_stdout("sluice-devnull");
+    else
+      std::fflush(out);
     if (error_) {
       std::fprintf(stderr, "sluice-devnull: write to %s failed: %s; %llu writes did not land\n", o_.target.c_str(),
                    err.c_str(), static_cast<unsigned long long>(issued_ - c));
@@ -330,7 +350,7 @@ class bench {
   clock_type::time_point t0_;
   std::uint64_t issued_ = 0, cleared_ = 0, failed_ = 0, drains_ = 0;
   std::size_t max_buffered_ = 0;
-  bool waiting_for_drain_ = false, finished_ = false;
+  bool waiting_for_drain_ = false, finished_ = false, summary_failed_ = false;
   std::error_code error_;
   double elapsed_ = 0, next_progress_ = 1.0, last_t_ = 0;
   std::uint64_t last_cleared_ = 0;
@@ -339,8 +359,12 @@ class bench {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sluice_tools::reserve_std_fds();
+  sluice_tools::close_stdout_at_exit("sluice-devnull");
   const options o = parse_args(argc, argv);
-  // A reader that goes away is an error to report, not a reason to die.
+  // A reader that goes away, or a file past `ulimit -f`, is an error to
+  // report (EPIPE, EFBIG), not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
   return bench(o).run();
 }

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "close_stdout.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -44,7 +45,9 @@ grep -c ''. A file that ends with "\n" gives the same count as wc -l.
 Exit status: 0 when every FILE was read (whether or not a line matched,
 unlike grep); 1 when a FILE cannot be read or has a line longer than the
 maximum (reported as 'sluice-lines: FILE: ...'; the other FILEs are still
-read), or when standard output cannot be written; 2 on bad usage.
+read), or when standard output cannot be written (a full disk, a reader
+that went away: 'sluice-lines: write error: REASON', at once, even on endless
+input; unlike grep, which dies of SIGPIPE or exits 2); 2 on bad usage.
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -122,10 +125,7 @@ class lines_tool {
       counts.emplace_back(*n, &name);
     }
     if (!output_failed()) print_counts(counts, total);
-    if (std::fflush(stdout) != 0 || output_failed()) {
-      std::fprintf(stderr, "sluice-lines: write error: %s\n", std::strerror(errno ? errno : EIO));
-      return 1;
-    }
+    if (!sluice_tools::close_stdout("sluice-lines", write_errno_)) return 1;
     return status_;
   }
 
@@ -155,7 +155,14 @@ class lines_tool {
       while (auto line = r.next(ec)) {
         if (!contains(*line, text)) continue;
         ++n;
-        if (!o_.count) print_line(prefix, *line);
+        if (o_.count) continue;
+        print_line(prefix, *line);
+        // A full disk or a reader gone (EPIPE): the rest of the input,
+        // endless as it may be, has nowhere to go.
+        if (::ferror_unlocked(stdout)) {
+          write_errno_ = errno;
+          break;
+        }
       }
     }
     if (fd != STDIN_FILENO) ::close(fd);
@@ -212,13 +219,17 @@ class lines_tool {
   const options& o_;
   const bool several_;
   int status_ = 0;
+  int write_errno_ = 0;  // the errno of the write that failed
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  sluice_tools::reserve_std_fds();
+  sluice_tools::close_stdout_at_exit("sluice-lines");
   const options o = parse_args(argc, argv);
-  // A reader that goes away is an error to report, not a reason to die.
+  // A reader that goes away, or a file past `ulimit -f`, is an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
   return lines_tool(o).run();
 }

@@ -15,6 +15,7 @@
 // whose completions then come late, so 'drain' holds the reading back.
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #include <string>
 #include <string_view>
 
+#include "close_stdout.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -62,8 +64,9 @@ Options:
   --max-line-length N
                     the longest line accepted, in bytes (default 1048576)
   --stats           at exit, print 'sluice-log: N lines, B bytes, R rotations,
-                    H reopens' on standard error (N: lines read and written,
-                    B: bytes written, timestamps and newlines included)
+                    H reopens' on standard error (N: lines written, B: bytes
+                    written, timestamps and newlines included; a line the
+                    file refused is not counted)
   --json            with --stats: print them as one JSON object instead:
                     {"lines":N,"bytes":B,"rotations":R,"reopens":H}
   -h, --help        show this help
@@ -75,7 +78,9 @@ sluice-log stops with a message and exit status 1.
 
 Signals: SIGHUP closes and reopens FILE (after an external rename, as
 logrotate does). SIGTERM and SIGINT stop the reading: every line read so far
-is written, then sluice-log exits 0, as at the end of the input.
+is written, then sluice-log exits 0, as at the end of the input. Once the
+shutdown has begun, SIGHUP, SIGTERM and SIGINT are caught and ignored to the
+end: the last sync and close of FILE are not cut short.
 
 Writing waits for the disk: when the file cannot keep up, standard input is
 not read until it can, so memory stays bounded.
@@ -238,8 +243,30 @@ class log_tool {
   explicit log_tool(const options& o) : o_(o) {}
 
   int run() {
+    auto& loop = sluice::loop::current();
+    // The signals come to the loop: their tasks never run inside a line.
+    // Until the watches are in place they are held back (blocked, never
+    // lost), and the worker thread, started meanwhile, keeps them blocked
+    // for good, so that they all come to this thread. Under the watches
+    // lies a handler that does nothing: when quit() resets the watches (to
+    // let the loop end), the signals stay caught through the last sync and
+    // close, instead of falling back to SIG_DFL, which kills.
+    sigset_t handled, old_mask;
+    sigemptyset(&handled);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
+    ::pthread_sigmask(SIG_BLOCK, &handled, &old_mask);
+    struct sigaction ignore_quietly {};
+    ignore_quietly.sa_handler = [](int) {};
+    ignore_quietly.sa_flags = SA_RESTART;
+    sigemptyset(&ignore_quietly.sa_mask);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore_quietly, nullptr);
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); });
+    int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); });
+    hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });
+
     std::error_code ec;
     worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
+    ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
       std::fprintf(stderr, "sluice-log: %s: %s\n", o_.file.c_str(), ec.message().c_str());
       return 1;
@@ -251,12 +278,6 @@ class log_tool {
       waiting_ = false;
       in_->resume();
     });
-
-    auto& loop = sluice::loop::current();
-    // The signals come to the loop: their tasks never run inside a line.
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); });
-    int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); });
-    hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });
 
     make_stdin_nonblocking();
     in_ = sluice::make_fd_readable(STDIN_FILENO, false);
@@ -282,10 +303,10 @@ class log_tool {
   void print_stats() const {
     const auto bytes = static_cast<unsigned long long>(worker_->bytes_written());
     if (o_.json)
-      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", lines_, bytes,
+      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", written_, bytes,
                    worker_->rotations(), worker_->reopens());
     else
-      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", lines_, bytes,
+      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", written_, bytes,
                    worker_->rotations(), worker_->reopens());
   }
 
@@ -293,13 +314,17 @@ class log_tool {
   bool on_line(std::string_view line) {
     if (stopping_) return false;
     ++lines_;
+    // --stats counts what landed: a line the file refused is not written.
+    auto landed = [this](std::error_code ec) {
+      if (!ec) ++written_;
+    };
     bool more;
     if (o_.timestamp) {
       long usec = 0;
       const std::string_view secs = stamp_.seconds(usec);
-      more = out_->print("{}.{:06}Z {}\n", secs, usec, line);
+      more = out_->vprint("{}.{:06}Z {}\n", fmt::make_format_args(secs, usec, line), landed);
     } else {
-      more = out_->print("{}\n", line);
+      more = out_->vprint("{}\n", fmt::make_format_args(line), landed);
     }
     if (!more && !waiting_ && !out_->errored()) {
       // Backpressure: no more input until 'drain'. The rest of the chunk in
@@ -377,7 +402,8 @@ class log_tool {
   std::unique_ptr<sluice::readable> in_;
   sluice::signal_watch term_, int_, hup_;
   clock_stamp stamp_;
-  std::size_t lines_ = 0;
+  std::size_t lines_ = 0;    // read and handed to the file
+  std::size_t written_ = 0;  // of those, written
   int stdin_flags_ = -1;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'
@@ -390,9 +416,12 @@ class log_tool {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sluice_tools::reserve_std_fds();
+  sluice_tools::close_stdout_at_exit("sluice-log");
   const options o = parse_args(argc, argv);
-  // FILE may be a pipe (or /dev/stdout on one): a reader that goes away is
+  // FILE may be a pipe (or /dev/stdout on one): a reader that goes away, or a file past `ulimit -f`, is
   // an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
   return log_tool(o).run();
 }

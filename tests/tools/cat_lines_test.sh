@@ -110,6 +110,55 @@ print(h.hexdigest())' >"$tmp/slow-sha"
     test $((rss_kb - small_rss_kb)) -lt 8192
 fi
 
+# A FILE that is standard output itself: refused as cat 9.1 refuses it (the
+# output a regular file, the input the same one and not read to its end),
+# the other FILEs still copied, exit 1; never a copy that fills the disk
+# (ulimit -f bounds the damage should it start).
+mkdir "$tmp/self"
+printf 'abc\n' >"$tmp/self/f"
+printf 'x\n' >"$tmp/self/g"
+: >"$tmp/self/empty"
+(cd "$tmp/self" && ulimit -f 1024 && "$scat" f >>f 2>"$tmp/err")
+check "cat f >> f exits 1" test $? -eq 1
+check "cat f >> f says what cat says" grep -qx 'sluice-cat: f: input file is output file' "$tmp/err"
+check "cat f >> f leaves f alone" same "$(cat "$tmp/self/f")" abc
+(cd "$tmp/self" && ulimit -f 1024 && "$scat" - <f >>f 2>"$tmp/err")
+check "cat - < f >> f exits 1" test $? -eq 1
+check "cat - < f >> f names -" grep -qx 'sluice-cat: -: input file is output file' "$tmp/err"
+(cd "$tmp/self" && ulimit -f 1024 && "$scat" f 1<>f 2>"$tmp/err")
+check "cat f 1<> f (not appending) is refused too" grep -qx 'sluice-cat: f: input file is output file' "$tmp/err"
+(cd "$tmp/self" && ulimit -f 1024 && "$scat" f g >>g 2>"$tmp/err")
+check "cat f g >> g exits 1" test $? -eq 1
+check "cat f g >> g copies f" same "$(cat "$tmp/self/g")" "$(printf 'x\nabc')"
+(cd "$tmp/self" && "$scat" empty >>empty 2>"$tmp/err")
+check "cat of an empty file onto itself is no error, as for cat" test $? -eq 0 -a ! -s "$tmp/err"
+printf 'abc\n' >"$tmp/self/f"
+(cd "$tmp/self" && exec 3<f && read -r _ <&3 && "$scat" - <&3 >>f 2>"$tmp/err")
+check "cat of an input read to its end onto itself is no error, as for cat" test $? -eq 0 -a ! -s "$tmp/err"
+for how in "f >> f" "- < f >> f" "f g >> g" "empty >> empty" "f 1<> f"; do
+  printf 'abc\n' >"$tmp/self/f"
+  printf 'x\n' >"$tmp/self/g"
+  (cd "$tmp/self" && eval "cat $how" 2>"$tmp/err-cat"; echo "$?" >>"$tmp/err-cat")
+  printf 'abc\n' >"$tmp/self/f"
+  printf 'x\n' >"$tmp/self/g"
+  (cd "$tmp/self" && ulimit -f 1024 && eval "\"$scat\" $how" 2>"$tmp/err"; echo "$?" >>"$tmp/err")
+  check "cat $how: status and message are cat's" same "$(sed 's/^sluice-cat:/cat:/' "$tmp/err")" "$(cat "$tmp/err-cat")"
+done
+
+# Its own output: --help to a full disk, a closed standard output.
+"$scat" --help >/dev/full 2>"$tmp/err"
+check "cat --help to /dev/full exits 1" test $? -eq 1
+check "cat --help to /dev/full says why" grep -qx 'sluice-cat: write error: No space left on device' "$tmp/err"
+"$scat" "$tmp/bin65537" >&- 2>"$tmp/err"
+check "cat to a closed stdout exits 1" test $? -eq 1
+check "cat to a closed stdout says why" grep -qx 'sluice-cat: write error: Bad file descriptor' "$tmp/err"
+
+# A file past `ulimit -f`: EFBIG reported and exit 1, not death by SIGXFSZ.
+(ulimit -f 1 && exec "$scat" "$tmp/bin65537" >"$tmp/limited" 2>"$tmp/err")
+status=$?
+check "cat past ulimit -f exits 1 (got $status)" test $status -eq 1
+check "cat past ulimit -f says why" grep -qx 'sluice-cat: write error: File too large' "$tmp/err"
+
 # ---- sluice-lines
 
 "$slines" --help >"$tmp/out" 2>&1
@@ -219,6 +268,24 @@ check "lines to /dev/full says why" grep -q '^sluice-lines: write error: No spac
 "$slines" -F '' "$tmp/log" 2>"$tmp/err" | head -c 10 >/dev/null
 status=${PIPESTATUS[0]}
 check "lines into a closed pipe exits 1, not by SIGPIPE" test "$status" -eq 1
+
+# Endless input into a reader that goes away: the run ends at the first
+# failed write (grep exits at once too), exit 1 with the reason. `timeout`
+# only keeps a regression from hanging the suite.
+yes | timeout 60 "$slines" -F y 2>"$tmp/err" | head -n 1 >"$tmp/out"
+status=${PIPESTATUS[1]}
+check "lines -F on endless input ends when its reader goes (exit $status, 124 is a hang)" test "$status" -eq 1
+check "lines -F on endless input says why" grep -qx 'sluice-lines: write error: Broken pipe' "$tmp/err"
+check "lines -F on endless input printed the first line" same "$(cat "$tmp/out")" y
+yes | timeout 60 "$slines" -F y >/dev/full 2>"$tmp/err"
+check "lines -F on endless input to /dev/full ends (exit ${PIPESTATUS[1]})" test "${PIPESTATUS[1]}" -eq 1
+check "lines -F on endless input to /dev/full says why" grep -qx 'sluice-lines: write error: No space left on device' "$tmp/err"
+"$slines" "$tmp/log" >&- 2>"$tmp/err"
+check "lines to a closed stdout exits 1" test $? -eq 1
+check "lines to a closed stdout says why" grep -qx 'sluice-lines: write error: Bad file descriptor' "$tmp/err"
+"$slines" --help >/dev/full 2>"$tmp/err"
+check "lines --help to /dev/full exits 1" test $? -eq 1
+check "lines --help to /dev/full says why" grep -qx 'sluice-lines: write error: No space left on device' "$tmp/err"
 
 echo "cat_lines: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

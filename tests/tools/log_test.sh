@@ -6,10 +6,11 @@
 # rename, --keep, --timestamp, --fsync, and the errors: bad usage (exit 2),
 # a file that cannot be opened, a full disk (exit 1, no hang).
 #
-#   log_test.sh path/to/sluice-log
+#   log_test.sh path/to/sluice-log [path/to/libfsync_signal.so]
 set -uo pipefail
-slog=${1:?usage: log_test.sh SLUICE_LOG}
+slog=${1:?usage: log_test.sh SLUICE_LOG [FSYNC_SIGNAL_SO]}
 slog=$(realpath "$slog")
+fsync_signal=${2:+$(realpath "$2")}
 
 passed=0 failed=0
 tmp=$(mktemp -d)
@@ -305,6 +306,40 @@ check "/dev/full says it once" same "$(wc -l <"$tmp/err")" 1
 yes 'an endless line' | timeout 20 "$slog" --timestamp /dev/full 2>"$tmp/err"
 check "/dev/full with endless input exits 1, without hanging" test "${PIPESTATUS[1]}" -eq 1
 check "/dev/full with endless input says why" grep -qx 'sluice-log: /dev/full: No space left on device' "$tmp/err"
+
+# --stats counts the lines that landed, not those the file refused.
+printf 'a\nb\n' | "$slog" --stats /dev/full 2>"$tmp/err"
+check "--stats on /dev/full exits 1" test $? -eq 1
+check "--stats on /dev/full counts no line written" grep -qx 'sluice-log: 0 lines, 0 bytes, 0 rotations, 0 reopens' "$tmp/err"
+
+# Its own standard output (--help only) is checked too.
+"$slog" --help >/dev/full 2>"$tmp/err"
+check "--help to /dev/full exits 1" test $? -eq 1
+check "--help to /dev/full says why" grep -qx 'sluice-log: write error: No space left on device' "$tmp/err"
+
+# A file past `ulimit -f`: EFBIG reported and exit 1, not death by SIGXFSZ.
+(ulimit -f 1 && python3 "$tmp/gen.py" 1000 1000 0 | "$slog" "$tmp/limited.log" 2>"$tmp/err")
+status=$?
+check "a FILE past ulimit -f exits 1 (got $status)" test $status -eq 1
+check "a FILE past ulimit -f says why" grep -qx "sluice-log: $tmp/limited.log: File too large" "$tmp/err"
+
+# ---- a signal during the shutdown: the last fsync raises it (a preload
+# that signals at every fsync; with --fsync end the last one is the only
+# one), where SIGHUP or a second SIGTERM once found SIG_DFL and killed
+# sluice-log (exit 129 or 143) before the file was closed.
+if [ -n "$fsync_signal" ]; then
+  for sig in HUP TERM; do
+    printf 'one\ntwo\n' | FSYNC_SIGNAL=$sig LD_PRELOAD=$fsync_signal \
+      ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+      "$slog" --fsync end --stats "$tmp/shutdown-$sig.log" 2>"$tmp/err"
+    status=$?
+    check "SIG$sig during the last fsync: exits 0 (got $status)" test $status -eq 0
+    check "SIG$sig during the last fsync: every line landed" same "$(cat "$tmp/shutdown-$sig.log")" "$(printf 'one\ntwo')"
+    check "SIG$sig during the last fsync: the stats are printed" grep -q '^sluice-log: 2 lines' "$tmp/err"
+  done
+else
+  echo "SKIP the signal during the shutdown: no fsync_signal preload given"
+fi
 
 echo "log: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

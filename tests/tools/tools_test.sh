@@ -107,5 +107,76 @@ check "trace --help exits 0" test $? -eq 0
 "$trace" /no/such.scn >/dev/null 2>&1
 check "trace unreadable file exits 2" test $? -eq 2
 
+# Sizes that cannot be honoured are usage errors (exit 2), not an abort by
+# bad_alloc; --help states the bounds.
+for args in "--chunk-size 99999999999999" "--chunk-size 1073741825" "--batch 1000001" \
+    "--chunk-size 2000000" "--chunk-size 1073741824 --batch 2"; do
+  # shellcheck disable=SC2086
+  "$devnull" $args --count 1 --quiet >"$tmp/out" 2>"$tmp/err"
+  status=$?
+  check "devnull $args exits 2 (got $status)" test $status -eq 2
+  check "devnull $args says why" grep -q '^sluice-devnull: --' "$tmp/err"
+done
+"$devnull" --help >"$tmp/out"
+check "devnull --help states the size bounds" grep -q '1 to 1073741824' "$tmp/out"
+"$devnull" --chunk-size 1048576 --batch 1024 --count 3 --quiet --target "$tmp/mib" >/dev/null 2>"$tmp/err"
+check "devnull 1 MiB chunks in batches of 1 GiB are accepted" test "$(stat -c %s "$tmp/mib")" = 3145728
+
+# Its own output: a summary that cannot be written is exit 1 with a message,
+# whether standard output is full or closed; --help too.
+"$devnull" --count 10 --quiet >/dev/full 2>"$tmp/err"
+check "devnull summary to /dev/full exits 1" test $? -eq 1
+check "devnull summary to /dev/full says why" grep -qx 'sluice-devnull: write error: No space left on device' "$tmp/err"
+"$devnull" --count 10 --quiet --json >&- 2>"$tmp/err"
+check "devnull summary to a closed stdout exits 1" test $? -eq 1
+check "devnull summary to a closed stdout says why" grep -qx 'sluice-devnull: write error: Bad file descriptor' "$tmp/err"
+"$devnull" --help >/dev/full 2>"$tmp/err"
+check "devnull --help to /dev/full exits 1" test $? -eq 1
+check "devnull --help to /dev/full says why" grep -qx 'sluice-devnull: write error: No space left on device' "$tmp/err"
+
+# A file past `ulimit -f`: EFBIG reported and exit 1, not death by SIGXFSZ.
+(ulimit -f 1 && exec "$devnull" --count 100 --quiet --target "$tmp/limited" >/dev/null 2>"$tmp/err")
+status=$?
+check "devnull past ulimit -f exits 1 (got $status)" test $status -eq 1
+check "devnull past ulimit -f names EFBIG" grep -q 'File too large (EFBIG)' "$tmp/err"
+
+# sluice-trace: a number too large for its field is a malformed line.
+printf 'writable w\nwritable v hwm=18446744073709551616\n' >"$tmp/huge.scn"
+"$trace" "$tmp/huge.scn" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "trace hwm too large exits 2 (got $status)" test $status -eq 2
+check "trace hwm too large names line 2" \
+  grep -qx "sluice-trace: line 2: writable: hwm 18446744073709551616 is too large (at most 18446744073709551615)" "$tmp/err"
+printf 'writable w hwm=18446744073709551615\nwrite w a\n' | "$trace" >"$tmp/out" 2>"$tmp/err"
+check "trace hwm of SIZE_MAX runs" test $? -eq 0
+
+# A bare `hwm` (no =N) is an unknown option: the fuzzer found it thrown out
+# of the parser as std::out_of_range (before, it was silently ignored).
+printf 'writable w\nwritable v hwm\n' | "$trace" >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "trace bare hwm exits 2 (got $status)" test $status -eq 2
+check "trace bare hwm is an unknown option" grep -qx "sluice-trace: line 2: writable: unknown option 'hwm'" "$tmp/err"
+
+# A directory: exit 2, as for a missing file, with the reason.
+"$trace" "$tmp" >"$tmp/out" 2>"$tmp/err"
+check "trace DIR exits 2" test $? -eq 2
+check "trace DIR says why" grep -qx "sluice-trace: cannot read $tmp: Is a directory" "$tmp/err"
+"$trace" - <"$tmp" >"$tmp/out" 2>"$tmp/err"
+check "trace - < DIR exits 2" test $? -eq 2
+check "trace - < DIR says why" grep -qx "sluice-trace: cannot read standard input: Is a directory" "$tmp/err"
+"$trace" "$tmp/no-such.scn" >"$tmp/out" 2>"$tmp/err"
+check "trace missing file says why" grep -qx "sluice-trace: cannot read $tmp/no-such.scn: No such file or directory" "$tmp/err"
+
+# The trace must land: a full or closed standard output is exit 1.
+printf 'writable w sync\nwrite w a cb\n' >"$tmp/ok.scn"
+"$trace" "$tmp/ok.scn" >/dev/full 2>"$tmp/err"
+check "trace to /dev/full exits 1" test $? -eq 1
+check "trace to /dev/full says why" grep -qx 'sluice-trace: write error: No space left on device' "$tmp/err"
+"$trace" "$tmp/ok.scn" >&- 2>"$tmp/err"
+check "trace to a closed stdout exits 1" test $? -eq 1
+check "trace to a closed stdout says why" grep -qx 'sluice-trace: write error: Bad file descriptor' "$tmp/err"
+"$trace" --help >/dev/full 2>"$tmp/err"
+check "trace --help to /dev/full exits 1" test $? -eq 1
+
 echo "tools: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

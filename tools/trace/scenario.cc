@@ -1,0 +1,514 @@
+#include "scenario.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "sluice/stream/finished.h"
+#include "sluice/stream/pipeline.h"
+
+namespace sluice_trace {
+
+namespace {
+
+using action = std::function<void(trace_run&)>;
+
+// A scenario line without its comment, split at white space.
+std::vector<std::string> split_words(std::string_view raw) {
+  if (auto hash = raw.find('#'); hash != std::string_view::npos) raw = raw.substr(0, hash);
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : raw) {
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f') {
+      if (!w.empty()) words.push_back(std::move(w)), w.clear();
+    } else {
+      w += c;
+    }
+  }
+  if (!w.empty()) words.push_back(std::move(w));
+  return words;
+}
+
+// A chunk is printable ASCII without spaces.
+bool is_chunk(const std::string& w) {
+  if (w.empty()) return false;
+  for (unsigned char c : w)
+    if (c < 0x21 || c > 0x7e) return false;
+  return true;
+}
+
+bool is_count(const std::string& w) {
+  if (w.empty()) return false;
+  for (char c : w)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+// Parses a scenario one line at a time: each command family has its
+// function, which checks the line's arguments against the streams created
+// so far (kinds_) and returns the action that runs it.
+class scenario_parser {
+ public:
+  std::vector<step> parse(std::string_view text);
+
+ private:
+  using family = step (scenario_parser::*)();
+  static const std::map<std::string_view, family> commands;
+
+  step create_stream();
+  step write();
+  step end();
+  step cork();
+  step complete();
+  step push();
+  step unshift();
+  step read();
+  step on();
+  step pause();
+  step pipe();
+  step pipeline();
+  step destroy();
+  step state();
+  step finished();
+  step tick();
+
+  step at(action a) const { return {line_, false, std::move(a)}; }
+  [[noreturn]] void fail(const std::string& msg) const { throw scenario_error{line_, msg}; }
+  void arity(std::size_t min, std::size_t max) const;
+  // The name of an existing stream, argument k, of kind `want` (a duplex is
+  // both kinds) or of any kind.
+  std::string stream(std::size_t k, std::optional<stream_kind> want) const;
+  std::string chunk(const std::string& w) const;
+  // The optional error=MSG of argument k.
+  std::optional<std::string> error_opt(std::size_t k) const;
+  // Names a new stream (argument 0).
+  std::string create(stream_kind k);
+
+  std::map<std::string, stream_kind> kinds_;
+  int line_ = 0;
+  std::string cmd_;
+  std::vector<std::string> args_;
+};
+
+const std::map<std::string_view, scenario_parser::family> scenario_parser::commands = {
+    // Creating streams.
+    {"writable", &scenario_parser::create_stream},
+    {"readable", &scenario_parser::create_stream},
+    {"duplex", &scenario_parser::create_stream},
+    {"transform", &scenario_parser::create_stream},
+    {"passthrough", &scenario_parser::create_stream},
+    // The writable side.
+    {"write", &scenario_parser::write},
+    {"end", &scenario_parser::end},
+    {"cork", &scenario_parser::cork},
+    {"uncork", &scenario_parser::cork},
+    {"complete", &scenario_parser::complete},
+    // The readable side.
+    {"push", &scenario_parser::push},
+    {"unshift", &scenario_parser::unshift},
+    {"read", &scenario_parser::read},
+    {"on", &scenario_parser::on},
+    {"pause", &scenario_parser::pause},
+    {"resume", &scenario_parser::pause},
+    // Between streams.
+    {"pipe", &scenario_parser::pipe},
+    {"unpipe", &scenario_parser::pipe},
+    {"pipeline", &scenario_parser::pipeline},
+    // Any stream.
+    {"destroy", &scenario_parser::destroy},
+    {"state", &scenario_parser::state},
+    {"finished", &scenario_parser::finished},
+    // The loop.
+    {"tick", &scenario_parser::tick},
+};
+
+std::vector<step> scenario_parser::parse(std::string_view text) {
+  std::vector<step> steps;
+  line_ = 0;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    const std::string_view raw = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++line_;
+    std::vector<std::string> words = split_words(raw);
+    if (words.empty()) continue;
+    cmd_ = std::move(words[0]);
+    args_.assign(std::make_move_iterator(words.begin() + 1), std::make_move_iterator(words.end()));
+    const auto it = commands.find(cmd_);
+    if (it == commands.end()) fail("unknown command '" + cmd_ + "'");
+    steps.push_back((this->*it->second)());
+  }
+  return steps;
+}
+
+void scenario_parser::arity(std::size_t min, std::size_t max) const {
+  if (args_.size() < min || args_.size() > max)
+    fail(cmd_ + ": expected " + (min == max ? std::to_string(min) : std::to_string(min) + "-" + std::to_string(max)) +
+         " arguments, got " + std::to_string(args_.size()));
+}
+
+std::string scenario_parser::stream(std::size_t k, std::optional<stream_kind> want) const {
+  if (k >= args_.size()) fail(cmd_ + ": missing stream name");
+  const std::string& name = args_[k];
+  auto it = kinds_.find(name);
+  if (it == kinds_.end()) fail(cmd_ + ": unknown stream '" + name + "'");
+  // Extension: a duplex is a writable and a readable.
+  if (want && it->second != *want && it->second != stream_kind::duplex)
+    fail(cmd_ + ": '" + name + "' is not a " + (*want == stream_kind::writable ? "writable" : "readable"));
+  return name;
+}
+
+std::string scenario_parser::chunk(const std::string& w) const {
+  if (!is_chunk(w)) fail(cmd_ + ": bad chunk '" + w + "'");
+  return w;
+}
+
+std::optional<std::string> scenario_parser::error_opt(std::size_t k) const {
+  if (k >= args_.size()) return std::nullopt;
+  const std::string& w = args_[k];
+  if (w.rfind("error=", 0) != 0 || w.size() == 6) fail(cmd_ + ": expected error=MSG, got '" + w + "'");
+  return w.substr(6);
+}
+
+std::string scenario_parser::create(stream_kind k) {
+  if (args_.empty()) fail(cmd_ + ": missing stream name");
+  const std::string& name = args_[0];
+  if (kinds_.count(name)) fail(cmd_ + ": stream '" + name + "' already exists");
+  kinds_[name] = k;
+  return name;
+}
+
+// ---- Creating streams
+
+// writable|readable|duplex|transform|passthrough NAME [OPTION]...
+step scenario_parser::create_stream() {
+  static const std::map<std::string, std::vector<std::string>> allowed_by_cmd = {
+      {"writable", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose"}},
+      {"readable", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose"}},
+      {"duplex", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen",
+                  "noReadable", "noWritable"}},
+      {"transform", {"hwm", "flush", "async", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
+      {"passthrough", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
+  };
+  static const std::map<std::string, bool stream_options::*> flags = {
+      {"writev", &stream_options::writev},
+      {"final", &stream_options::final},
+      {"sync", &stream_options::sync},
+      {"objectMode", &stream_options::object_mode},
+      {"noAutoDestroy", &stream_options::no_auto_destroy},
+      {"noEmitClose", &stream_options::no_emit_close},
+      {"noHalfOpen", &stream_options::no_half_open},
+      {"noReadable", &stream_options::no_readable},
+      {"noWritable", &stream_options::no_writable},
+      {"flush", &stream_options::flush},
+      {"async", &stream_options::async},
+  };
+  const auto& allowed = allowed_by_cmd.at(cmd_);
+  stream_options o;
+  std::vector<std::string> seen;
+  for (std::size_t i = 1; i < args_.size(); ++i) {
+    const std::string& w = args_[i];
+    const bool is_hwm = w.rfind("hwm=", 0) == 0;
+    const std::string key = is_hwm ? "hwm" : w;
+    // A bare `hwm` names no flag (found by tests/fuzz/scenario_parse_fuzz).
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end() || (!is_hwm && !flags.count(key)))
+      fail(cmd_ + ": unknown option '" + w + "'");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail(cmd_ + ": option '" + key + "' given twice");
+    seen.push_back(key);
+    if (is_hwm) {
+      const std::string v = w.substr(4);
+      if (!is_count(v)) fail(cmd_ + ": hwm wants a non-negative integer, got '" + v + "'");
+      std::size_t hwm = 0;
+      if (std::from_chars(v.data(), v.data() + v.size(), hwm).ec != std::errc{})
+        fail(cmd_ + ": hwm " + v + " is too large (at most " + std::to_string(SIZE_MAX) + ")");
+      o.hwm = hwm;
+    } else {
+      o.*flags.at(key) = true;
+    }
+  }
+  if (cmd_ == "writable") {
+    const std::string name = create(stream_kind::writable);
+    return at([name, o](trace_run& r) { r.add_writable(name, o); });
+  }
+  if (cmd_ == "readable") {
+    const std::string name = create(stream_kind::readable);
+    return at([name, o](trace_run& r) { r.add_readable(name, o); });
+  }
+  const duplex_kind k = cmd_ == "duplex"      ? duplex_kind::duplex
+                        : cmd_ == "transform" ? duplex_kind::transform
+                                              : duplex_kind::passthrough;
+  const std::string name = create(stream_kind::duplex);
+  return at([name, k, o](trace_run& r) { r.add_duplex(name, k, o); });
+}
+
+// ---- The writable side
+
+// write W CHUNK [cb]
+step scenario_parser::write() {
+  arity(2, 3);
+  const std::string w = stream(0, stream_kind::writable);
+  const std::string c = chunk(args_[1]);
+  if (args_.size() == 3 && args_[2] != "cb") fail("write: third argument must be 'cb', got '" + args_[2] + "'");
+  const bool cb = args_.size() == 3;
+  return at([w, c, cb](trace_run& r) {
+    auto& st = r[w].writable();
+    bool ret;
+    if (cb)
+      ret = st.write(c, [&r, w, c](std::error_code ec) { r.emit("cb " + w + " " + c + " " + what(ec)); });
+    else
+      ret = st.write(c);
+    r.emit("write " + w + " " + c + " -> " + (ret ? "true" : "false"));
+  });
+}
+
+// end W [CHUNK] [cb]
+step scenario_parser::end() {
+  arity(1, 3);
+  const std::string w = stream(0, stream_kind::writable);
+  std::vector<std::string> rest(args_.begin() + 1, args_.end());
+  const bool has_cb = !rest.empty() && rest.back() == "cb";
+  if (has_cb) rest.pop_back();
+  if (rest.size() > 1) fail("end: expected 'end W [CHUNK] [cb]'");
+  std::optional<std::string> c;
+  if (!rest.empty()) c = chunk(rest[0]);
+  return at([w, c, has_cb](trace_run& r) {
+    auto& st = r[w].writable();
+    sluice::write_cb cb;
+    if (has_cb) cb = [&r, w](std::error_code ec) { r.emit("end-cb " + w + " " + what(ec)); };
+    if (c)
+      st.end(*c, std::move(cb));
+    else
+      st.end(std::move(cb));
+  });
+}
+
+// cork W, uncork W
+step scenario_parser::cork() {
+  arity(1, 1);
+  const std::string w = stream(0, stream_kind::writable);
+  const bool is_cork = cmd_ == "cork";
+  return at([w, is_cork](trace_run& r) {
+    if (is_cork)
+      r[w].writable().cork();
+    else
+      r[w].writable().uncork();
+  });
+}
+
+// complete W [error=MSG]: the oldest pending sink call completes.
+step scenario_parser::complete() {
+  arity(1, 2);
+  const std::string w = stream(0, stream_kind::writable);
+  const auto msg = error_opt(1);
+  const int n = line_;
+  return at([w, msg, n](trace_run& r) {
+    auto& pending = r[w].pending;
+    if (pending.empty()) throw scenario_error{n, "complete: " + w + " has no pending sink call"};
+    pending_call call = std::move(pending.front());
+    pending.pop_front();
+    const std::error_code ec = msg ? sluice::user_error(*msg) : std::error_code{};
+    call(ec);
+  });
+}
+
+// ---- The readable side
+
+// push R CHUNK|EOF
+step scenario_parser::push() {
+  arity(2, 2);
+  const std::string name = stream(0, stream_kind::readable);
+  const bool eof = args_[1] == "EOF";
+  const std::string c = eof ? args_[1] : chunk(args_[1]);
+  return at([name, c, eof](trace_run& r) {
+    auto& st = r[name].readable();
+    const bool ret = eof ? st.push_eof() : st.push(c);
+    r.emit("push " + name + " " + c + " -> " + (ret ? "true" : "false"));
+  });
+}
+
+// unshift R CHUNK
+step scenario_parser::unshift() {
+  arity(2, 2);
+  const std::string name = stream(0, stream_kind::readable);
+  const std::string c = chunk(args_[1]);
+  return at([name, c](trace_run& r) { r[name].readable().unshift(c); });
+}
+
+// read R [N]
+step scenario_parser::read() {
+  arity(1, 2);
+  const std::string name = stream(0, stream_kind::readable);
+  if (args_.size() == 2 && !is_count(args_[1]))
+    fail("read: N must be a non-negative integer, got '" + args_[1] + "'");
+  // A count too large for size_t is far above Node's 1 GiB limit: the
+  // same ERR_OUT_OF_RANGE.
+  std::optional<std::size_t> size;
+  if (args_.size() == 2) {
+    const std::string& v = args_[1];
+    size = v.size() > 18 ? std::size_t{1} << 62 : std::stoull(v);
+  }
+  return at([name, size](trace_run& r) {
+    auto& st = r[name].readable();
+    const std::optional<std::string> v = size ? st.read(*size) : st.read();
+    r.emit("read " + name + " -> " + (v ? *v : "null"));
+  });
+}
+
+// on R data|readable
+step scenario_parser::on() {
+  arity(2, 2);
+  const std::string name = stream(0, stream_kind::readable);
+  if (args_[1] != "data" && args_[1] != "readable")
+    fail("on: event must be 'data' or 'readable', got '" + args_[1] + "'");
+  const bool data = args_[1] == "data";
+  return at([name, data](trace_run& r) {
+    auto& st = r[name].readable();
+    if (data)
+      st.on(sluice::event::data, [&r, name](std::string_view c) { r.emit("data " + name + " " + std::string(c)); });
+    else
+      st.on(sluice::event::readable, [&r, name] { r.emit("readable " + name); });
+  });
+}
+
+// pause R, resume R
+step scenario_parser::pause() {
+  arity(1, 1);
+  const std::string name = stream(0, stream_kind::readable);
+  const bool is_pause = cmd_ == "pause";
+  return at([name, is_pause](trace_run& r) {
+    if (is_pause)
+      r[name].readable().pause();
+    else
+      r[name].readable().resume();
+  });
+}
+
+// ---- Between streams
+
+// pipe R W, unpipe R W
+step scenario_parser::pipe() {
+  arity(2, 2);
+  const std::string src = stream(0, stream_kind::readable);
+  const std::string dest = stream(1, stream_kind::writable);
+  const bool is_pipe = cmd_ == "pipe";
+  return at([src, dest, is_pipe](trace_run& r) {
+    auto& from = r[src].readable();
+    auto& to = r[dest].writable();
+    if (is_pipe)
+      from.pipe(to);
+    else
+      from.unpipe(to);
+  });
+}
+
+// Extension: pipeline S1 S2 ... [end=false].
+step scenario_parser::pipeline() {
+  std::vector<std::string> names = args_;
+  const bool end_false = !names.empty() && names.back() == "end=false";
+  if (end_false) names.pop_back();
+  if (names.size() < 2) fail("pipeline: expected at least 2 streams");
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    auto it = kinds_.find(names[k]);
+    if (it == kinds_.end()) fail("pipeline: unknown stream '" + names[k] + "'");
+    const auto want = k == 0 ? stream_kind::readable : k == names.size() - 1 ? stream_kind::writable : stream_kind::duplex;
+    if (it->second != want && it->second != stream_kind::duplex)
+      fail("pipeline: '" + names[k] + "' is not a " +
+           std::string(want == stream_kind::readable ? "readable" : want == stream_kind::writable ? "writable" : "duplex"));
+  }
+  return at([names, end_false](trace_run& r) {
+    std::vector<sluice::stream_ref> refs;
+    for (const auto& name : names) refs.push_back(r[name].ref());
+    sluice::pipeline_options po;
+    po.end = !end_false;
+    sluice::pipeline(
+        refs, [&r](std::error_code ec) { r.emit(std::string("pipeline-cb ") + what(ec)); }, po);
+  });
+}
+
+// ---- Any stream
+
+// destroy S [error=MSG]
+step scenario_parser::destroy() {
+  arity(1, 2);
+  const std::string name = stream(0, std::nullopt);
+  const auto msg = error_opt(1);
+  const stream_kind k = kinds_.at(name);
+  return at([name, msg, k](trace_run& r) {
+    const std::error_code err = msg ? sluice::user_error(*msg) : std::error_code{};
+    stream_entry& e = r[name];
+    switch (k) {
+      case stream_kind::duplex: e.d->destroy(err); break;
+      case stream_kind::writable: e.w->destroy(err); break;
+      case stream_kind::readable: e.r->destroy(err); break;
+    }
+  });
+}
+
+// state S
+step scenario_parser::state() {
+  arity(1, 1);
+  const std::string name = stream(0, std::nullopt);
+  const stream_kind k = kinds_.at(name);
+  return at([name, k](trace_run& r) { r.state(name, k); });
+}
+
+// Extension: finished S [readable=B] [writable=B] [error=B].
+step scenario_parser::finished() {
+  arity(1, 4);
+  const std::string name = stream(0, std::nullopt);
+  sluice::finished_options fo;
+  std::vector<std::string> seen;
+  for (std::size_t i = 1; i < args_.size(); ++i) {
+    const std::string& w = args_[i];
+    const auto eq = w.find('=');
+    const std::string key = eq == std::string::npos ? "" : w.substr(0, eq);
+    const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if ((key != "readable" && key != "writable" && key != "error") || (v != "true" && v != "false"))
+      fail("finished: expected readable=B, writable=B or error=B, got '" + w + "'");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail("finished: option '" + key + "' given twice");
+    seen.push_back(key);
+    const bool b = v == "true";
+    if (key == "readable")
+      fo.readable = b;
+    else if (key == "writable")
+      fo.writable = b;
+    else
+      fo.error = b;
+  }
+  return at([name, fo](trace_run& r) {
+    sluice::finished(r[name].ref(), [&r, name](std::error_code ec) { r.emit("finished " + name + " " + what(ec)); },
+                     fo);
+  });
+}
+
+// ---- The loop
+
+step scenario_parser::tick() {
+  arity(0, 0);
+  return {line_, true, nullptr};
+}
+
+}  // namespace
+
+std::vector<step> parse_scenario(std::string_view text) { return scenario_parser().parse(text); }
+
+void run_scenario(const std::vector<step>& steps, trace_run& run) {
+  auto& l = sluice::loop::current();
+  for (const auto& s : steps) {
+    if (s.tick) {
+      l.run_until_idle();
+      continue;
+    }
+    try {
+      s.run(run);
+    } catch (const sluice::stream_error& e) {
+      run.emit("throw " + what(e.code()));
+    }
+  }
+  l.run_until_idle();  // the implicit final tick
+}
+
+}  // namespace sluice_trace
