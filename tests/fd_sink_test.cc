@@ -32,6 +32,7 @@
 #include "support/pipe_fds.h"
 #include "support/recording_sink.h"
 #include "support/temp_dir.h"
+#include "support/writable_events.h"
 
 using namespace sluice;
 using namespace std::string_view_literals;
@@ -40,6 +41,8 @@ using sluice::test::temp_dir;
 using sluice::test::slurp;
 using sluice::test::spit;
 using sluice::test::pipe_fds;
+using sluice::test::events;
+using sluice::test::on;
 namespace fs = std::filesystem;
 
 namespace {
@@ -89,26 +92,7 @@ bool sigpipe_pending() {
   return sigismember(&pending, SIGPIPE) == 1;
 }
 
-struct events {
-  std::vector<std::string> seen;
-  void attach(writable& w) {
-    w.on(event::error, [this](std::error_code ec) { seen.push_back("error " + code_name(ec)); });
-    w.on(event::finish, [this] { seen.push_back("finish"); });
-    w.on(event::close, [this] { seen.push_back("close"); });
-    w.on(event::drain, [this] { seen.push_back("drain"); });
-  }
-  std::string str() const {
-    std::string s;
-    for (const auto& e : seen) s += (s.empty() ? "" : "; ") + e;
-    return s;
-  }
-};
 
-writable_options on(loop& l) {
-  writable_options o;
-  o.event_loop = &l;
-  return o;
-}
 
 }  // namespace
 

@@ -29,10 +29,12 @@
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
 #include "support/pipe_fds.h"
+#include "support/temp_dir.h"
 
 using namespace sluice;
 using sluice::test::must_call;
 using sluice::test::pipe_fds;
+using sluice::test::temp_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -57,18 +59,6 @@ std::string random_bytes(std::size_t n, unsigned seed = 1) {
   return s;
 }
 
-// A file in a fresh temporary directory, removed at the end of the test.
-struct temp_file {
-  fs::path dir, path;
-  explicit temp_file(const std::string& content) {
-    char tmpl[] = "/tmp/sluice-fd-source-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    path = dir / "data";
-    std::ofstream(path, std::ios::binary) << content;
-  }
-  ~temp_file() { fs::remove_all(dir); }
-};
 
 // Everything a readable emits, in order.
 struct recorder {

@@ -29,10 +29,12 @@
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"
 #include "support/pipe_fds.h"
+#include "support/temp_dir.h"
 
 using namespace sluice;
 using namespace std::string_literals;
 using sluice::test::pipe_fds;
+using sluice::test::temp_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -80,17 +82,6 @@ lines split(std::string_view data, const std::vector<std::size_t>& cuts = {},
   return out;
 }
 
-struct temp_file {
-  fs::path dir, path;
-  explicit temp_file(const std::string& content) {
-    char tmpl[] = "/tmp/sluice-lines-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    path = dir / "data";
-    std::ofstream(path, std::ios::binary) << content;
-  }
-  ~temp_file() { fs::remove_all(dir); }
-};
 
 struct open_fd {
   int fd;

@@ -27,6 +27,7 @@
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
 #include "support/temp_dir.h"
+#include "support/writable_events.h"
 
 using namespace sluice;
 using namespace std::string_view_literals;
@@ -34,6 +35,8 @@ using sluice::test::must_call;
 using sluice::test::temp_dir;
 using sluice::test::slurp;
 using sluice::test::spit;
+using sluice::test::events;
+using sluice::test::on;
 namespace fs = std::filesystem;
 using fsync_policy = log_options::fsync_policy;
 
@@ -41,25 +44,7 @@ namespace {
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-struct events {
-  std::vector<std::string> seen;
-  void attach(writable& w) {
-    w.on(event::error, [this](std::error_code ec) { seen.push_back("error " + code_name(ec)); });
-    w.on(event::finish, [this] { seen.push_back("finish"); });
-    w.on(event::close, [this] { seen.push_back("close"); });
-  }
-  std::string str() const {
-    std::string s;
-    for (const auto& e : seen) s += (s.empty() ? "" : "; ") + e;
-    return s;
-  }
-};
 
-writable_options on(loop& l) {
-  writable_options o;
-  o.event_loop = &l;
-  return o;
-}
 
 log_file_sink& sink_of(writable& w) { return dynamic_cast<log_file_sink&>(w.get_sink()); }
 

@@ -28,6 +28,7 @@
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
 #include "support/temp_dir.h"
+#include "support/writable_events.h"
 
 extern char** environ;
 
@@ -36,6 +37,7 @@ using namespace std::string_view_literals;
 using sluice::test::must_call;
 using sluice::test::temp_dir;
 using sluice::test::slurp;
+using sluice::test::on;
 namespace fs = std::filesystem;
 
 namespace {
@@ -95,11 +97,6 @@ void check_child(const std::string& kind, const std::string& mode, int n) {
   CHECK_MESSAGE(exact, "first difference: " << first_difference(got, n));
 }
 
-writable_options on(loop& l) {
-  writable_options o;
-  o.event_loop = &l;
-  return o;
-}
 
 }  // namespace
 

@@ -31,6 +31,7 @@
 #include "support/must_call.h"
 #include "support/pipe_fds.h"
 #include "support/temp_dir.h"
+#include "support/writable_events.h"
 
 using namespace sluice;
 using namespace std::string_view_literals;
@@ -38,37 +39,13 @@ using sluice::test::must_call;
 using sluice::test::temp_dir;
 using sluice::test::slurp;
 using sluice::test::pipe_fds;
+using sluice::test::events;
+using sluice::test::on;
 namespace fs = std::filesystem;
 
 namespace {
 
-writable_options on(loop& l, std::size_t high_water_mark = 16384) {
-  writable_options o;
-  o.event_loop = &l;
-  o.high_water_mark = high_water_mark;
-  return o;
-}
 
-struct events {
-  std::vector<std::string> seen;
-  bool off_thread = false;
-  void attach(writable& w) {
-    const auto me = std::this_thread::get_id();
-    auto add = [this, me](std::string what) {
-      if (std::this_thread::get_id() != me) off_thread = true;
-      seen.push_back(std::move(what));
-    };
-    w.on(event::error, [add](std::error_code ec) { add("error " + code_name(ec)); });
-    w.on(event::finish, [add] { add("finish"); });
-    w.on(event::close, [add] { add("close"); });
-    w.on(event::drain, [add] { add("drain"); });
-  }
-  std::string str() const {
-    std::string s;
-    for (const auto& e : seen) s += (s.empty() ? "" : "; ") + e;
-    return s;
-  }
-};
 
 // Polls `done` for up to ten seconds.
 template <class Pred>
@@ -194,7 +171,7 @@ TEST_CASE("writes reach the file, and their callbacks run on the producer's loop
   loop l;
   std::deque<must_call> calls;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   const auto me = std::this_thread::get_id();
   std::vector<int> order;
   bool on_thread = true;
@@ -272,7 +249,7 @@ TEST_CASE("writes of later turns are written as later batches, in order") {
   temp_dir d;
   loop l;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   std::string expected;
   int turns = 0;
   std::function<void()> turn = [&] {
@@ -295,7 +272,7 @@ TEST_CASE("flush_sync returns once the bytes are in the file and the callbacks h
   loop l;
   must_call a, b, c;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   std::string order;
   w->write("a\n"sv, a.cb([&](std::error_code) { order += 'a'; }));
   w->write("b\n"sv, b.cb([&](std::error_code) { order += 'b'; }));
@@ -317,7 +294,7 @@ TEST_CASE("flush_sync also writes what is buffered behind the batch in flight") 
   loop l;
   must_call a, b, c;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   std::string order;
   w->write("a\n"sv, a.cb([&](std::error_code) { order += 'a'; }));
   l.run_until_idle();  // the end of the turn: "a" goes to the worker
@@ -336,7 +313,7 @@ TEST_CASE("flush_sync completes a batch whose completion was already posted; the
   loop l;
   must_call a, b;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   std::string order;
   w->write("a\n"sv, a.cb([&](std::error_code) { order += 'a'; }));
   l.run_until_idle();
@@ -358,7 +335,7 @@ TEST_CASE("flush_sync after an error returns it: ENOSPC from /dev/full") {
   must_call a, b, later;
   events ev;
   file_worker worker(fd, true);
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   ev.attach(*w);
   w->write("a\n"sv, a.cb());
   w->write("b\n"sv, b.cb());
@@ -380,7 +357,7 @@ TEST_CASE("flush_sync with nothing pending returns at once, without allocating")
   temp_dir d;
   loop l;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t before = test::allocation_count();
   const std::error_code ec = flush_sync(*w);
@@ -397,7 +374,7 @@ TEST_CASE("a flush_sync round trip makes no heap allocation") {
   temp_dir d;
   loop l;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   int called = 0;
   const std::string_view line = "2026-11-30T02:21:43Z INFO request id=42 status=200\n";
   auto round_trip = [&] {
@@ -422,7 +399,7 @@ TEST_CASE("flush_sync from a write callback of the same stream waits for the byt
   loop l;
   must_call a, b, c;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   std::string order, seen;
   std::error_code inner;
   w->write("a\n"sv, a.cb([&](std::error_code) {
@@ -443,7 +420,7 @@ TEST_CASE("flush_sync on a stream whose sink is not a worker_sink returns ERR_ME
   const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   REQUIRE(fd >= 0);
   loop l;
-  auto w = make_fd_writable(fd, true, on(l));
+  auto w = make_fd_writable(fd, true, on(l, 16384));
   CHECK(flush_sync(*w) == errc::method_not_implemented);
 }
 
@@ -487,7 +464,7 @@ TEST_CASE("destroying the writable after the worker posted its completion frees 
   loop l;
   must_call a;
   file_worker worker(d.file("a.log"));
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   w->write("a\n"sv, a.cb());
   l.run_until_idle();
   REQUIRE(eventually([&] { return worker.batches() == 1; }));
@@ -506,7 +483,7 @@ TEST_CASE("destroying the worker writes what was handed over; later writes fail 
   must_call late;
   events ev;
   auto worker = std::make_unique<file_worker>(d.file("a.log"));
-  auto w = make_worker_writable(*worker, on(l));
+  auto w = make_worker_writable(*worker, on(l, 16384));
   ev.attach(*w);
   std::string expected;
   for (int i = 0; i < 100; ++i) {
@@ -610,7 +587,7 @@ TEST_CASE("a log worker rotates between the chunks of a batch: keep N, numbering
   must_call batch(5), e, big;
   file_worker worker(path, log_options{.max_size = 20, .keep = 2});
   CHECK(worker.fd() == -1);
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   // One turn, one batch: the third line does not fit beside the first two.
   for (const char* s : {"0123456789\n", "aaaa\n", "bbbbbbbbbbbbbbb\n", "c\n", "d\n"})
     w->write(std::string_view(s), batch.cb());
@@ -682,7 +659,7 @@ TEST_CASE("a log worker reopens on request: after a rename, later lines go to th
   loop l;
   must_call a, b;
   file_worker worker(path, log_options{});
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   w->write("before\n"sv, a.cb());
   CHECK_FALSE(flush_sync(*w));
   fs::rename(path, path + ".moved");
@@ -729,7 +706,7 @@ TEST_CASE("a log worker's fsync policies, seen through its counters") {
   const std::string path = d.file("app.log");
   loop l;
   auto write_batches = [&](file_worker& worker, int n) {
-    auto w = make_worker_writable(worker, on(l));
+    auto w = make_worker_writable(worker, on(l, 16384));
     for (int i = 0; i < n; ++i) {
       w->write("0123456789\n"sv);
       CHECK_FALSE(flush_sync(*w));
@@ -788,7 +765,7 @@ TEST_CASE("a log worker whose rotation fails: the batch's error, flush_sync retu
   must_call first, batch(4), later;
   events ev;
   file_worker worker(path, log_options{.max_size = 20, .keep = 1});
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   ev.attach(*w);
   w->write("0123456789\n"sv, first.cb());
   CHECK_FALSE(flush_sync(*w));
@@ -813,7 +790,7 @@ TEST_CASE("a log worker's reopen that fails while idle is the next batch's error
   must_call a, b;
   events ev;
   file_worker worker(path, log_options{});
-  auto w = make_worker_writable(worker, on(l));
+  auto w = make_worker_writable(worker, on(l, 16384));
   ev.attach(*w);
   w->write("a\n"sv, a.cb());
   CHECK_FALSE(flush_sync(*w));
@@ -837,7 +814,7 @@ TEST_CASE("a log worker on /dev/full: ENOSPC to every callback and to flush_sync
   auto worker = file_worker::open_log("/dev/full", log_options{}, ec);
   REQUIRE(worker);
   events ev;
-  auto w = make_worker_writable(*worker, on(l));
+  auto w = make_worker_writable(*worker, on(l, 16384));
   ev.attach(*w);
   w->write("a\n"sv, a.cb());
   w->write("b\n"sv, b.cb());

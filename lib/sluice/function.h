@@ -125,10 +125,21 @@ class inline_function<R(Args...), InlineSize> {
   void take(inline_function& o) noexcept {
     invoke_ = o.invoke_;
     manage_ = o.manage_;
-    if (manage_)
+    if (manage_) {
       manage_(op::move, storage_, o.storage_);
-    else
+    } else {
+      // Copies the whole buffer, of which a small target set only its first
+      // bytes: copying indeterminate bytes is allowed, but g++ -O3 -Wall
+      // warns about it in every user's build (maybe-uninitialized).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
       std::memcpy(storage_, o.storage_, sizeof storage_);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+    }
     o.invoke_ = nullptr;
     o.manage_ = nullptr;
   }

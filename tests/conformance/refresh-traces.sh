@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Regenerate (default) or verify (--check) the Node traces of the conformance scenarios.
+# Regenerate (default) or verify (--check) the Node traces of the conformance scenarios
+# with the project's oracle (oracle.mjs, beside this script) on Node v20.
 #
-#   tests/conformance/refresh-traces.sh           rewrite every tests/conformance/*.trace (shared
-#                                                 oracle) and ext/*.trace (ext/oracle-ext.mjs)
+#   tests/conformance/refresh-traces.sh           rewrite every tests/conformance/*.trace
+#                                                 and ext/*.trace
 #   tests/conformance/refresh-traces.sh --check   diff Node's output against the stored traces;
 #                                                 print the names that differ, exit 1 if any.
-#                                                 Also runs ext/oracle-ext.mjs on the base
-#                                                 scenarios: its base commands must print the
-#                                                 shared oracle's traces byte for byte.
 #
-# Works from any current directory. Skips (exit 0) when `node` is not installed.
+# Works from any current directory. Skips (exit 0) when `node` is not installed;
+# exit 2 when it is not Node v20 (the traces pin v20's behaviour).
 set -euo pipefail
 
 usage() {
@@ -31,32 +30,16 @@ if ! command -v node >/dev/null 2>&1; then
   exit 0
 fi
 
-# The oracle lives beside the repository: <repo root>/../shared/conformance/oracle.mjs.
-oracle=""
-if root=$(git -C "$script_dir" rev-parse --show-toplevel 2>/dev/null); then
-  if [[ -f "$root/../shared/conformance/oracle.mjs" ]]; then
-    oracle="$root/../shared/conformance/oracle.mjs"
-  fi
-fi
-if [[ -z $oracle && -f "$script_dir/../../../shared/conformance/oracle.mjs" ]]; then
-  oracle="$script_dir/../../../shared/conformance/oracle.mjs"
-fi
-if [[ -z $oracle ]]; then
-  echo "refresh-traces.sh: cannot find shared/conformance/oracle.mjs next to the repository" >&2
+node_version=$(node --version)
+if [[ $node_version != v20.* ]]; then
+  echo "refresh-traces.sh: needs Node v20 (the traces are v20's); this is $node_version" >&2
   exit 2
 fi
-
-ext_oracle="$script_dir/ext/oracle-ext.mjs"
+oracle="$script_dir/oracle.mjs"
 
 shopt -s nullglob
-# Each job: oracle, scenario, stored trace, and whether it is only checked
-# (the ext oracle on a base scenario never rewrites the base trace).
 jobs=()
-for scn in "$script_dir"/*.scn; do jobs+=("$oracle|$scn|0"); done
-for scn in "$script_dir"/ext/*.scn; do jobs+=("$ext_oracle|$scn|0"); done
-if ((check)); then
-  for scn in "$script_dir"/*.scn; do jobs+=("$ext_oracle|$scn|1"); done
-fi
+for scn in "$script_dir"/*.scn "$script_dir"/ext/*.scn; do jobs+=("$scn"); done
 if ((${#jobs[@]} == 0)); then
   echo "refresh-traces.sh: no scenarios in $script_dir" >&2
   exit 0
@@ -68,14 +51,12 @@ trap 'rm -f -- "$tmp_out" "$tmp_err"' EXIT
 
 differ=()   # --check: scenarios whose trace differs (or whose oracle run failed)
 failed=()   # scenarios the oracle could not run cleanly
-for job in "${jobs[@]}"; do
-  IFS='|' read -r job_oracle scn check_only <<<"$job"
+for scn in "${jobs[@]}"; do
   name=${scn#"$script_dir"/}
   name=${name%.scn}
-  if ((check_only)); then name="$name (ext oracle)"; fi
   trace="${scn%.scn}.trace"
   rc=0
-  node "$job_oracle" "$scn" >"$tmp_out" 2>"$tmp_err" || rc=$?
+  node "$oracle" "$scn" >"$tmp_out" 2>"$tmp_err" || rc=$?
   if ((rc != 0)) || [[ -s $tmp_err ]]; then
     # A non-zero exit is a malformed scenario; a message on stderr (e.g. the oracle's
     # warning about another Node version) means the output cannot be trusted as a trace.

@@ -1,4 +1,4 @@
-// temp_dir, slurp, spit: the files tests write and read back.
+// temp_dir, temp_file, slurp, spit: the files tests write and read back.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -44,5 +44,14 @@ inline void spit(const std::string& path, std::string_view data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
 }
+
+/// A file named "data" holding `content`, in a fresh directory removed with
+/// it at the end of the test.
+struct temp_file {
+  temp_dir tmp;
+  std::filesystem::path dir = tmp.path;
+  std::filesystem::path path = tmp.path / "data";
+  explicit temp_file(const std::string& content) { spit(path.string(), content); }
+};
 
 }  // namespace sluice::test

@@ -18,9 +18,9 @@ namespace sluice {
 /// sides; the per-side ones are used where the shared one is not set (as in
 /// Node: highWaterMark wins over readableHighWaterMark).
 struct duplex_options {
-  std::optional<std::size_t> high_water_mark;
-  std::optional<std::size_t> readable_high_water_mark;
-  std::optional<std::size_t> writable_high_water_mark;
+  std::optional<std::size_t> high_water_mark{};
+  std::optional<std::size_t> readable_high_water_mark{};
+  std::optional<std::size_t> writable_high_water_mark{};
   bool object_mode = false;
   bool readable_object_mode = false;
   bool writable_object_mode = false;

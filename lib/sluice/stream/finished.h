@@ -14,9 +14,9 @@ namespace sluice {
 struct finished_options {
   /// Wait for the readable side's 'end'. Unset: when the stream is readable
   /// (a duplex made with readable = false is not).
-  std::optional<bool> readable;
+  std::optional<bool> readable{};
   /// Wait for the writable side's 'finish'. Unset: when it is writable.
-  std::optional<bool> writable;
+  std::optional<bool> writable{};
   /// Report an 'error' as soon as it is emitted (Node: options.error).
   bool error = true;
 };

@@ -27,7 +27,7 @@ struct readable_options {
   /// (chunks, in object mode) are buffered, and push() returns false past it.
   /// Unset means Node v20's default: 16384 bytes, or 16 chunks. 0 is valid:
   /// the source is only read when a consumer asks.
-  std::optional<std::size_t> high_water_mark;
+  std::optional<std::size_t> high_water_mark{};
   /// Count chunks instead of bytes, and never split or merge chunks on read.
   bool object_mode = false;
   /// destroy() after 'end' and after an error (Node's autoDestroy).

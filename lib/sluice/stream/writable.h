@@ -91,7 +91,7 @@ class print_line {
 struct writable_options {
   /// write() returns false once this many bytes (objects, in object mode)
   /// are pending. Unset means Node v20's default: 16384 bytes, or 16 objects.
-  std::optional<std::size_t> high_water_mark;
+  std::optional<std::size_t> high_water_mark{};
   /// Count writes instead of bytes against the high-water mark.
   bool object_mode = false;
   /// destroy() after 'finish' and after an error (Node's autoDestroy).

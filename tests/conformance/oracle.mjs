@@ -1,25 +1,29 @@
 #!/usr/bin/env node
-// oracle-ext.mjs: the shared oracle (../shared/conformance/oracle.mjs) plus
-// sluice's extension commands (EXTENSIONS.md, beside this file): `duplex`,
-// `transform`, `passthrough`, `pipeline`, `finished`. Every base command behaves byte-identically to
-// the shared oracle's; the extension only adds stream kinds, lets a duplex
-// stand wherever a writable or a readable may, and makes `state` print both
-// lines for a duplex. It runs one stream scenario through Node's own
-// node:stream and prints the trace, one event a line.
+// oracle.mjs: sluice's Node oracle. It runs one stream scenario (the format
+// is SCENARIOS.md, beside this file; the duplex, transform, passthrough,
+// pipeline and finished commands are ext/EXTENSIONS.md) through Node's own
+// node:stream classes and prints the trace, one event a line. The stored
+// NAME.trace files of tests/conformance/ and ext/ are its output;
+// refresh-traces.sh rewrites or checks them.
 //
-//   node oracle-ext.mjs FILE.scn      or      node oracle-ext.mjs - < FILE.scn
+//   node tests/conformance/oracle.mjs FILE.scn   or   node oracle.mjs - < FILE.scn
 //
-// Exit 0 after a run; 2 when the scenario is malformed or cannot be read (message
-// on stderr). No npm dependencies.
+// Exit 0 after a run; 2 when the scenario is malformed or cannot be read, or
+// when Node is not v20 (message on stderr). No npm dependencies.
 import { Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished } from 'node:stream';
 import { pipeline as pipelinePromise } from 'node:stream/promises';
 import { readFileSync } from 'node:fs';
 
-// Stream internals shift between Node releases (even within v20), so say when
-// this Node is not the one the stored traces were generated with.
+// The traces pin Node v20's behaviour, and stream internals shift between
+// releases (even within v20): refuse another major version, and say so when
+// this v20 is not the one the stored traces were made with.
 const REFERENCE_NODE = 'v20.20.2';
+if (!process.version.startsWith('v20.')) {
+  process.stderr.write(`oracle.mjs: needs Node v20 (the traces are v20's, made with ${REFERENCE_NODE}); this is ${process.version}\n`);
+  process.exit(2);
+}
 if (process.version !== REFERENCE_NODE) {
-  process.stderr.write(`oracle-ext.mjs: warning: stored traces come from Node ${REFERENCE_NODE}, this is ${process.version}\n`);
+  process.stderr.write(`oracle.mjs: warning: stored traces come from Node ${REFERENCE_NODE}, this is ${process.version}\n`);
 }
 
 const trace = [];
@@ -442,7 +446,7 @@ try {
 } catch (err) {
   if (!(err instanceof ScenarioError)) throw err;
   process.stdout.write(trace.map((l) => `${l}\n`).join(''));
-  process.stderr.write(`oracle-ext.mjs: ${err.message}\n`);
+  process.stderr.write(`oracle.mjs: ${err.message}\n`);
   process.exitCode = 2;
 }
 if (process.exitCode !== 2) process.stdout.write(trace.map((l) => `${l}\n`).join(''));

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs this build into a scratch DESTDIR (meson install --destdir) and
+# uses it as a user would:
+#   - the installed tools start (their RUNPATH finds the installed library),
+#     and the library's SONAME carries its ABI version;
+#   - a program built with pkg-config (no -std flag of its own: sluice.pc
+#     must bring -std=c++20) links and runs;
+#   - a CMake project with find_package(sluice 0.1 REQUIRED) and
+#     target_link_libraries(app sluice::sluice) configures, links and runs.
+#
+#   install_consumers.sh MESON BUILD_DIR PREFIX LIBDIR BINDIR SOURCE_DIR SANITIZE
+#
+# Exit 77 (skipped) in a sanitizer build: its library needs the sanitizer
+# runtime, which a plain consumer's link does not bring.
+set -euo pipefail
+
+meson=$1 build=$2 prefix=$3 libdir=$4 bindir=$5 here=$6 sanitize=$7
+if [[ $sanitize != none ]]; then
+  echo "install_consumers.sh: skipped in a -Db_sanitize=$sanitize build"
+  exit 77
+fi
+for tool in cmake pkg-config readelf; do
+  command -v "$tool" >/dev/null || { echo "install_consumers.sh: skipped: no $tool (apt-get install cmake pkg-config binutils)"; exit 77; }
+done
+
+# meson test points LD_LIBRARY_PATH at the build's library: everything below
+# must find the installed one instead.
+unset LD_LIBRARY_PATH
+
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+dest=$tmp/dest
+[[ $libdir == /* ]] || libdir=$prefix/$libdir
+[[ $bindir == /* ]] || bindir=$prefix/$bindir
+root=$dest$prefix
+
+"$meson" install -C "$build" --no-rebuild --quiet --destdir "$dest" >"$tmp/install.log" 2>&1 ||
+  { cat "$tmp/install.log"; exit 1; }
+
+fail() { echo "FAIL: $*"; exit 1; }
+expected=$'hello from sluice 42\nbye'
+
+echo "== installed library and tools"
+lib=$(find "$dest$libdir" -maxdepth 1 -name 'libsluice.so.*.*.*' | head -n 1)
+[[ -n $lib ]] || fail "no versioned libsluice.so.X.Y.Z in $dest$libdir"
+soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $soname =~ ^libsluice\.so\.[0-9]+$ ]] || fail "SONAME of $lib is '$soname', not libsluice.so.N"
+[[ -e $dest$libdir/$soname ]] || fail "no $soname link beside $lib"
+echo "SONAME $soname"
+stray=$(find "$dest" -path '*/include/*' -type f ! -name '*.h' | head -n 3)
+[[ -z $stray ]] || fail "installed under include/, not headers: $stray"
+if [[ -d $dest$bindir ]]; then
+  for tool in "$dest$bindir"/sluice-*; do
+    # No LD_LIBRARY_PATH: the tool must find the library by its RUNPATH.
+    "$tool" --help >"$tmp/help" 2>&1 || fail "$(basename "$tool") --help: $(head -n 3 "$tmp/help")"
+    ldd "$tool" | grep -q "libsluice.so.* => $dest" || fail "$(basename "$tool") does not load the installed library: $(ldd "$tool" | grep sluice)"
+    echo "$(basename "$tool") starts"
+  done
+fi
+
+echo "== a pkg-config consumer"
+export PKG_CONFIG_PATH=$dest$libdir/pkgconfig
+flags=$(pkg-config --define-variable=prefix="$root" --cflags --libs sluice)
+echo "pkg-config --cflags --libs sluice: $flags"
+# shellcheck disable=SC2086  # the flags are words
+c++ -o "$tmp/app-pc" "$here/app.cc" $flags
+out=$(LD_LIBRARY_PATH=$dest$libdir "$tmp/app-pc" 2>"$tmp/err")
+[[ $out == "$expected" ]] || fail "pkg-config consumer printed '$out'"
+[[ $(cat "$tmp/err") == "end: ok" ]] || fail "pkg-config consumer: $(cat "$tmp/err")"
+echo "ok"
+
+echo "== a CMake consumer"
+cmake -S "$here" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_BUILD_TYPE=Release >"$tmp/cmake.log" 2>&1 ||
+  { cat "$tmp/cmake.log"; fail "cmake could not configure the consumer"; }
+cmake --build "$tmp/cmake" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "the CMake consumer did not build"; }
+# CMake's build RUNPATH points into the DESTDIR tree, so no LD_LIBRARY_PATH.
+out=$("$tmp/cmake/app" 2>"$tmp/err")
+[[ $out == "$expected" ]] || fail "CMake consumer printed '$out'"
+[[ $(cat "$tmp/err") == "end: ok" ]] || fail "CMake consumer: $(cat "$tmp/err")"
+echo "ok"
