@@ -63,6 +63,7 @@
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/worker_sink.h"
+#include "sluice/stream/print_compiled.h"
 #include "sluice/stream/writable.h"
 
 extern char** environ;

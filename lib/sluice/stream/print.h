@@ -1,0 +1,73 @@
+// print(): where writable::print() formats a line, and how it tells a
+// compiled format string from a runtime one. Public fmt API only.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include <fmt/core.h>
+
+namespace sluice {
+
+class writable;
+
+namespace detail {
+
+class byte_arena;
+
+// Where print() formats a line: the room left in the stream's arena. A line
+// that outgrows it moves to a fresh block, or to the heap past
+// byte_arena::max_chunk. Both print() paths share it (writable_print.cc).
+struct print_room {
+  char* data = nullptr;
+  std::size_t capacity = 0;
+  byte_arena* arena = nullptr;
+  std::string heap;  // the line, once it is longer than any arena chunk
+
+  // Makes room for `capacity` bytes, keeping the first `size`.
+  void grow(std::size_t size, std::size_t capacity);
+};
+
+// For compiled format strings: a contiguous container to fmt (see
+// fmt::is_contiguous below), so that the code FMT_COMPILE generates reserves
+// each piece with one inline comparison and writes it through a plain
+// pointer. (On fmt's own buffer type, the appender, every piece goes through
+// fmt's out-of-line helpers: ~160 instructions more per perf/log_bench line,
+// ~10%.) A line that outgrows its room moves once, keeping what is written.
+class print_line {
+ public:
+  using value_type = char;
+  char* data() noexcept { return room_.data; }
+  char& operator[](std::size_t i) noexcept { return room_.data[i]; }
+  std::size_t size() const noexcept { return size_; }
+  void resize(std::size_t n) {
+    if (n > room_.capacity) [[unlikely]]
+      room_.grow(size_, n);
+    size_ = n;
+  }
+  void push_back(char c) {
+    resize(size_ + 1);
+    room_.data[size_ - 1] = c;
+  }
+
+ private:
+  friend class sluice::writable;
+  std::size_t size_ = 0;
+  print_room room_;
+};
+
+// What FMT_COMPILE("...") makes: a format string that converts to a string
+// view only explicitly. fmt's runtime format strings (literals, strings,
+// FMT_STRING) convert implicitly and take print()'s runtime overload. The
+// test is on that property because fmt 9 names the compiled strings' base
+// class in fmt::detail only (fmt 10 makes it fmt::compiled_string).
+template <class S>
+concept compiled_format = std::is_class_v<S> && std::is_constructible_v<fmt::string_view, const S&> &&
+                          !std::is_convertible_v<const S&, fmt::string_view>;
+
+}  // namespace detail
+}  // namespace sluice
+
+template <>
+struct fmt::is_contiguous<sluice::detail::print_line> : std::true_type {};
