@@ -154,7 +154,8 @@ TEST_CASE("print formats a line that outgrows its room again: whole, counted onc
   for (int i = 0; i < n; ++i) {
     const std::size_t len = lengths[(i * 7 + i / 14) % std::size(lengths)];
     const std::string body(len, static_cast<char>('a' + i % 26));
-    m.w->vprint("{:04}:{}:{}\n", fmt::make_format_args(i, counted_text{body, &formatted}, len),
+    const counted_text text{body, &formatted};
+    m.w->vprint("{:04}:{}:{}\n", fmt::make_format_args(i, text, len),
                 [&called, i](std::error_code ec) {
                   CHECK_FALSE(ec);
                   ++called[static_cast<std::size_t>(i)];

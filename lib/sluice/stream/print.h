@@ -2,7 +2,9 @@
 // compiled format string from a runtime one. Public fmt API only.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <string>
 #include <type_traits>
 
@@ -49,6 +51,13 @@ class print_line {
   void push_back(char c) {
     resize(size_ + 1);
     room_.data[size_ - 1] = c;
+  }
+  // fmt 11 copies literal text with append() (fmt 9 with resize()).
+  template <class It>
+  void append(It first, It last) {
+    const auto n = static_cast<std::size_t>(std::distance(first, last));
+    resize(size_ + n);
+    std::copy(first, last, room_.data + size_ - n);
   }
 
  private:
