@@ -89,7 +89,9 @@ class writable : public virtual emitter, public detail::stream_side {
   /// the stream's pending buffer: no temporary string, and no allocation per
   /// line in steady state. Otherwise exactly write(): the same return value,
   /// the same rules after end() and destroy(). A line longer than 4 KiB is
-  /// owned on the heap.
+  /// owned on the heap. A line longer than the room left in the buffer's
+  /// block (1 KiB at least) is formatted a second time, into room of its
+  /// size: its arguments' formatters run twice.
   ///
   ///     log->print("{} {} request id={} status={}\n", ts, level, id, status);
   template <class... Args>
