@@ -66,14 +66,18 @@ class print_line {
   print_room room_;
 };
 
-// What FMT_COMPILE("...") makes: a format string that converts to a string
-// view only explicitly. fmt's runtime format strings (literals, strings,
-// FMT_STRING) convert implicitly and take print()'s runtime overload. The
-// test is on that property because fmt 9 names the compiled strings' base
-// class in fmt::detail only (fmt 10 makes it fmt::compiled_string).
+// What FMT_COMPILE("...") makes: a class that converts to a string view only
+// explicitly, and that fmt's runtime format_string does not take either.
+// Every other format string takes print()'s runtime overload: literals and
+// strings convert implicitly; FMT_STRING("...") converts implicitly up to
+// fmt 10 and is a format_string's own in fmt 11. The test is on these
+// properties because fmt 9 and 10 name the base class of compiled strings
+// in fmt::detail only (fmt 11's fmt::compiled_string is in <fmt/compile.h>,
+// which this header does not include).
 template <class S>
 concept compiled_format = std::is_class_v<S> && std::is_constructible_v<fmt::string_view, const S&> &&
-                          !std::is_convertible_v<const S&, fmt::string_view>;
+                          !std::is_convertible_v<const S&, fmt::string_view> &&
+                          !std::is_convertible_v<const S&, fmt::format_string<>>;
 
 }  // namespace detail
 }  // namespace sluice
