@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "sluice/assert.h"
 #include "sluice/errors.h"
 #include "sluice/stream/destroy.h"
@@ -161,75 +159,17 @@ bool writable::write(std::string_view chunk, write_cb cb) {
   return write_or_buffer(r);
 }
 
-// ---- print: write() for text that fmt makes
-
-// A line starts in what is left of the arena's block, unless less than this
-// is left: then in a fresh block.
-constexpr std::size_t print_min_room = 1024;
-
-// A line outgrows its room in the arena once: it moves to a fresh block,
-// or, past the largest arena chunk, to a string of its own, which then
-// grows as strings do.
-void detail::print_room::grow(std::size_t size, std::size_t want) {
-  if (heap.empty()) {
-    if (want <= byte_arena::max_chunk) {
-      std::size_t room;
-      char* const p = reinterpret_cast<char*>(arena->reserve(want, room));
-      // The block may be the same one, drained and started over: overlap.
-      std::memmove(p, data, size);
-      data = p;
-      capacity = std::min(room, byte_arena::max_chunk);
-      return;
-    }
-    heap.resize(std::max(want, 2 * byte_arena::max_chunk));
-    std::memcpy(heap.data(), data, size);
-  } else {
-    heap.resize(std::max(want, 2 * heap.size()));
-  }
-  data = heap.data();
-  capacity = heap.size();
-}
-
-// fmt asks for `capacity` bytes in all.
-void detail::print_buffer::grow(std::size_t capacity) {
-  room_.grow(size(), capacity);
-  set(room_.data, room_.capacity);
-}
-
-// The room print() formats into: nothing is handed out of the arena until
-// print_commit(). False when the stream takes no more writes (reject()).
-bool writable::print_start(detail::print_room& room) {
-  if (state_.has(wf::ending | wf::destroyed)) return false;
-  std::size_t left;
-  room.data = reinterpret_cast<char*>(pool_.arena.reserve(print_min_room, left));
-  room.capacity = std::min(left, detail::byte_arena::max_chunk);
-  room.arena = &pool_.arena;
-  return true;
-}
-
-// The formatted line becomes a request like any small chunk, or, when it
-// went to the heap, a chunk the request owns.
-bool writable::print_commit(detail::print_room& room, std::size_t size, write_cb cb) {
-  if (!room.heap.empty()) [[unlikely]] {
-    room.heap.resize(size);
-    return write(std::move(room.heap), std::move(cb));
-  }
+// print()'s way in (writable_print.cc): the line it formatted into the
+// arena's free room becomes a request, as write() makes one from a copy.
+bool writable::write_formatted(std::string_view line, write_cb&& cb) {
   write_req& r = pool_.acquire();
-  if (size != 0) {
-    pool_.arena.commit(size);
-    r.data = {room.data, size};
+  if (!line.empty()) {
+    pool_.arena.commit(line.size());
+    r.data = line;
   } else {
     r.data = {};
   }
   return accept(r, std::move(cb));
-}
-
-bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
-  detail::print_buffer line;
-  if (!print_start(line.room_)) return reject(std::move(cb));
-  line.set(line.room_.data, line.room_.capacity);
-  fmt::vformat_to(fmt::appender(line), format, args);
-  return print_commit(line.room_, line.size(), std::move(cb));
 }
 
 bool writable::write(std::span<const std::byte> chunk, write_cb cb) {

@@ -13,13 +13,13 @@
 #include <system_error>
 #include <vector>
 
-#include <fmt/compile.h>
 #include <fmt/core.h>
 
 #include "sluice/emitter.h"
 #include "sluice/loop.h"
 #include "sluice/queue/write_queue.h"
 #include "sluice/sinks/sink.h"
+#include "sluice/stream/print.h"
 #include "sluice/stream/shutdown.h"
 #include "sluice/stream/stream_side.h"
 #include "sluice/stream/writable_state.h"
@@ -28,65 +28,6 @@ namespace sluice {
 
 class readable;
 class writable;
-
-namespace detail {
-class byte_arena;
-
-// Where print() formats a line: the room left in the stream's arena. A line
-// that outgrows it moves, once, to a fresh block, or to the heap past
-// byte_arena::max_chunk; so no line is ever formatted twice. The two fmt
-// outputs below share it.
-struct print_room {
-  char* data = nullptr;
-  std::size_t capacity = 0;
-  byte_arena* arena = nullptr;
-  std::string heap;  // the line, once it is longer than any arena chunk
-
-  // Makes room for `capacity` bytes, keeping the first `size`.
-  void grow(std::size_t size, std::size_t capacity);
-};
-
-// For runtime format strings: fmt 9's own buffer type, which vformat_to()
-// fills directly (fmt::vformat_to_n() would format a line twice when it does
-// not fit).
-class print_buffer final : public fmt::detail::buffer<char> {
- public:
-  print_buffer() noexcept = default;
-
- private:
-  friend class sluice::writable;
-  void grow(std::size_t capacity) override;
-  print_room room_;
-};
-
-// For compiled format strings: a contiguous container to fmt (see
-// fmt::is_contiguous below), so that the code FMT_COMPILE generates reserves
-// each piece with one inline comparison and writes it through a plain
-// pointer. (On fmt's own buffer type, the appender, every piece goes through
-// fmt's out-of-line helpers: ~160 instructions more per perf/log_bench line,
-// ~10%.)
-class print_line {
- public:
-  using value_type = char;
-  char* data() noexcept { return room_.data; }
-  char& operator[](std::size_t i) noexcept { return room_.data[i]; }
-  std::size_t size() const noexcept { return size_; }
-  void resize(std::size_t n) {
-    if (n > room_.capacity) [[unlikely]]
-      room_.grow(size_, n);
-    size_ = n;
-  }
-  void push_back(char c) {
-    resize(size_ + 1);
-    room_.data[size_ - 1] = c;
-  }
-
- private:
-  friend class sluice::writable;
-  std::size_t size_ = 0;
-  print_room room_;
-};
-}  // namespace detail
 
 struct writable_options {
   /// write() returns false once this many bytes (objects, in object mode)
@@ -148,7 +89,9 @@ class writable : public virtual emitter, public detail::stream_side {
   /// the stream's pending buffer: no temporary string, and no allocation per
   /// line in steady state. Otherwise exactly write(): the same return value,
   /// the same rules after end() and destroy(). A line longer than 4 KiB is
-  /// owned on the heap.
+  /// owned on the heap. A line longer than the room left in the buffer's
+  /// block (1 KiB at least) is formatted a second time, into room of its
+  /// size: its arguments' formatters run twice.
   ///
   ///     log->print("{} {} request id={} status={}\n", ts, level, id, status);
   template <class... Args>
@@ -162,15 +105,13 @@ class writable : public virtual emitter, public detail::stream_side {
   /// which takes a typical log line to about half the instructions. The same
   /// buffer, return value and rules as print() above.
   ///
+  ///     #include "sluice/stream/print_compiled.h"  // or sluice.h
   ///     log->print(FMT_COMPILE("{} {} request id={} status={}\n"), ts, level, id, status);
+  ///
+  /// Defined in sluice/stream/print_compiled.h, which brings <fmt/compile.h>.
   template <class S, class... Args>
-    requires fmt::detail::is_compiled_string<S>::value
-  bool print(const S& format, Args&&... args) {
-    detail::print_line line;
-    if (!print_start(line.room_)) return reject({});
-    fmt::format_to(std::back_inserter(line), format, args...);
-    return print_commit(line.room_, line.size(), {});
-  }
+    requires detail::compiled_format<S>
+  bool print(const S& format, Args&&... args);
 
   /// Node: end(cb): no more writes; 'finish' follows once all are done.
   /// `cb` is called after the finish, or with the error that prevented it.
@@ -233,7 +174,8 @@ class writable : public virtual emitter, public detail::stream_side {
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool reject(write_cb cb);
   bool print_start(detail::print_room& room);
-  bool print_commit(detail::print_room& room, std::size_t size, write_cb cb);
+  bool print_commit(detail::print_room& room, std::size_t size, write_cb&& cb);
+  bool write_formatted(std::string_view line, write_cb&& cb);
   template <class Owned>
   bool write_owned(Owned&& chunk, std::string_view bytes, write_cb cb);
   detail::write_req& make_req(std::string_view chunk);
@@ -279,6 +221,3 @@ class writable : public virtual emitter, public detail::stream_side {
 };
 
 }  // namespace sluice
-
-template <>
-struct fmt::is_contiguous<sluice::detail::print_line> : std::true_type {};
