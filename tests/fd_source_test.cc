@@ -27,11 +27,13 @@
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"
+#include "support/readable_options.h"
 #include "support/must_call.h"
 #include "support/pipe_fds.h"
 #include "support/temp_dir.h"
 
 using namespace sluice;
+using sluice::test::on_loop;
 using sluice::test::must_call;
 using sluice::test::pipe_fds;
 using sluice::test::temp_file;
@@ -39,14 +41,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Options for a readable on the test's own loop. (Designated initializers
-// that skip high_water_mark would warn: it has no default initializer.)
-readable_options on_loop(loop& l, std::optional<std::size_t> hwm = std::nullopt) {
-  readable_options o;
-  o.event_loop = &l;
-  o.high_water_mark = hwm;
-  return o;
-}
 readable_options no_auto_destroy(readable_options o) {
   o.auto_destroy = false;
   return o;

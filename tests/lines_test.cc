@@ -28,10 +28,12 @@
 #include "sluice/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"
+#include "support/readable_options.h"
 #include "support/pipe_fds.h"
 #include "support/temp_dir.h"
 
 using namespace sluice;
+using sluice::test::on_loop;
 using namespace std::string_literals;
 using sluice::test::pipe_fds;
 using sluice::test::temp_file;
@@ -39,14 +41,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Options for a readable on the test's own loop. (Designated initializers
-// that skip high_water_mark would warn: it has no default initializer.)
-readable_options on_loop(loop& l, std::optional<std::size_t> hwm = std::nullopt) {
-  readable_options o;
-  o.event_loop = &l;
-  o.high_water_mark = hwm;
-  return o;
-}
 
 using lines = std::vector<std::string>;
 

@@ -25,11 +25,13 @@
 #include "sluice/signals.h"
 #include "sluice/sinks/log_file_sink.h"
 #include "sluice/stream/writable.h"
+#include "support/loop_turn.h"
 #include "support/must_call.h"
 #include "support/temp_dir.h"
 #include "support/writable_events.h"
 
 using namespace sluice;
+using sluice::test::turn;
 using namespace std::string_view_literals;
 using sluice::test::must_call;
 using sluice::test::temp_dir;
@@ -47,18 +49,6 @@ bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0;
 
 
 log_file_sink& sink_of(writable& w) { return dynamic_cast<log_file_sink&>(w.get_sink()); }
-
-// One turn of the loop with fd readiness, as loop::run() makes, but without
-// waiting for watches that never end (a signal's).
-void turn(loop& l, int timeout_ms = 0) {
-  l.run_until_idle();
-  std::vector<pollfd> fds;
-  for (const auto& w : l.watched_fds()) fds.push_back({w.fd, w.events, 0});
-  if (!fds.empty() && ::poll(fds.data(), fds.size(), timeout_ms) > 0)
-    for (const auto& p : fds)
-      if (p.revents) l.dispatch_ready(p.fd, p.revents);
-  l.run_until_idle();
-}
 
 // Numbered lines of varied lengths: a torn, lost or reordered line shows.
 std::string line(int i) { return "line " + std::to_string(i) + " " + std::string(static_cast<std::size_t>(i % 13), '.') + "\n"; }

@@ -15,22 +15,12 @@
 #include "sluice/signals.h"
 #include "sluice/factories.h"
 #include "sluice/stream/readable.h"
+#include "support/loop_turn.h"
 
 using namespace sluice;
+using sluice::test::turn;
 
 namespace {
-
-// One turn of the loop with fd readiness, without waiting for ever on the
-// signal's watch as run() would.
-void turn(loop& l, int timeout_ms = 0) {
-  l.run_until_idle();
-  std::vector<pollfd> fds;
-  for (const auto& w : l.watched_fds()) fds.push_back({w.fd, w.events, 0});
-  if (!fds.empty() && ::poll(fds.data(), fds.size(), timeout_ms) > 0)
-    for (const auto& p : fds)
-      if (p.revents) l.dispatch_ready(p.fd, p.revents);
-  l.run_until_idle();
-}
 
 // Sets a signal's disposition for a test and restores it after.
 struct disposition {

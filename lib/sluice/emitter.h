@@ -66,7 +66,9 @@ class emitter {
   emitter() = default;
   emitter(const emitter&) = delete;
   emitter& operator=(const emitter&) = delete;
-  ~emitter() = default;
+  // Virtual: streams derive from it (and transform from duplex), and are
+  // owned and deleted through a base pointer (unique_ptr<writable>).
+  virtual ~emitter() = default;
 
   /// Adds a listener; F takes nothing, a std::error_code (for `error`), a
   /// std::string_view (for `data`) or the whole const event_arg&.

@@ -53,7 +53,9 @@ if [[ -d $dest$bindir ]]; then
   for tool in "$dest$bindir"/sluice-*; do
     # No LD_LIBRARY_PATH: the tool must find the library by its RUNPATH.
     "$tool" --help >"$tmp/help" 2>&1 || fail "$(basename "$tool") --help: $(head -n 3 "$tmp/help")"
-    ldd "$tool" | grep -q "libsluice.so.* => $dest" || fail "$(basename "$tool") does not load the installed library: $(ldd "$tool" | grep sluice)"
+    # grep reads all of ldd's output: with pipefail, grep -q could exit first and
+    # fail the pipeline with ldd's SIGPIPE.
+    ldd "$tool" | grep "libsluice.so.* => $dest" >/dev/null || fail "$(basename "$tool") does not load the installed library: $(ldd "$tool" | grep sluice)"
     echo "$(basename "$tool") starts"
   done
 fi
