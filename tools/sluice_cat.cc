@@ -41,6 +41,8 @@ file, not yet read to its end: 'sluice-cat f >> f') is not copied, since the
 copy would never end: 'sluice-cat: f: input file is output file', exit 1.
 An error writing standard output (a full disk, a closed pipe) stops the copy
 with a message and exit status 1. Exit status 2: bad usage.
+
+Example: sluice-cat header.txt - footer.txt < body.txt > page.txt
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {

@@ -52,6 +52,8 @@ Progress goes to standard error once a second. Exit status: 0 when every
 write landed, 1 on an I/O error (the message names it; a file past the size
 limit of 'ulimit -f' is one: EFBIG, not death by SIGXFSZ) or when the summary
 cannot be written, 2 on bad usage.
+
+Example: sluice-devnull --duration 10 --chunk-size 100 --json
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {

@@ -48,6 +48,8 @@ maximum (reported as 'sluice-lines: FILE: ...'; the other FILEs are still
 read), or when standard output cannot be written (a full disk, a reader
 that went away: 'sluice-lines: write error: REASON', at once, even on endless
 input; unlike grep, which dies of SIGPIPE or exits 2); 2 on bad usage.
+
+Example: sluice-lines -F ' 500 ' access.log access.log.1
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {

@@ -89,6 +89,8 @@ Exit status: 0 at the end of the input or on SIGTERM/SIGINT, with every line
 read in the file; 1 when FILE cannot be opened or written (reported as
 'sluice-log: FILE: <reason>'), when standard input cannot be read, or on a
 line too long; 2 on bad usage.
+
+Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server.log
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {

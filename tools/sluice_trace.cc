@@ -52,10 +52,13 @@ void print_trace(const sluice_trace::trace_run& run) {
 
 const char* usage =
     "usage: sluice-trace [FILE.scn | -]\n"
-    "Runs a stream scenario (see SCENARIOS.md) through sluice and prints its trace.\n"
+    "Runs a stream scenario (tests/conformance/SCENARIOS.md in sluice's source)\n"
+    "through sluice and prints its trace.\n"
     "Reads standard input when FILE is - or absent.\n"
     "Exit status: 0 after a run, 1 when the trace cannot be written,\n"
-    "2 for a malformed or unreadable scenario.\n";
+    "2 for a malformed or unreadable scenario.\n"
+    "\n"
+    "Example: sluice-trace tests/conformance/writable-drain-once.scn\n";
 
 }  // namespace
 

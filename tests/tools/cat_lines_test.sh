@@ -35,6 +35,8 @@ sha() { sha256sum | cut -d' ' -f1; }
 "$scat" --help >"$tmp/out" 2>&1
 check "cat --help exits 0" test $? -eq 0
 check "cat --help prints usage" grep -q '^usage: sluice-cat' "$tmp/out"
+check "cat --help gives an example" grep -q '^Example: sluice-cat ' "$tmp/out"
+check "cat --help gives the exit status" grep -q 'Exit status' "$tmp/out"
 
 for args in "--bogus" "-x" "--chunk-size" "--chunk-size 0" "--chunk-size x" "--chunk-size=-5"; do
   # shellcheck disable=SC2086
@@ -164,6 +166,8 @@ check "cat past ulimit -f says why" grep -qx 'sluice-cat: write error: File too 
 "$slines" --help >"$tmp/out" 2>&1
 check "lines --help exits 0" test $? -eq 0
 check "lines --help prints usage" grep -q '^usage: sluice-lines' "$tmp/out"
+check "lines --help gives an example" grep -q '^Example: sluice-lines ' "$tmp/out"
+check "lines --help gives the exit status" grep -q 'Exit status' "$tmp/out"
 check "lines --help documents the last line without a newline" grep -q 'one line more than' "$tmp/out"
 
 for args in "--bogus" "-x" "-F" "--max-line-length 0" "--max-line-length x" "--max-line-length" "-F a -F b"; do

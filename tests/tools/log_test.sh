@@ -97,6 +97,8 @@ kept_files() {
 "$slog" --help >"$tmp/out" 2>"$tmp/err"
 check "--help exits 0" test $? -eq 0
 check "--help prints usage on stdout" grep -q '^usage: sluice-log' "$tmp/out"
+check "--help gives an example" grep -q '^Example: .*sluice-log ' "$tmp/out"
+check "--help gives the exit status" grep -q 'Exit status' "$tmp/out"
 check "--help says nothing on stderr" test ! -s "$tmp/err"
 check "--help says the suffixes are 1024-based" grep -q '1024-based' "$tmp/out"
 check "--help documents the fsync policies" grep -q 'bytes=SIZE' "$tmp/out"

@@ -31,6 +31,8 @@ json_field() {  # json_field FILE KEY
 "$devnull" --help >"$tmp/out" 2>&1
 check "devnull --help exits 0" test $? -eq 0
 check "devnull --help prints usage" grep -q '^usage: sluice-devnull' "$tmp/out"
+check "devnull --help gives an example" grep -q '^Example: sluice-devnull ' "$tmp/out"
+check "devnull --help gives the exit status" grep -q 'Exit status' "$tmp/out"
 
 # Bad usage: exit 2 and a message naming the problem.
 for args in "--bogus" "--batch 0" "--chunk-size x" "--duration -1" "--count" "--json=1" "extra"; do
@@ -102,8 +104,10 @@ printf 'writable w sync # a comment\r\nwrite w ab cb\r\n' | "$trace" - >"$tmp/ou
 check "trace reads stdin" test $? -eq 0
 check "trace stdin output" test "$(cat "$tmp/out")" = "$(printf '_write w ab\nwrite w ab -> true\ncb w ab ok')"
 
-"$trace" --help >/dev/null
+"$trace" --help >"$tmp/out"
 check "trace --help exits 0" test $? -eq 0
+check "trace --help gives an example" grep -q '^Example: sluice-trace ' "$tmp/out"
+check "trace --help gives the exit status" grep -q 'Exit status' "$tmp/out"
 "$trace" /no/such.scn >/dev/null 2>&1
 check "trace unreadable file exits 2" test $? -eq 2
 
