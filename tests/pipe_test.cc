@@ -1,7 +1,7 @@
 // pipe: Readable.prototype.pipe() and unpipe() into a writable: the data,
 // backpressure through 'drain', ending the destination, and the cleanup of
 // every listener when the pipe breaks. Expected traces are Node v20's
-// (checked with shared/conformance/oracle.mjs); the readable's events and
+// (checked with tests/conformance/oracle.mjs); the readable's events and
 // _read carry " r", the destination's are bare.
 #include "support/printers.h"
 

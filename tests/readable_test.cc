@@ -1,6 +1,6 @@
 // readable: push(), read() and the buffer, paused and flowing modes, the
 // 'readable' event, unshift(), object mode, errors and destroy().
-// Expected traces are Node v20's (checked with shared/conformance/oracle.mjs),
+// Expected traces are Node v20's (checked with tests/conformance/oracle.mjs),
 // except for the C++ destructor and the buffer's memory behaviour, which Node
 // has no counterpart of.
 #include "support/printers.h"

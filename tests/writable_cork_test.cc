@@ -1,5 +1,5 @@
 // writable: cork() and uncork() batch writes into one writev.
-// Expected traces are Node v20's (checked with shared/conformance/oracle.mjs).
+// Expected traces are Node v20's (checked with tests/conformance/oracle.mjs).
 #include "support/printers.h"
 
 #include <string>

@@ -1,5 +1,5 @@
 // writable: destroy(), errors from the sink, and the C++ destructor.
-// Expected traces are Node v20's (checked with shared/conformance/oracle.mjs),
+// Expected traces are Node v20's (checked with tests/conformance/oracle.mjs),
 // except for the C++ destructor, which Node has no counterpart of.
 #include "support/printers.h"
 

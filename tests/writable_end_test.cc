@@ -1,5 +1,5 @@
 // writable: end(), the sink's final, 'prefinish', 'finish' and autoDestroy.
-// Expected traces are Node v20's (checked with shared/conformance/oracle.mjs).
+// Expected traces are Node v20's (checked with tests/conformance/oracle.mjs).
 #include "support/printers.h"
 
 #include <string>

@@ -1,5 +1,5 @@
 // writable: write(), the high-water mark, 'drain', and when callbacks run.
-// Expected traces are Node v20's (checked with shared/conformance/oracle.mjs).
+// Expected traces are Node v20's (checked with tests/conformance/oracle.mjs).
 #include "support/printers.h"
 
 #include <cstddef>

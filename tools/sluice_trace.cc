@@ -1,9 +1,9 @@
-// sluice-trace: runs a stream scenario (../shared/conformance/SCENARIOS.md)
+// sluice-trace: runs a stream scenario (tests/conformance/SCENARIOS.md)
 // through sluice's streams and prints the trace, which must match the one
-// Node prints for the same scenario (oracle.mjs) byte for byte. It also runs
-// sluice's extension commands (tests/conformance/ext/EXTENSIONS.md: duplex,
-// transform, passthrough, pipeline, finished), whose reference is
-// ext/oracle-ext.mjs. The language lives in trace/scenario.h, the streams
+// Node prints for the same scenario (tests/conformance/oracle.mjs) byte for
+// byte. It also runs sluice's extension commands
+// (tests/conformance/ext/EXTENSIONS.md: duplex, transform, passthrough,
+// pipeline, finished), which the same oracle runs in Node. The language lives in trace/scenario.h, the streams
 // it drives in trace/trace_run.h.
 //
 //   sluice-trace FILE.scn      or      sluice-trace - < FILE.scn

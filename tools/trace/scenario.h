@@ -1,4 +1,4 @@
-// The scenario language of sluice-trace (../shared/conformance/SCENARIOS.md,
+// The scenario language of sluice-trace (tests/conformance/SCENARIOS.md,
 // tests/conformance/ext/EXTENSIONS.md). parse_scenario() checks a whole
 // scenario and turns it into steps without running anything, so that a
 // malformed line is reported before the first stream exists (and a fuzzer
