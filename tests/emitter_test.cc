@@ -1,7 +1,14 @@
 // emitter: Node's EventEmitter rules for on/once/off/emit, as streams use them.
 #include "support/printers.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -497,4 +504,24 @@ TEST_CASE("emitting to several listeners makes no heap allocation") {
   const std::size_t after = sluice::test::allocation_count();
   CHECK(after - before == 0);
   CHECK(calls == 300);
+}
+
+// The policy for a listener that throws: emit() is noexcept, so the program
+// ends with std::terminate, as an uncaught exception in a Node listener ends
+// the process. Checked in a child process, which must die of SIGABRT.
+TEST_CASE("a listener that throws ends the program with std::terminate") {
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::set_terminate([] { std::_Exit(42); });
+    emitter e;
+    e.on(event::drain, [] { throw std::runtime_error("listener failed"); });
+    e.emit(event::drain);
+    std::_Exit(0);  // not reached: the throw cannot leave emit()
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 42);
 }

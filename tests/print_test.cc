@@ -73,6 +73,22 @@ TEST_CASE("vprint with a callback calls it once, like write's") {
   CHECK(h.log.str().rfind("_write 1-2; cb 1-2 ok", 0) == 0);
 }
 
+TEST_CASE("a bad runtime format throws fmt::format_error: nothing written, the callback not taken") {
+  memory_stream m;
+  m.w->cork();
+  m.w->print("{}\n", "before");
+  int called = 0;
+  CHECK_THROWS_AS(m.w->vprint("{} {:q}\n", fmt::make_format_args(1, 2), [&](std::error_code) { ++called; }),
+                  fmt::format_error);
+  CHECK(m.w->writable_length() == 7);
+  m.w->print("{}\n", "after");
+  m.w->uncork();
+  m.w->end();
+  m.l.run();
+  CHECK(called == 0);  // the write was refused by the throw, so it was never accepted
+  CHECK(m.sink->data() == "before\nafter\n");
+}
+
 TEST_CASE("lines longer than the arena's chunks, and lines at block ends, arrive whole") {
   memory_stream m;
   std::string expected;

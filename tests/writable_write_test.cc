@@ -2,7 +2,13 @@
 // Expected traces are Node v20's (checked with tests/conformance/oracle.mjs).
 #include "support/printers.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstddef>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -644,4 +650,26 @@ TEST_CASE("steady-state writes to an async sink allocate nothing") {
   // Two sink calls per round (one _write, one _writev), two log lines each at most.
   CHECK(after - before <= 8);
   CHECK(calls == 6 * 50);
+}
+
+// A callback that throws ends the program with std::terminate, as a listener
+// that throws does (tests/emitter_test.cc): callbacks run from the loop in
+// noexcept paths, where an exception has nowhere sound to go. In a child.
+TEST_CASE("a write callback that throws ends the program with std::terminate") {
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::set_terminate([] { std::_Exit(42); });
+    loop l;
+    writable w(std::make_unique<memory_sink>(), {.event_loop = &l});
+    w.write("x", [](std::error_code) { throw std::runtime_error("callback failed"); });
+    w.end();
+    l.run();
+    std::_Exit(0);  // not reached
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 42);
 }

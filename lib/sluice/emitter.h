@@ -56,7 +56,9 @@ unhandled_error_handler set_unhandled_error_handler(unhandled_error_handler h) n
 /// added during an emit waits for the next, one removed during an emit is still
 /// called by it). An event with no listener costs one branch; the first listener
 /// is stored inline, so a stream with one `drain` listener never allocates.
-/// Listeners must not throw: emit() is noexcept.
+/// Listeners must not throw: emit() is noexcept, so a listener that throws
+/// ends the program with std::terminate, as an uncaught exception in a Node
+/// listener ends the process. Write callbacks follow the same rule.
 ///
 ///     w.on(event::drain, [&] { resume_writing(); });
 ///     auto id = w.on(event::error, [](std::error_code ec) { log(ec); });
