@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# sluice-fanout as a user meets it, over loopback and a Unix socket: every
+# subscriber gets every line whole and in order; under drop a stalled one
+# gets whole lines and a count of what it missed, under disconnect it is cut
+# off, under pause it holds everyone back and still gets everything; the
+# end of the input and SIGTERM end the subscribers and exit 0; --stats
+# --json; bad usage (exit 2) and an address in use (exit 1).
+#
+#   fanout_test.sh path/to/sluice-fanout
+set -uo pipefail
+fan=${1:?usage: fanout_test.sh SLUICE_FANOUT}
+fan=$(realpath "$fan")
+
+passed=0 failed=0
+tmp=$(mktemp -d)
+bg_pids=()
+cleanup() {
+  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+check() {  # check NAME COMMAND...: the command must succeed
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name"
+  fi
+}
+same() { [ "$1" = "$2" ] || { echo "  got:      $(printf '%q' "$1" | head -c 300)"; echo "  expected: $(printf '%q' "$2" | head -c 300)"; return 1; }; }
+
+# A subscriber: connects to ADDR (HOST:PORT or unix:PATH), waits SLEEP
+# seconds before reading (a stalled client), then reads to the end into OUT.
+cat >"$tmp/client.py" <<'PY'
+import socket, sys, time
+addr, out, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
+if addr.startswith("unix:"):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    target = addr[5:]
+else:
+    host, port = addr.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET6 if host.startswith("[") else socket.AF_INET, socket.SOCK_STREAM)
+    target = (host.strip("[]"), int(port))
+if len(sys.argv) > 4:  # a small receive buffer, so that a stalled client fills up soon
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, int(sys.argv[4]))
+s.connect(target)
+time.sleep(delay)
+with open(out, "wb") as f:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        f.write(b)
+PY
+
+# Waits (up to 30 s) for "listening on ADDR" in FILE; prints ADDR.
+listening_on() {
+  local i addr
+  for ((i = 0; i < 600; i++)); do
+    addr=$(sed -n 's/^sluice-fanout: listening on \(.*\)$/\1/p' "$1")
+    [ -n "$addr" ] && { echo "$addr"; return 0; }
+    sleep 0.05
+  done
+  echo "no 'listening on' line in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
+
+# --- usage ---
+check "--help exits 0 with an example" bash -c "'$fan' --help | grep -q '^Example: '"
+for bad in "" "--listen" "--listen 127.0.0.1" "--listen 127.0.0.1:70000" "--listen 127.0.0.1:0 --policy slow" \
+  "--listen 127.0.0.1:0 --max-buffered 0" "--listen 127.0.0.1:0 --json" "--listen 127.0.0.1:0 extra" "--bogus"; do
+  # shellcheck disable=SC2086
+  "$fan" $bad </dev/null >/dev/null 2>"$tmp/err"
+  check "bad usage '$bad' exits 2" same "$?" 2
+  check "bad usage '$bad' says what and where to look" grep -q "Try 'sluice-fanout --help'" "$tmp/err"
+done
+
+seq 1 200000 >"$tmp/lines"
+# Enough that a stalled subscriber falls behind whatever the kernel buffers.
+seq 1 1000000 >"$tmp/many"
+
+# --- three TCP subscribers get every line ---
+"$fan" --listen 127.0.0.1:0 --wait-for 3 --stats --json <"$tmp/lines" 2>"$tmp/tcp.err" &
+pid=$!
+bg_pids+=($pid)
+addr=$(listening_on "$tmp/tcp.err")
+for i in 1 2 3; do python3 "$tmp/client.py" "$addr" "$tmp/tcp.$i" 0 & done
+wait $pid
+check "TCP: exit 0 at the end of the input" same "$?" 0
+wait
+for i in 1 2 3; do check "TCP: subscriber $i got every line" cmp -s "$tmp/lines" "$tmp/tcp.$i"; done
+totals=$(tail -1 "$tmp/tcp.err")
+check "TCP: --stats --json counts lines in" same "$(json_field "$totals" lines_in)" 200000
+check "TCP: --stats --json counts lines sent" same "$(json_field "$totals" lines_sent)" 600000
+check "TCP: one JSON line per subscriber" same "$(grep -c '"subscriber"' "$tmp/tcp.err")" 3
+
+# --- a Unix socket, a last line without a newline ---
+printf 'one\ntwo\nthree' >"$tmp/short"
+"$fan" --listen "unix:$tmp/fan.sock" --wait-for 2 <"$tmp/short" 2>"$tmp/unix.err" &
+pid=$!
+addr=$(listening_on "$tmp/unix.err")
+check "unix: the address is printed as given" same "$addr" "unix:$tmp/fan.sock"
+for i in 1 2; do python3 "$tmp/client.py" "$addr" "$tmp/unix.$i" 0 & done
+wait $pid
+check "unix: exit 0" same "$?" 0
+wait
+for i in 1 2; do check "unix: subscriber $i got the lines, the last with its newline" same "$(cat "$tmp/unix.$i")" "$(printf 'one\ntwo\nthree')"; done
+check "unix: a newline ends the last line" same "$(tail -c1 "$tmp/unix.1" | od -An -c | tr -d ' ')" '\n'
+
+# --- drop: a stalled subscriber gets whole lines and a count; the other gets all ---
+"$fan" --listen 127.0.0.1:0 --wait-for 2 --policy drop --max-buffered 64K --stats --json <"$tmp/many" 2>"$tmp/drop.err" &
+pid=$!
+addr=$(listening_on "$tmp/drop.err")
+python3 "$tmp/client.py" "$addr" "$tmp/drop.fast" 0 &
+python3 "$tmp/client.py" "$addr" "$tmp/drop.slow" 2 4096 &
+wait $pid
+check "drop: exit 0" same "$?" 0
+wait
+check "drop: the reading subscriber got every line" cmp -s "$tmp/many" "$tmp/drop.fast"
+check "drop: the stalled one got only whole lines, in order, and notices" python3 -c '
+import sys, re
+got = open(sys.argv[1]).read()
+assert got.endswith("\n"), "torn last line"
+last, dropped, told = 0, 0, 0
+for line in got.splitlines():
+    m = re.fullmatch(r"sluice-fanout: dropped (\d+) lines", line)
+    if m:
+        told += int(m.group(1)); continue
+    n = int(line)
+    dropped += n - last - 1
+    last = n
+dropped += 1000000 - last
+assert dropped > 0, "nothing was dropped: the test did not stall the subscriber"
+assert told <= dropped and dropped - told == 1000000 - last, (told, dropped, last)
+' "$tmp/drop.slow"
+totals=$(tail -1 "$tmp/drop.err")
+check "drop: lines dropped are counted" python3 -c 'import sys; assert int(sys.argv[1]) > 0' "$(json_field "$totals" lines_dropped)"
+check "drop: nobody was cut off" same "$(json_field "$totals" cut_off)" 0
+
+# --- disconnect: the stalled subscriber is cut off, the other gets all ---
+"$fan" --listen 127.0.0.1:0 --wait-for 2 --policy disconnect --max-buffered 64K --stats --json <"$tmp/many" 2>"$tmp/disc.err" &
+pid=$!
+addr=$(listening_on "$tmp/disc.err")
+python3 "$tmp/client.py" "$addr" "$tmp/disc.fast" 0 &
+python3 "$tmp/client.py" "$addr" "$tmp/disc.slow" 2 4096 &
+wait $pid
+check "disconnect: exit 0" same "$?" 0
+wait
+check "disconnect: the reading subscriber got every line" cmp -s "$tmp/many" "$tmp/disc.fast"
+totals=$(tail -1 "$tmp/disc.err")
+check "disconnect: one subscriber cut off" same "$(json_field "$totals" cut_off)" 1
+check "disconnect: the cut-off one got a prefix of the lines" bash -c "cmp -s '$tmp/disc.slow' <(head -c \$(stat -c %s '$tmp/disc.slow') '$tmp/many')"
+
+# --- pause: a slow subscriber holds everyone back, and everyone gets everything ---
+"$fan" --listen 127.0.0.1:0 --wait-for 2 --policy pause --stats --json <"$tmp/lines" 2>"$tmp/pause.err" &
+pid=$!
+addr=$(listening_on "$tmp/pause.err")
+python3 "$tmp/client.py" "$addr" "$tmp/pause.fast" 0 &
+python3 "$tmp/client.py" "$addr" "$tmp/pause.slow" 1 4096 &
+wait $pid
+check "pause: exit 0" same "$?" 0
+wait
+check "pause: the fast subscriber got every line" cmp -s "$tmp/lines" "$tmp/pause.fast"
+check "pause: the slow subscriber got every line" cmp -s "$tmp/lines" "$tmp/pause.slow"
+check "pause: nothing dropped" same "$(json_field "$(tail -1 "$tmp/pause.err")" lines_dropped)" 0
+
+# --- SIGTERM with the input still open: the subscribers are ended, exit 0 ---
+mkfifo "$tmp/fifo"
+"$fan" --listen 127.0.0.1:0 --wait-for 1 --stats <"$tmp/fifo" 2>"$tmp/term.err" &
+pid=$!
+exec 7>"$tmp/fifo"
+addr=$(listening_on "$tmp/term.err")
+python3 "$tmp/client.py" "$addr" "$tmp/term.1" 0 &
+client=$!
+seq 1 1000 >&7
+for ((i = 0; i < 600; i++)); do [ "$(wc -l <"$tmp/term.1" 2>/dev/null || echo 0)" -ge 1000 ] && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+check "SIGTERM: exit 0" same "$?" 0
+wait $client
+exec 7>&-
+check "SIGTERM: the subscriber got the lines, then the end" cmp -s "$tmp/term.1" <(seq 1 1000)
+
+# --- an address in use: exit 1 with the reason ---
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)' >"$tmp/port" &
+holder=$!
+bg_pids+=($holder)
+for ((i = 0; i < 200; i++)); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+"$fan" --listen "127.0.0.1:$(cat "$tmp/port")" </dev/null 2>"$tmp/inuse.err"
+check "address in use: exit 1" same "$?" 1
+check "address in use: says so" grep -q "sluice-fanout: 127.0.0.1:$(cat "$tmp/port"): Address already in use" "$tmp/inuse.err"
+kill $holder 2>/dev/null
+
+echo "fanout: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

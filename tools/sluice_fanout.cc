@@ -1,0 +1,406 @@
+// sluice-fanout: sends each line of standard input to every connected
+// subscriber, over TCP or a Unix socket, with a policy for the slow ones.
+// Standard input is a readable split by for_each_line(); each line is one
+// message written to a sluice::fanout, whose subscribers are the sockets a
+// net::server accepts. Under pause, the fanout's input fills while a
+// subscriber is over its high-water mark, and the reading waits for its
+// 'drain'; under drop and disconnect it never does, and each subscriber
+// holds at most --max-buffered bytes.
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "close_stdout.h"
+#include "parse_size.h"
+#include "sluice/net/server.h"
+#include "sluice/sluice.h"
+#include "sluice/stream/fanout.h"
+
+namespace {
+
+constexpr const char* usage_text = R"(usage: sluice-fanout --listen ADDR [OPTION]...
+Sends each line of standard input to every connected subscriber.
+
+ADDR is HOST:PORT (an IP address or localhost; [::1]:PORT for IPv6; port 0
+picks a free port) or unix:PATH. Once listening, sluice-fanout prints
+'sluice-fanout: listening on ADDR' on standard error, with the real port.
+
+Options:
+  --listen ADDR         where subscribers connect (required)
+  --policy POLICY       what happens to a subscriber that reads too slowly:
+                          pause       everyone waits for it: standard input is
+                                      not read while it is over its high-water
+                                      mark (the default)
+                          drop        it skips whole lines (never part of one)
+                                      while it holds --max-buffered bytes, and
+                                      before its next line it is told
+                                      'sluice-fanout: dropped N lines'
+                          disconnect  it is cut off when a line would take it
+                                      past --max-buffered bytes
+  --max-buffered SIZE   drop, disconnect: the most bytes one subscriber may
+                        hold unsent (K, M or G suffix, 1024-based; default 1M)
+  --write-deadline MS   cut off a subscriber whose unsent data has not drained
+                        for MS milliseconds (any policy; 0, the default: never)
+  --wait-for N          read no input until N subscribers have connected
+  --no-drop-notice      drop: do not tell subscribers what they missed
+  --max-line-length N   the longest line accepted, in bytes (default 1048576)
+  --stats               at exit, print on standard error one line per
+                        subscriber and the totals: lines in, lines sent,
+                        lines dropped, subscribers cut off
+  --json                with --stats: print them as JSON objects, one a line
+  -h, --help            show this help
+
+Lines end at "\n" or "\r\n" and are sent with "\n"; a last line without one
+gets one. A subscriber gets the lines read while it is connected; what it
+sends is read and ignored.
+
+End of input, SIGTERM and SIGINT: nothing more is read; every subscriber gets
+every line it is owed under its policy, then its socket is ended (FIN) and
+closed, and sluice-fanout exits 0. Under pause a subscriber that never reads
+holds this up: a second SIGTERM or SIGINT cuts the remaining subscribers off
+at once (as does --write-deadline, by itself).
+
+Exit status: 0 at the end of the input or on SIGTERM/SIGINT; 1 when ADDR
+cannot be listened on, standard input cannot be read, or a line is too long;
+2 on bad usage.
+
+Example: tail -F app.log | sluice-fanout --listen 127.0.0.1:9000 --policy drop --stats
+)";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "sluice-fanout: %s\nTry 'sluice-fanout --help' for more information.\n", msg.c_str());
+  std::exit(2);
+}
+
+struct options {
+  std::string listen;
+  bool unix_socket = false;
+  std::string host;  // TCP
+  std::uint16_t port = 0;
+  sluice::slow_policy policy = sluice::slow_policy::pause;
+  std::uint64_t max_buffered = 1024 * 1024;
+  std::uint64_t write_deadline_ms = 0;
+  std::uint64_t wait_for = 0;
+  bool drop_notice = true;
+  bool stats = false;
+  bool json = false;
+  std::size_t max_line_length = sluice::line_options{}.max_line_length;
+};
+
+void parse_listen(const std::string& a, options& o) {
+  if (a.rfind("unix:", 0) == 0) {
+    if (a.size() == 5) usage_error("--listen unix: wants a path");
+    o.unix_socket = true;
+    o.host = a.substr(5);
+    return;
+  }
+  const auto colon = a.rfind(':');
+  if (colon == std::string::npos || colon == 0) usage_error("--listen wants HOST:PORT or unix:PATH, got '" + a + "'");
+  std::string host = a.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  std::uint64_t port = 0;
+  if (!sluice_tools::parse_size(a.c_str() + colon + 1, false, 65535, port))
+    usage_error("--listen wants a port from 0 to 65535, got '" + a.substr(colon + 1) + "'");
+  o.host = host;
+  o.port = static_cast<std::uint16_t>(port);
+}
+
+options parse_args(int argc, char** argv) {
+  options o;
+  enum { listen = 256, policy, max_buffered, write_deadline, wait_for, no_drop_notice, max_line_length, stats, json };
+  static const option long_options[] = {
+      {"listen", required_argument, nullptr, listen},
+      {"policy", required_argument, nullptr, policy},
+      {"max-buffered", required_argument, nullptr, max_buffered},
+      {"write-deadline", required_argument, nullptr, write_deadline},
+      {"wait-for", required_argument, nullptr, wait_for},
+      {"no-drop-notice", no_argument, nullptr, no_drop_notice},
+      {"max-line-length", required_argument, nullptr, max_line_length},
+      {"stats", no_argument, nullptr, stats},
+      {"json", no_argument, nullptr, json},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  opterr = 0;  // the messages below say more
+  int c;
+  std::uint64_t v = 0;
+  while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
+    switch (c) {
+      case listen:
+        o.listen = optarg;
+        parse_listen(o.listen, o);
+        break;
+      case policy: {
+        const std::string p = optarg;
+        if (p == "pause") o.policy = sluice::slow_policy::pause;
+        else if (p == "drop") o.policy = sluice::slow_policy::drop;
+        else if (p == "disconnect") o.policy = sluice::slow_policy::disconnect;
+        else usage_error("--policy wants pause, drop or disconnect, got '" + p + "'");
+        break;
+      }
+      case max_buffered:
+        if (!sluice_tools::parse_size(optarg, true, 1ull << 40, v) || v < 1)
+          usage_error(std::string("--max-buffered wants a number of bytes from 1 to 1T, with K, M or G or none, got '") +
+                      optarg + "'");
+        o.max_buffered = v;
+        break;
+      case write_deadline:
+        if (!sluice_tools::parse_size(optarg, false, 86'400'000, v))
+          usage_error(std::string("--write-deadline wants milliseconds from 0 to 86400000, got '") + optarg + "'");
+        o.write_deadline_ms = v;
+        break;
+      case wait_for:
+        if (!sluice_tools::parse_size(optarg, false, 100'000, v))
+          usage_error(std::string("--wait-for wants a whole number from 0 to 100000, got '") + optarg + "'");
+        o.wait_for = v;
+        break;
+      case no_drop_notice: o.drop_notice = false; break;
+      case max_line_length:
+        if (!sluice_tools::parse_size(optarg, false, 1ull << 30, v) || v < 1)
+          usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
+                      optarg + "'");
+        o.max_line_length = v;
+        break;
+      case stats: o.stats = true; break;
+      case json: o.json = true; break;
+      case 'h':
+        std::fputs(usage_text, stdout);
+        std::exit(0);
+      case ':':
+        usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
+      default:
+        if (optopt != 0) usage_error(std::string("unknown option '-") + static_cast<char>(optopt) + "'");
+        usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+    }
+  }
+  if (optind != argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
+  if (o.listen.empty()) usage_error("--listen ADDR is required");
+  if (o.json && !o.stats) usage_error("--json goes with --stats");
+  return o;
+}
+
+std::string describe(const sluice::net::address_info& a) {
+  if (a.family == "unix") return "unix:" + a.address;
+  if (a.family == "IPv6") return "[" + a.address + "]:" + std::to_string(a.port);
+  return a.address + ":" + std::to_string(a.port);
+}
+
+class fanout_tool {
+ public:
+  explicit fanout_tool(const options& o)
+      : o_(o),
+        hub_({.policy = o.policy,
+              .max_buffered = static_cast<std::size_t>(o.max_buffered),
+              .drop_notice = o.drop_notice ? [](std::uint64_t n) {
+                return "sluice-fanout: dropped " + std::to_string(n) + " lines\n";
+              } : std::function<std::string(std::uint64_t)>{},
+              .input = {.high_water_mark = 64 * 1024}}),
+        server_(server_options(o)) {}
+
+  int run() {
+    auto& loop = sluice::loop::current();
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { on_stop_signal(); });
+    int_ = sluice::on_signal(loop, SIGINT, [this] { on_stop_signal(); });
+
+    hub_.on_leave([this](sluice::writable& w, const sluice::subscriber_stats& st) { left(w, st); });
+    hub_.input().on(sluice::event::drain, [this] {
+      if (!waiting_ || !in_ || stopping_) return;
+      waiting_ = false;
+      in_->resume();
+    });
+
+    server_.on(sluice::event::listening, [this] {
+      std::fprintf(stderr, "sluice-fanout: listening on %s\n", describe(*server_.address()).c_str());
+      listening_ = true;
+      if (o_.wait_for == 0) start_reading();
+    });
+    server_.on(sluice::event::error, [this](std::error_code ec) {
+      if (!listening_) {
+        std::fprintf(stderr, "sluice-fanout: %s: %s\n", o_.listen.c_str(), ec.message().c_str());
+        status_ = 1;
+        shut_down();
+        return;
+      }
+      // An accept error: the server pauses accepting and goes on.
+      std::fprintf(stderr, "sluice-fanout: accepting: %s\n", ec.message().c_str());
+    });
+    server_.on(sluice::event::close, [this] { quit(); });
+    server_.on_connection([this](sluice::net::socket& s) { subscribe(s); });
+
+    if (o_.unix_socket)
+      server_.listen(std::string_view(o_.host));
+    else
+      server_.listen(o_.port, o_.host);
+    loop.run();
+    restore_stdin();
+    if (o_.stats) print_totals();
+    return status_;
+  }
+
+ private:
+  static sluice::net::server_options server_options(const options& o) {
+    sluice::net::server_options so;
+    so.connection.write_deadline = std::chrono::milliseconds(o.write_deadline_ms);
+    return so;
+  }
+
+  void subscribe(sluice::net::socket& s) {
+    if (stopping_) {  // the lines are over: nothing is owed to it
+      s.end();
+      return;
+    }
+    sockets_.insert(&s);
+    s.on(sluice::event::data, [](std::string_view) {});  // what subscribers send is ignored
+    s.on(sluice::event::error, [](std::error_code) {});  // the reason is in its stats: cut off or gone
+    s.on(sluice::event::close, [this, &s] { sockets_.erase(&s); });
+    hub_.add(s);
+    ++subscribed_;
+    if (!reading_ && listening_ && subscribed_ >= o_.wait_for) start_reading();
+  }
+
+  void start_reading() {
+    if (reading_ || stopping_) return;
+    reading_ = true;
+    make_stdin_nonblocking();
+    in_ = sluice::make_fd_readable(STDIN_FILENO, false);
+    in_->on(sluice::event::error, [this](std::error_code e) { read_error_ = e; });
+    sluice::for_each_line(
+        *in_, [this](std::string_view line) { return on_line(line); },
+        [this](std::error_code e) { lines_done(e); }, {.max_line_length = o_.max_line_length});
+  }
+
+  bool on_line(std::string_view line) {
+    if (stopping_) return false;
+    if (!hub_.input().vprint("{}\n", fmt::make_format_args(line)) && !waiting_) {
+      // pause: a subscriber is behind; no more input until the hub drains.
+      waiting_ = true;
+      in_->pause();
+    }
+    return true;
+  }
+
+  void lines_done(std::error_code ec) {
+    if (stopping_) return;
+    if (ec == sluice::errc::line_too_long) {
+      std::fprintf(stderr, "sluice-fanout: standard input: line %llu is longer than %zu bytes (%s)\n",
+                   static_cast<unsigned long long>(hub_.messages_in() + 1), o_.max_line_length,
+                   sluice::code_name(ec).c_str());
+      status_ = 1;
+    } else if (ec) {
+      std::fprintf(stderr, "sluice-fanout: standard input: %s\n", (read_error_ ? read_error_ : ec).message().c_str());
+      status_ = 1;
+    }
+    shut_down();
+  }
+
+  void on_stop_signal() {
+    if (!stopping_) return shut_down();
+    // A second signal: cut off whoever still holds the shutdown up.
+    std::vector<sluice::net::socket*> left(sockets_.begin(), sockets_.end());
+    for (auto* s : left) s->destroy();
+  }
+
+  // No more lines: each subscriber gets what it is owed and is ended; once
+  // all have finished, the server closes, and with it the loop's last work.
+  void shut_down() {
+    if (stopping_) return;
+    stopping_ = true;
+    if (in_ && !in_->destroyed()) in_->destroy();
+    hub_.input().end([this](std::error_code) {
+      // Every subscriber has its lines and our FIN: nothing is owed to the
+      // ones that keep their side open.
+      std::vector<sluice::net::socket*> left(sockets_.begin(), sockets_.end());
+      for (auto* s : left) s->destroy();
+      server_.close();
+    });
+    if (!listening_) server_.close();
+  }
+
+  void quit() {
+    term_.reset();
+    int_.reset();
+  }
+
+  void left(sluice::writable& w, const sluice::subscriber_stats& st) {
+    const auto* s = dynamic_cast<sluice::net::socket*>(&w);
+    const std::string who = s ? describe(s->remote()) : "?";
+    if (st.cut_off) ++cut_off_;
+    if (!o_.stats) return;
+    if (o_.json)
+      std::fprintf(stderr, "{\"subscriber\":\"%s\",\"lines_sent\":%llu,\"lines_dropped\":%llu,\"cut_off\":%s}\n",
+                   who.c_str(), static_cast<unsigned long long>(st.messages_sent),
+                   static_cast<unsigned long long>(st.messages_dropped), st.cut_off ? "true" : "false");
+    else
+      std::fprintf(stderr, "sluice-fanout: subscriber %s: %llu lines sent, %llu dropped%s\n", who.c_str(),
+                   static_cast<unsigned long long>(st.messages_sent),
+                   static_cast<unsigned long long>(st.messages_dropped), st.cut_off ? ", cut off" : "");
+  }
+
+  void print_totals() const {
+    const auto in = static_cast<unsigned long long>(hub_.messages_in());
+    const auto sent = static_cast<unsigned long long>(hub_.messages_sent());
+    const auto dropped = static_cast<unsigned long long>(hub_.messages_dropped());
+    if (o_.json)
+      std::fprintf(stderr,
+                   "{\"lines_in\":%llu,\"lines_sent\":%llu,\"lines_dropped\":%llu,\"subscribers\":%zu,"
+                   "\"cut_off\":%llu,\"policy\":\"%s\"}\n",
+                   in, sent, dropped, subscribed_, static_cast<unsigned long long>(hub_.cut_off()),
+                   sluice::to_string(o_.policy));
+    else
+      std::fprintf(stderr,
+                   "sluice-fanout: %llu lines in, %llu sent, %llu dropped, %zu subscribers, %llu cut off (%s)\n", in,
+                   sent, dropped, subscribed_, static_cast<unsigned long long>(hub_.cut_off()),
+                   sluice::to_string(o_.policy));
+  }
+
+  // A pipe or socket is read without blocking, so that a quiet writer does
+  // not keep the loop (and the signals, and the subscribers) waiting.
+  void make_stdin_nonblocking() {
+    struct stat st {};
+    if (::fstat(STDIN_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)))
+      return;
+    const int flags = ::fcntl(STDIN_FILENO, F_GETFL);
+    if (flags < 0 || (flags & O_NONBLOCK)) return;
+    if (::fcntl(STDIN_FILENO, F_SETFL, flags | O_NONBLOCK) == 0) stdin_flags_ = flags;
+  }
+  void restore_stdin() {
+    if (stdin_flags_ >= 0) ::fcntl(STDIN_FILENO, F_SETFL, stdin_flags_);
+  }
+
+  const options& o_;
+  sluice::fanout hub_;
+  sluice::net::server server_;
+  std::unique_ptr<sluice::readable> in_;
+  std::unordered_set<sluice::net::socket*> sockets_;
+  sluice::signal_watch term_, int_;
+  std::size_t subscribed_ = 0;
+  std::uint64_t cut_off_ = 0;
+  int stdin_flags_ = -1;
+  int status_ = 0;
+  bool listening_ = false;
+  bool reading_ = false;
+  bool waiting_ = false;   // paused until the hub's 'drain'
+  bool stopping_ = false;  // end of input, a signal or an error: no more lines
+  std::error_code read_error_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sluice_tools::reserve_std_fds();
+  sluice_tools::close_stdout_at_exit("sluice-fanout");
+  const options o = parse_args(argc, argv);
+  ::signal(SIGPIPE, SIG_IGN);  // the sockets send with MSG_NOSIGNAL; this is for anything else
+  return fanout_tool(o).run();
+}
