@@ -81,8 +81,20 @@ for bad in "" "--listen" "--listen 127.0.0.1" "--listen 127.0.0.1:70000" "--list
 done
 
 seq 1 200000 >"$tmp/lines"
-# Enough that a stalled subscriber falls behind whatever the kernel buffers.
+# Enough that a stalled subscriber falls behind whatever the kernel buffers
+# (6.9 MB), fed in 100 bursts over two seconds, so that a subscriber that
+# reads keeps up, as a healthy one does with a producer of a real rate.
 seq 1 1000000 >"$tmp/many"
+cat >"$tmp/paced.py" <<'PY'
+import sys, time
+data = open(sys.argv[1], "rb").read().split(b"\n")
+step = len(data) // 100 + 1
+for i in range(0, len(data), step):
+    chunk = b"\n".join(data[i:i + step])
+    sys.stdout.buffer.write(chunk + (b"\n" if i + step < len(data) else b""))
+    sys.stdout.buffer.flush()
+    time.sleep(0.02)
+PY
 
 # --- three TCP subscribers get every line ---
 "$fan" --listen 127.0.0.1:0 --wait-for 3 --stats --json <"$tmp/lines" 2>"$tmp/tcp.err" &
@@ -113,11 +125,11 @@ for i in 1 2; do check "unix: subscriber $i got the lines, the last with its new
 check "unix: a newline ends the last line" same "$(tail -c1 "$tmp/unix.1" | od -An -c | tr -d ' ')" '\n'
 
 # --- drop: a stalled subscriber gets whole lines and a count; the other gets all ---
-"$fan" --listen 127.0.0.1:0 --wait-for 2 --policy drop --max-buffered 64K --stats --json <"$tmp/many" 2>"$tmp/drop.err" &
+python3 "$tmp/paced.py" "$tmp/many" | "$fan" --listen 127.0.0.1:0 --wait-for 2 --policy drop --max-buffered 1M --stats --json 2>"$tmp/drop.err" &
 pid=$!
 addr=$(listening_on "$tmp/drop.err")
 python3 "$tmp/client.py" "$addr" "$tmp/drop.fast" 0 &
-python3 "$tmp/client.py" "$addr" "$tmp/drop.slow" 2 4096 &
+python3 "$tmp/client.py" "$addr" "$tmp/drop.slow" 4 4096 &
 wait $pid
 check "drop: exit 0" same "$?" 0
 wait
@@ -143,11 +155,11 @@ check "drop: lines dropped are counted" python3 -c 'import sys; assert int(sys.a
 check "drop: nobody was cut off" same "$(json_field "$totals" cut_off)" 0
 
 # --- disconnect: the stalled subscriber is cut off, the other gets all ---
-"$fan" --listen 127.0.0.1:0 --wait-for 2 --policy disconnect --max-buffered 64K --stats --json <"$tmp/many" 2>"$tmp/disc.err" &
+python3 "$tmp/paced.py" "$tmp/many" | "$fan" --listen 127.0.0.1:0 --wait-for 2 --policy disconnect --max-buffered 1M --stats --json 2>"$tmp/disc.err" &
 pid=$!
 addr=$(listening_on "$tmp/disc.err")
 python3 "$tmp/client.py" "$addr" "$tmp/disc.fast" 0 &
-python3 "$tmp/client.py" "$addr" "$tmp/disc.slow" 2 4096 &
+python3 "$tmp/client.py" "$addr" "$tmp/disc.slow" 4 4096 &
 wait $pid
 check "disconnect: exit 0" same "$?" 0
 wait
@@ -178,7 +190,7 @@ addr=$(listening_on "$tmp/term.err")
 python3 "$tmp/client.py" "$addr" "$tmp/term.1" 0 &
 client=$!
 seq 1 1000 >&7
-for ((i = 0; i < 600; i++)); do [ "$(wc -l <"$tmp/term.1" 2>/dev/null || echo 0)" -ge 1000 ] && break; sleep 0.05; done
+for ((i = 0; i < 600; i++)); do [ -f "$tmp/term.1" ] && [ "$(wc -l <"$tmp/term.1")" -ge 1000 ] && break; sleep 0.05; done
 kill -TERM $pid
 wait $pid
 check "SIGTERM: exit 0" same "$?" 0
