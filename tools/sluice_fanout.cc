@@ -25,6 +25,7 @@
 #include "parse_size.h"
 #include "sluice/net/server.h"
 #include "sluice/sluice.h"
+#include "sluice/sources/fd_source.h"
 #include "sluice/stream/fanout.h"
 
 namespace {
@@ -210,6 +211,14 @@ class fanout_tool {
 
   int run() {
     auto& loop = sluice::loop::current();
+    // Under the watches lies a handler that does nothing: once quit() has
+    // reset them (so that the loop can end), a late signal is ignored
+    // instead of killing a run that has delivered everything.
+    struct sigaction ignore_quietly {};
+    ignore_quietly.sa_handler = [](int) {};
+    ignore_quietly.sa_flags = SA_RESTART;
+    sigemptyset(&ignore_quietly.sa_mask);
+    for (int sig : {SIGTERM, SIGINT}) ::sigaction(sig, &ignore_quietly, nullptr);
     term_ = sluice::on_signal(loop, SIGTERM, [this] { on_stop_signal(); });
     int_ = sluice::on_signal(loop, SIGINT, [this] { on_stop_signal(); });
 
@@ -304,9 +313,19 @@ class fanout_tool {
     shut_down();
   }
 
+  // SIGTERM, SIGINT: nothing more is read, and what was read goes out, as
+  // at the end of the input (fd_source::stop() keeps the read-ahead and the
+  // unfinished last line; lines_done() then shuts down). A second signal
+  // cuts off whoever still holds the shutdown up.
   void on_stop_signal() {
-    if (!stopping_) return shut_down();
-    // A second signal: cut off whoever still holds the shutdown up.
+    if (++signals_ == 1) {
+      if (in_ && !stopping_) {
+        static_cast<sluice::fd_source&>(in_->get_source()).stop();
+        return;
+      }
+      return shut_down();
+    }
+    shut_down();
     std::vector<sluice::net::socket*> left(sockets_.begin(), sockets_.end());
     for (auto* s : left) s->destroy();
   }
@@ -335,7 +354,6 @@ class fanout_tool {
   void left(sluice::writable& w, const sluice::subscriber_stats& st) {
     const auto* s = dynamic_cast<sluice::net::socket*>(&w);
     const std::string who = s ? describe(s->remote()) : "?";
-    if (st.cut_off) ++cut_off_;
     if (!o_.stats) return;
     if (o_.json)
       std::fprintf(stderr, "{\"subscriber\":\"%s\",\"lines_sent\":%llu,\"lines_dropped\":%llu,\"cut_off\":%s}\n",
@@ -385,9 +403,9 @@ class fanout_tool {
   std::unordered_set<sluice::net::socket*> sockets_;
   sluice::signal_watch term_, int_;
   std::size_t subscribed_ = 0;
-  std::uint64_t cut_off_ = 0;
   int stdin_flags_ = -1;
   int status_ = 0;
+  int signals_ = 0;  // SIGTERM and SIGINT received
   bool listening_ = false;
   bool reading_ = false;
   bool waiting_ = false;   // paused until the hub's 'drain'
