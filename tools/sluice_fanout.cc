@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,11 +49,17 @@ Options:
                                       before its next line it is told
                                       'sluice-fanout: dropped N lines'
                           disconnect  it is cut off when a line would take it
-                                      past --max-buffered bytes
+                                      past --max-buffered bytes (reported as
+                                      'sluice-fanout: cut off ADDR: REASON')
   --max-buffered SIZE   drop, disconnect: the most bytes one subscriber may
                         hold unsent (K, M or G suffix, 1024-based; default 1M)
   --write-deadline MS   cut off a subscriber whose unsent data has not drained
                         for MS milliseconds (any policy; 0, the default: never)
+  --send-buffer SIZE    set each subscriber socket's kernel send buffer
+                        (SO_SNDBUF) to SIZE; by default the kernel sizes it,
+                        up to net.ipv4.tcp_wmem's largest (4 MiB here), and
+                        a stalled subscriber fills it before --max-buffered
+                        and --write-deadline start to count
   --wait-for N          read no input until N subscribers have connected
   --no-drop-notice      drop: do not tell subscribers what they missed
   --max-line-length N   the longest line accepted, in bytes (default 1048576)
@@ -93,6 +100,7 @@ struct options {
   std::uint64_t max_buffered = 1024 * 1024;
   std::uint64_t write_deadline_ms = 0;
   std::uint64_t wait_for = 0;
+  std::uint64_t send_buffer = 0;  // 0: the kernel's
   bool drop_notice = true;
   bool stats = false;
   bool json = false;
@@ -119,12 +127,24 @@ void parse_listen(const std::string& a, options& o) {
 
 options parse_args(int argc, char** argv) {
   options o;
-  enum { listen = 256, policy, max_buffered, write_deadline, wait_for, no_drop_notice, max_line_length, stats, json };
+  enum {
+    listen = 256,
+    policy,
+    max_buffered,
+    write_deadline,
+    send_buffer,
+    wait_for,
+    no_drop_notice,
+    max_line_length,
+    stats,
+    json
+  };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},
       {"policy", required_argument, nullptr, policy},
       {"max-buffered", required_argument, nullptr, max_buffered},
       {"write-deadline", required_argument, nullptr, write_deadline},
+      {"send-buffer", required_argument, nullptr, send_buffer},
       {"wait-for", required_argument, nullptr, wait_for},
       {"no-drop-notice", no_argument, nullptr, no_drop_notice},
       {"max-line-length", required_argument, nullptr, max_line_length},
@@ -160,6 +180,12 @@ options parse_args(int argc, char** argv) {
         if (!sluice_tools::parse_size(optarg, false, 86'400'000, v))
           usage_error(std::string("--write-deadline wants milliseconds from 0 to 86400000, got '") + optarg + "'");
         o.write_deadline_ms = v;
+        break;
+      case send_buffer:
+        if (!sluice_tools::parse_size(optarg, true, 1ull << 30, v) || v < 1)
+          usage_error(std::string("--send-buffer wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
+                      optarg + "'");
+        o.send_buffer = v;
         break;
       case wait_for:
         if (!sluice_tools::parse_size(optarg, false, 100'000, v))
@@ -270,8 +296,17 @@ class fanout_tool {
       return;
     }
     sockets_.insert(&s);
+    if (o_.send_buffer != 0) {
+      const int size = static_cast<int>(o_.send_buffer);
+      ::setsockopt(s.fd(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    }
     s.on(sluice::event::data, [](std::string_view) {});  // what subscribers send is ignored
-    s.on(sluice::event::error, [](std::error_code) {});  // the reason is in its stats: cut off or gone
+    s.on(sluice::event::error, [&s](std::error_code ec) {
+      // A subscriber that goes away is no news; one cut off is.
+      if (ec == sluice::errc::buffer_full || ec == sluice::errc::write_timeout)
+        std::fprintf(stderr, "sluice-fanout: cut off %s: %s (%s)\n", describe(s.remote()).c_str(),
+                     ec.message().c_str(), sluice::code_name(ec).c_str());
+    });
     s.on(sluice::event::close, [this, &s] { sockets_.erase(&s); });
     hub_.add(s);
     ++subscribed_;
