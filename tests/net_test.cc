@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -95,6 +96,19 @@ std::uint16_t free_port() {
 std::uint16_t port_of(const server& s) {
   REQUIRE(s.address());
   return s.address()->port;
+}
+
+// A client that connects and never reads: plain fds, small buffers.
+int stalled_client(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
 }
 
 // A server whose connections echo what they read.
@@ -253,6 +267,63 @@ TEST_CASE("without allow_half_open (Node's default) the peer's FIN ends our side
   srv.close();
 }
 
+TEST_CASE("writing to a peer that has gone is EPIPE or ECONNRESET, then close(true); never SIGPIPE") {
+  net_world w;
+  auto opts = w.server_opts();
+  opts.connection.allow_half_open = true;
+  server srv(opts);
+  int writes = 0, errors = 0;
+  std::function<void(std::error_code)> again;
+  srv.on_connection([&](socket& s) {
+    w.record(s, "server");
+    // Once the peer has closed, write until the kernel says it is gone; a
+    // SIGPIPE would end this test process.
+    again = [&, &s = s](std::error_code ec) {
+      if (ec) {
+        ++errors;
+        return;
+      }
+      if (++writes < 1000) s.write("more", [&again](std::error_code e) { again(e); });
+    };
+    s.on(event::end, [&again] { again({}); });
+  });
+  srv.listen(0, "127.0.0.1");
+  const int fd = stalled_client(port_of(srv));
+  ::close(fd);
+  REQUIRE(spin(w.loop, [&] { return w.has("server close true"); }));
+  CHECK(writes < 1000);
+  CHECK(errors == 1);
+  REQUIRE(w.events.size() == 3);
+  CHECK(w.events[0] == "server end");
+  CHECK((w.events[1] == "server error EPIPE" || w.events[1] == "server error ECONNRESET"));
+  CHECK(w.events[2] == "server close true");
+  srv.close();
+}
+
+TEST_CASE("set_no_delay and set_keep_alive set the socket options, before and after the connection") {
+  net_world w;
+  server srv(w.server_opts());
+  srv.listen(0, "127.0.0.1");
+  auto c = net::connect(port_of(srv), "127.0.0.1", w.socket_opts());
+  c->set_no_delay();  // kept until connected, as Node does
+  c->set_keep_alive(true, 5000ms);
+  REQUIRE(spin(w.loop, [&] { return !c->connecting(); }));
+  int v = 0;
+  socklen_t len = sizeof v;
+  REQUIRE(::getsockopt(c->fd(), IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0);
+  CHECK(v == 1);
+  REQUIRE(::getsockopt(c->fd(), SOL_SOCKET, SO_KEEPALIVE, &v, &len) == 0);
+  CHECK(v == 1);
+  REQUIRE(::getsockopt(c->fd(), IPPROTO_TCP, TCP_KEEPIDLE, &v, &len) == 0);
+  CHECK(v == 5);
+  c->set_no_delay(false);
+  REQUIRE(::getsockopt(c->fd(), IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0);
+  CHECK(v == 0);
+  c->end();
+  REQUIRE(spin(w.loop, [&] { return c->closed(); }));
+  srv.close();
+}
+
 TEST_CASE("server.close() stops accepting; open connections go on; 'close' comes after the last one") {
   net_world w;
   server srv(w.server_opts());
@@ -343,19 +414,6 @@ TEST_CASE("1000 connections at once, each echoed") {
   CHECK(srv.accepted() == n);
   REQUIRE(spin(w.loop, [&] { return srv.connections() == 0; }));
   srv.close();
-}
-
-// A client that connects and never reads: plain fds, small buffers.
-int stalled_client(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  const int small = 4096;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  return fd;
 }
 
 TEST_CASE("a client that never reads: write() returns false, then the write deadline cuts it off") {

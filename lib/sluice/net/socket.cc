@@ -309,6 +309,7 @@ socket& socket::connect(std::string_view path) {
 // Node: internalConnect(): a non-blocking connect(2); its outcome, when the
 // socket becomes writable, is SO_ERROR.
 void socket::start_connect(const detail::sockaddr_any& to) {
+  if (destroyed() || fd_ >= 0) return;  // Differs from Node: no second connect() on one socket
   connecting_ = true;
   fd_ = ::socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   std::error_code ec;
