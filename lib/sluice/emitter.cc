@@ -14,8 +14,9 @@ unhandled_error_handler unhandled = &print_unhandled;
 constexpr std::string_view names[event_count] = {
     "drain", "finish", "error", "close", "prefinish", "pipe",
     "unpipe", "end", "data", "readable", "pause", "resume",
+    "connect", "ready", "timeout", "listening", "connection",
 };
-static_assert(names[event_count - 1] == "resume", "one name per event, in the enum's order");
+static_assert(names[event_count - 1] == "connection", "one name per event, in the enum's order");
 
 }  // namespace
 

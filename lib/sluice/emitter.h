@@ -17,6 +17,8 @@ namespace sluice {
 /// Stream events, spelled as Node's event strings.
 enum class event : std::uint8_t {
   drain, finish, error, close, prefinish, pipe, unpipe, end, data, readable, pause, resume,
+  // net's (sluice/net/): a socket's and a server's own events.
+  connect, ready, timeout, listening, connection,
   count_  // not an event: the number of events
 };
 inline constexpr int event_count = static_cast<int>(event::count_);
@@ -26,7 +28,9 @@ static_assert(event_count <= 32, "emitter keeps one bit per event in a 32-bit ma
 std::string_view to_string(event ev) noexcept;
 
 /// What an event carries: `error` its error, `data` its chunk, `pipe` and
-/// `unpipe` the source stream (a sluice::readable*). Unused fields are empty.
+/// `unpipe` the source stream (a sluice::readable*), `connection` the new
+/// socket (a sluice::net::socket*), a socket's `close` its error when it
+/// closed because of one (Node's hadError). Unused fields are empty.
 struct event_arg {
   std::error_code error;
   std::string_view chunk;

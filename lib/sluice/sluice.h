@@ -9,6 +9,8 @@
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"
 #include "sluice/loop.h"
+#include "sluice/net/server.h"
+#include "sluice/net/socket.h"
 #include "sluice/signals.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_options.h"

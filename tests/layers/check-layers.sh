@@ -16,12 +16,12 @@ layer_of() {
     sluice/queue/*) echo 2 ;;
     sluice/sinks/* | sluice/sources/*) echo 3 ;;
     sluice/stream/*) echo 4 ;;
-    sluice/lines/*) echo 5 ;;
+    sluice/lines/* | sluice/net/*) echo 5 ;;
     sluice/factories.* | sluice/sluice.h) echo 6 ;;
     *) echo "" ;;
   esac
 }
-names=(base loop queue io streams lines top)
+names=(base loop queue io streams lines/net top)
 
 bad=0
 checked=0

@@ -27,14 +27,20 @@ writable_options writable_options_of(const duplex_options& o) {
 }  // namespace
 
 duplex::duplex(std::unique_ptr<source> src, std::unique_ptr<sink> snk, const duplex_options& options)
-    : readable(std::move(src), readable_options_of(options)), writable(std::move(snk), writable_options_of(options)) {
-  readable::writable_side_ = this;
-  writable::readable_side_ = this;
-  allow_half_open_ = options.allow_half_open;
+    : duplex(std::move(src), std::move(snk), readable_options_of(options), writable_options_of(options),
+             options.allow_half_open) {
   if (!options.readable) readable::state_.set(detail::rflag::not_readable | detail::rflag::ended | detail::rflag::end_emitted);
   if (!options.writable)
     writable::state_.set(detail::wflag::not_writable | detail::wflag::ending | detail::wflag::ended |
                          detail::wflag::finished);
+}
+
+duplex::duplex(std::unique_ptr<source> src, std::unique_ptr<sink> snk, const readable_options& r,
+               const writable_options& w, bool allow_half_open)
+    : readable(std::move(src), r), writable(std::move(snk), w) {
+  readable::writable_side_ = this;
+  writable::readable_side_ = this;
+  allow_half_open_ = allow_half_open;
 }
 
 // The writable side goes first (its destructor pays owed callbacks), then the

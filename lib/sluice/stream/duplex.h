@@ -51,6 +51,10 @@ struct duplex_options {
 class duplex : public readable, public writable {
  public:
   duplex(std::unique_ptr<source> src, std::unique_ptr<sink> snk, const duplex_options& options = {});
+  /// Each side with the whole of its own options (a socket passes on every
+  /// writable_options field, present and future); `allow_half_open` as above.
+  duplex(std::unique_ptr<source> src, std::unique_ptr<sink> snk, const readable_options& r,
+         const writable_options& w, bool allow_half_open);
   ~duplex();
 
   /// Node: Duplex.prototype.destroy, which is Writable's: pending writes get

@@ -1,0 +1,178 @@
+// Node's net.Server (lib/net.js): listen, onconnection, close and
+// _emitCloseIfDrained, over the loop's public API.
+#include "sluice/net/server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace sluice::net {
+
+namespace {
+std::error_code last_error() noexcept { return {errno, std::system_category()}; }
+}  // namespace
+
+server::server(const server_options& options)
+    : options_(options), loop_(options.event_loop ? options.event_loop : &loop::current()) {
+  options_.connection.event_loop = loop_;
+}
+
+server::~server() {
+  loop_->cancel(tag());
+  if (fd_ >= 0) ::close(fd_);
+  if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
+  // The sockets still held go with the server, without events; each must
+  // not report back to it while it goes.
+  for (auto& [raw, owned] : sockets_) raw->server_ = nullptr;
+  sockets_.clear();
+}
+
+server& server::listen(std::uint16_t port, std::string_view host) {
+  detail::sockaddr_any at;
+  if (const std::error_code ec = detail::tcp_address(host, port, at)) {
+    fail_soon(ec);
+    return *this;
+  }
+  bind_and_listen(at);
+  return *this;
+}
+
+server& server::listen(std::string_view path) {
+  detail::sockaddr_any at;
+  if (const std::error_code ec = detail::unix_address(path, at)) {
+    fail_soon(ec);
+    return *this;
+  }
+  bind_and_listen(at);
+  if (fd_ >= 0) unix_path_ = path;
+  return *this;
+}
+
+// Node: setupListenHandle(), then 'listening' on the next tick
+// (emitListeningNT); a failure is 'error' on the next tick.
+void server::bind_and_listen(const detail::sockaddr_any& at) {
+  closing_ = false;
+  const int fd = ::socket(at.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    fail_soon(last_error());
+    return;
+  }
+  // As libuv does for TCP: a restarted server can bind its port again while
+  // old connections linger in TIME_WAIT.
+  if (at.family() != AF_UNIX) {
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  }
+  if (::bind(fd, at.get(), at.length) != 0 || ::listen(fd, options_.backlog) != 0) {
+    const std::error_code ec = last_error();
+    ::close(fd);
+    fail_soon(ec);
+    return;
+  }
+  fd_ = fd;
+  wait_for_connection();
+  loop_->next_tick([this] {
+    if (listening()) emit(event::listening);
+  }, tag());
+}
+
+void server::fail_soon(std::error_code ec) {
+  loop_->next_tick([this, ec] {
+    event_arg arg;
+    arg.error = ec;
+    emit(event::error, arg);
+  }, tag());
+}
+
+std::optional<address_info> server::address() const {
+  if (fd_ < 0) return std::nullopt;
+  address_info a = detail::local_address_of(fd_);
+  if (!unix_path_.empty()) a = {unix_path_, "unix", 0};
+  return a;
+}
+
+void server::wait_for_connection() {
+  loop_->watch(fd_, POLLIN, [this](short) { on_connection_ready(); }, tag());
+}
+
+// Node: onconnection(), for every connection waiting (libuv accepts until
+// EAGAIN). Past max_connections a connection is closed at once. An accept
+// error is 'error' and the server goes on; running out of fds or memory
+// pauses accepting for accept_retry, so the loop does not spin on a
+// connection it cannot take (it waits in the backlog meanwhile).
+void server::on_connection_ready() noexcept {
+  for (;;) {
+    if (fd_ < 0) return;  // closed by a listener
+    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      if (e == EAGAIN || e == EWOULDBLOCK) break;
+      if (e == EINTR || e == ECONNABORTED) continue;
+      ++accept_errors_;
+      const bool exhausted = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+      if (exhausted) {
+        loop_->set_timeout(options_.accept_retry, [this] {
+          if (listening()) on_connection_ready();
+        }, tag());
+      }
+      event_arg arg;
+      arg.error = {e, std::system_category()};
+      emit(event::error, arg);
+      if (exhausted) return;
+      continue;
+    }
+    if (options_.max_connections && connections_ >= *options_.max_connections) {
+      ++dropped_;
+      ::close(fd);
+      continue;
+    }
+    auto owned = std::make_unique<socket>(fd, options_.connection);
+    socket* s = owned.get();
+    s->server_ = this;
+    sockets_.emplace(s, std::move(owned));
+    ++connections_;
+    ++accepted_;
+    event_arg arg;
+    arg.source = s;
+    emit(event::connection, arg);
+  }
+  if (fd_ >= 0) wait_for_connection();
+}
+
+// Node: server.close(): the handle closes now; 'close' once drained.
+server& server::close() {
+  if (closing_ && fd_ < 0) return *this;
+  closing_ = true;
+  if (fd_ >= 0) {
+    loop_->cancel(tag());
+    ::close(fd_);
+    fd_ = -1;
+    if (!unix_path_.empty()) {
+      ::unlink(unix_path_.c_str());
+      unix_path_.clear();
+    }
+  }
+  emit_close_if_drained();
+  return *this;
+}
+
+void server::connection_gone() noexcept {
+  --connections_;
+  if (closing_) emit_close_if_drained();
+}
+
+void server::forget(socket& s) noexcept {
+  s.server_ = nullptr;
+  sockets_.erase(&s);
+}
+
+// Node: _emitCloseIfDrained(): 'close' on the next tick once no handle and no
+// connection is left.
+void server::emit_close_if_drained() noexcept {
+  if (fd_ >= 0 || connections_ > 0) return;
+  loop_->next_tick([this] { emit(event::close); }, tag());
+}
+
+}  // namespace sluice::net

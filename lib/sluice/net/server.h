@@ -1,0 +1,125 @@
+// server: Node v20's net.Server (lib/net.js): listens on TCP or a Unix path
+// and hands each connection over as a net::socket.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include "sluice/emitter.h"
+#include "sluice/loop.h"
+#include "sluice/net/address.h"
+#include "sluice/net/socket.h"
+
+namespace sluice::net {
+
+struct server_options {
+  /// The options of every accepted socket (allow_half_open, the writable's
+  /// options, the write deadline). Its event_loop is ignored: the server's
+  /// own is used.
+  socket_options connection{};
+  /// listen(2)'s backlog (Node's default: 511).
+  int backlog = 511;
+  /// Node: server.maxConnections. A connection past it is closed at once.
+  std::optional<std::size_t> max_connections{};
+  /// After an accept error that says the process or system is out of
+  /// something (EMFILE, ENFILE, ENOBUFS, ENOMEM), accepting pauses this long.
+  std::chrono::milliseconds accept_retry{100};
+  /// The loop; null means loop::current().
+  loop* event_loop = nullptr;
+};
+
+/// Node's net.Server. Events: 'listening'; 'connection', whose
+/// event_arg::source is the new net::socket* (on_connection() adds a
+/// listener that takes a socket&); 'error' (a failed listen, or an accept
+/// error: the server keeps listening); 'close', once close() was called and
+/// the last connection has closed.
+///
+///     sluice::net::server srv;
+///     srv.on_connection([](sluice::net::socket& s) {
+///       s.on(sluice::event::data, [&s](std::string_view c) { s.write(c); });  // echo
+///     });
+///     srv.listen(0, "127.0.0.1");  // port 0: any free port; see address()
+///     sluice::loop::current().run();
+///
+/// The server owns the sockets it accepts: each is deleted in the turn after
+/// its 'close', and any left are destroyed with the server. Keep no pointer
+/// to a socket past its 'close'.
+class server : public emitter {
+ public:
+  explicit server(const server_options& options = {});
+  ~server();
+
+  /// Node: server.listen(port, host). Port 0 picks a free port. Errors
+  /// (EADDRINUSE, ...) come as 'error' on the next tick, as in Node.
+  server& listen(std::uint16_t port, std::string_view host = "0.0.0.0");
+  /// Node: server.listen(path): a Unix stream socket, removed by close().
+  server& listen(std::string_view path);
+  /// Node: server.close(): stops accepting now; 'close' follows once every
+  /// connection has closed. Open connections are not touched.
+  server& close();
+
+  /// Adds a 'connection' listener that takes the socket.
+  template <class F>
+  listener_id on_connection(F&& f) {
+    static_assert(std::is_invocable_v<std::decay_t<F>&, socket&>, "on_connection takes a socket&");
+    return on(event::connection, [g = std::decay_t<F>(std::forward<F>(f))](const event_arg& a) mutable {
+      g(*static_cast<socket*>(a.source));
+    });
+  }
+
+  /// Node: server.address(): the bound address (the real port after
+  /// listen(0)), or nothing while not listening.
+  std::optional<address_info> address() const;
+  /// Node: server.listening.
+  bool listening() const noexcept { return fd_ >= 0; }
+  /// Node: server.getConnections(): the connections not yet destroyed.
+  std::size_t connections() const noexcept { return connections_; }
+  /// Node: server.maxConnections, settable at any time.
+  void set_max_connections(std::optional<std::size_t> max) noexcept { options_.max_connections = max; }
+
+  /// sluice's own counters: connections accepted and handed over; closed at
+  /// once because of max_connections; accept errors met.
+  std::size_t accepted() const noexcept { return accepted_; }
+  std::size_t dropped() const noexcept { return dropped_; }
+  std::size_t accept_errors() const noexcept { return accept_errors_; }
+
+  loop& event_loop() const noexcept { return *loop_; }
+
+ private:
+  friend class socket;
+
+  void bind_and_listen(const detail::sockaddr_any& at);
+  void fail_soon(std::error_code ec);
+  void wait_for_connection();
+  void on_connection_ready() noexcept;
+  // A socket's fd has closed (its _destroy): Node's _connections-- and
+  // _emitCloseIfDrained().
+  void connection_gone() noexcept;
+  // Its 'close' has been emitted: the socket can go.
+  void forget(socket& s) noexcept;
+  void emit_close_if_drained() noexcept;
+  const void* tag() const noexcept { return &tag_; }
+
+  server_options options_;
+  loop* loop_;
+  int fd_ = -1;
+  char tag_ = 0;  // the owner of the server's loop tasks
+  bool closing_ = false;
+  std::string unix_path_;  // removed by close()
+  std::unordered_map<socket*, std::unique_ptr<socket>> sockets_;
+  std::size_t connections_ = 0;
+  std::size_t accepted_ = 0;
+  std::size_t dropped_ = 0;
+  std::size_t accept_errors_ = 0;
+};
+
+}  // namespace sluice::net

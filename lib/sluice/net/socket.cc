@@ -1,0 +1,482 @@
+// Node's net.Socket (lib/net.js): connect, _writeGeneric, _final, _destroy,
+// the idle timeout, over the loop's public API. The bytes go through the
+// io layer's fd_writer, as an fd_sink's do.
+#include "sluice/net/socket.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <optional>
+
+#include "sluice/errors.h"
+#include "sluice/net/server.h"
+#include "sluice/sinks/fd_writer.h"
+#include "sluice/sinks/sink.h"
+#include "sluice/sources/source.h"
+
+namespace sluice::net {
+
+namespace {
+std::error_code last_error() noexcept { return {errno, std::system_category()}; }
+}  // namespace
+
+namespace detail {
+
+// The writable side: Node's _writeGeneric/_writev and _final. Writes made
+// before the connection is up wait for it (Node waits for 'connect').
+class socket_sink final : public sink {
+ public:
+  explicit socket_sink(socket& owner) : owner_(&owner), out_(-1) {}
+  ~socket_sink() override {
+    if (loop_) loop_->cancel(this);
+  }
+
+  void attach(loop& l) override { loop_ = &l; }
+  void write(std::string_view chunk, write_done done) override {
+    ++chunks_;
+    out_.start(chunk);
+    start(done, chunk.size());
+  }
+  void writev(const write_batch& batch, write_done done) override {
+    chunks_ += batch.size();
+    out_.start(batch);
+    start(done, batch.bytes());
+  }
+  bool has_writev() const noexcept override { return true; }
+  // A turn's writes reach the kernel together, in one sendmsg().
+  bool coalesce_writes() const noexcept override { return true; }
+
+  // Node: Socket.prototype._final(): shutdown(SHUT_WR) once the writes are
+  // out, deferred until 'connect' while connecting.
+  void final(final_done done) override {
+    final_.emplace(done);
+    if (ready_) do_final();
+  }
+  bool has_final() const noexcept override { return true; }
+
+  std::error_code destroy(std::error_code err) noexcept override {
+    if (loop_) loop_->cancel(this);
+    final_.reset();  // its stream is destroyed: nobody waits for it
+    if (done_ && loop_) {
+      // A write that waits for the kernel, or for a connection that will
+      // not come now: its callback hears why (Node: the write's callback
+      // gets ERR_SOCKET_CLOSED_BEFORE_CONNECTION before a connection).
+      // Differs from Node: after the connection, ERR_STREAM_DESTROYED where
+      // Node's libuv request would be called back with ECANCELED or null.
+      error_ = make_error_code(ready_ ? errc::destroyed : errc::socket_closed_before_connection);
+      destroyed_ = true;
+      loop_->next_tick([this] { complete(); }, this);
+    }
+    return err;
+  }
+
+  // The connection is up (or the socket was accepted): start what waits.
+  void ready(int fd) noexcept {
+    out_.reset(fd);
+    ready_ = true;
+    if (done_) resume();
+    if (final_ && !done_) do_final();
+  }
+  void detach() noexcept { owner_ = nullptr; }
+
+  std::size_t syscalls() const noexcept { return out_.syscalls(); }
+  std::size_t bytes_written() const noexcept { return out_.bytes_written(); }
+  std::size_t chunks() const noexcept { return chunks_; }
+  /// Bytes of the call in flight that the kernel has taken already.
+  std::size_t in_flight_written() const noexcept { return done_ ? out_.bytes_written() - call_start_ : 0; }
+
+ private:
+  void start(write_done done, std::size_t bytes) noexcept {
+    done_.emplace(done);
+    error_.clear();
+    call_bytes_ = bytes;
+    call_start_ = out_.bytes_written();
+    if (ready_) resume();
+  }
+
+  // Writes what the kernel takes; waits for POLLOUT for the rest, with the
+  // write deadline running.
+  void resume() noexcept {
+    if (owner_) owner_->touch();
+    if (out_.write_some(error_)) {
+      complete();
+      return;
+    }
+    if (owner_) owner_->arm_deadline();
+    loop_->watch(out_.fd(), POLLOUT, [this](short) { resume(); }, this);
+  }
+
+  void complete() noexcept {
+    // Decided before done(), which may start the next call (or destroy the
+    // stream): the deadline stops once nothing written waits any more.
+    if (owner_ && !destroyed_ && (error_ || owner_->writable_length() <= call_bytes_)) owner_->clear_deadline();
+    const write_done done = *done_;
+    done_.reset();
+    done(error_);
+    // Touch nothing here: done() may have destroyed the stream and this sink.
+  }
+
+  void do_final() noexcept {
+    const final_done done = *final_;
+    final_.reset();
+    std::error_code ec;
+    // ENOTCONN: the peer is gone already; Node takes it as done too.
+    if (::shutdown(out_.fd(), SHUT_WR) != 0 && errno != ENOTCONN) ec = last_error();
+    done(ec);
+  }
+
+  socket* owner_;
+  loop* loop_ = nullptr;
+  sluice::detail::fd_writer out_;
+  std::optional<write_done> done_;
+  std::optional<final_done> final_;
+  std::error_code error_;
+  std::size_t call_bytes_ = 0;
+  std::size_t call_start_ = 0;  // out_.bytes_written() when the call started
+  std::size_t chunks_ = 0;
+  bool ready_ = false;
+  bool destroyed_ = false;
+};
+
+// The readable side: Node's onStreamRead. Reads once the kernel says the
+// socket is readable, and only while the readable asks for more.
+class socket_source final : public source {
+ public:
+  socket_source(socket& owner, std::size_t chunk_size)
+      : owner_(&owner), chunk_size_(chunk_size == 0 ? 64 * 1024 : chunk_size) {}
+  ~socket_source() override {
+    if (loop_) loop_->cancel(this);
+  }
+
+  void attach(loop& l) override { loop_ = &l; }
+  void read(std::size_t /*n*/) override {
+    if (fd_ < 0) {
+      wanted_ = true;  // read once connected
+      return;
+    }
+    wait_readable();
+  }
+  // Node: _destroy(), whose last step closes the handle.
+  std::error_code destroy(std::error_code err) noexcept override {
+    if (loop_) loop_->cancel(this);
+    fd_ = -1;
+    if (owner_) owner_->close_handle(err);
+    return err;
+  }
+
+  void ready(int fd) noexcept {
+    fd_ = fd;
+    if (wanted_) {
+      wanted_ = false;
+      wait_readable();
+    }
+  }
+  void detach() noexcept { owner_ = nullptr; }
+  std::size_t bytes_read() const noexcept { return bytes_read_; }
+
+ private:
+  void wait_readable() noexcept {
+    // POLLHUP and POLLERR wake it too: recv() then sees the end or the error.
+    loop_->watch(fd_, POLLIN, [this](short) { read_now(); }, this);
+  }
+
+  void read_now() noexcept {
+    if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(chunk_size_);
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buffer_.get(), chunk_size_, 0);
+      if (n > 0) {
+        bytes_read_ += static_cast<std::size_t>(n);
+        if (owner_) owner_->touch();
+        // Touch nothing after push(): a 'data' listener may destroy the stream.
+        push(std::string_view(buffer_.get(), static_cast<std::size_t>(n)));
+        return;
+      }
+      if (n == 0) {
+        // Node's onStreamRead(): push(null), then read(0), so that 'end'
+        // comes without a consumer once nothing is buffered.
+        push_eof();
+        stream().read(0);
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        wait_readable();
+        return;
+      }
+      report_error(last_error());
+      return;
+    }
+  }
+
+  socket* owner_;
+  loop* loop_ = nullptr;
+  int fd_ = -1;
+  std::size_t chunk_size_;
+  bool wanted_ = false;
+  std::unique_ptr<char[]> buffer_;  // made at the first read, reused
+  std::size_t bytes_read_ = 0;
+};
+
+}  // namespace detail
+
+namespace {
+readable_options readable_side_options(const socket_options& o) {
+  readable_options r;
+  r.high_water_mark = o.readable_high_water_mark;
+  r.event_loop = o.event_loop;
+  r.emit_close = false;  // the socket emits 'close' itself, with hadError
+  return r;
+}
+writable_options writable_side_options(const socket_options& o) {
+  writable_options w = o.writable;
+  w.event_loop = o.event_loop;
+  w.emit_close = false;
+  w.object_mode = false;
+  return w;
+}
+}  // namespace
+
+// Node: new net.Socket(options): allowHalfOpen false by default, emitClose
+// false (the socket emits 'close' with hadError), autoDestroy true.
+socket::socket(const socket_options& options)
+    : duplex(std::make_unique<detail::socket_source>(*this, options.read_chunk_size),
+             std::make_unique<detail::socket_sink>(*this), readable_side_options(options),
+             writable_side_options(options), options.allow_half_open) {
+  init(options);
+}
+
+socket::socket(int fd, const socket_options& options) : socket(options) {
+  fd_ = fd;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0 && !(flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  local_ = detail::local_address_of(fd);
+  remote_ = detail::remote_address_of(fd);
+  sink_->ready(fd);
+  source_->ready(fd);
+  // Node: "unlike Readable streams, this begins reading immediately", up to
+  // the high-water mark, so that the peer's FIN or RST is seen unasked.
+  read(0);
+}
+
+void socket::init(const socket_options& options) {
+  sink_ = static_cast<detail::socket_sink*>(&get_sink());
+  source_ = static_cast<detail::socket_source*>(&get_source());
+  write_deadline_ = options.write_deadline;
+}
+
+socket::~socket() {
+  event_loop().cancel(tag());
+  // The sides are destroyed after this body (by ~duplex): they must not
+  // call back into a socket that is gone.
+  sink_->detach();
+  source_->detach();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::size_t socket::bytes_read() const noexcept { return source_->bytes_read(); }
+std::size_t socket::bytes_written() const noexcept { return sink_->bytes_written(); }
+std::size_t socket::write_syscalls() const noexcept { return sink_->syscalls(); }
+std::size_t socket::chunks_written() const noexcept { return sink_->chunks(); }
+
+socket& socket::connect(std::uint16_t port, std::string_view host) {
+  detail::sockaddr_any to;
+  if (const std::error_code ec = detail::tcp_address(host, port, to)) {
+    // Node: a failed lookup destroys the socket on a later tick.
+    connecting_ = true;
+    event_loop().next_tick([this, ec] { after_connect(ec); }, tag());
+    return *this;
+  }
+  start_connect(to);
+  return *this;
+}
+
+socket& socket::connect(std::string_view path) {
+  detail::sockaddr_any to;
+  if (const std::error_code ec = detail::unix_address(path, to)) {
+    connecting_ = true;
+    event_loop().next_tick([this, ec] { after_connect(ec); }, tag());
+    return *this;
+  }
+  start_connect(to);
+  return *this;
+}
+
+// Node: internalConnect(): a non-blocking connect(2); its outcome, when the
+// socket becomes writable, is SO_ERROR.
+void socket::start_connect(const detail::sockaddr_any& to) {
+  if (destroyed() || fd_ >= 0) return;  // Differs from Node: no second connect() on one socket
+  connecting_ = true;
+  fd_ = ::socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  std::error_code ec;
+  if (fd_ < 0) {
+    ec = last_error();
+  } else if (::connect(fd_, to.get(), to.length) != 0 && errno != EINPROGRESS) {
+    ec = last_error();  // a Unix socket fails at once (ENOENT, ECONNREFUSED, EAGAIN)
+  }
+  if (ec) {
+    event_loop().next_tick([this, ec] { after_connect(ec); }, tag());
+    return;
+  }
+  event_loop().watch(fd_, POLLOUT, [this](short) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    after_connect(err ? std::error_code(err, std::system_category()) : std::error_code{});
+  }, tag());
+}
+
+// Node: afterConnect(): 'connect' then 'ready', then what waited for them.
+void socket::after_connect(std::error_code ec) noexcept {
+  if (destroyed()) return;
+  if (ec) {
+    destroy(ec);
+    connecting_ = false;
+    return;
+  }
+  connecting_ = false;
+  local_ = detail::local_address_of(fd_);
+  remote_ = detail::remote_address_of(fd_);
+  apply_options();
+  touch();
+  emit(event::connect);
+  if (destroyed()) return;
+  emit(event::ready);
+  if (destroyed()) return;
+  sink_->ready(fd_);
+  source_->ready(fd_);
+  if (!is_paused()) read(0);  // Node: afterConnect()'s read(0)
+}
+
+// Options set before the connection was up (Node keeps them for then).
+void socket::apply_options() noexcept {
+  if (no_delay_) set_no_delay(true);
+  if (keep_alive_) set_keep_alive(true, *keep_alive_);
+}
+
+socket& socket::set_no_delay(bool no_delay) {
+  no_delay_ = no_delay;
+  if (fd_ >= 0 && !connecting_) {
+    const int on = no_delay ? 1 : 0;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);  // EOPNOTSUPP on a Unix socket: ignored
+  }
+  return *this;
+}
+
+socket& socket::set_keep_alive(bool enable, std::chrono::milliseconds initial_delay) {
+  if (enable)
+    keep_alive_ = initial_delay;
+  else
+    keep_alive_.reset();
+  if (fd_ >= 0 && !connecting_) {
+    const int on = enable ? 1 : 0;
+    ::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    const int secs = static_cast<int>(initial_delay.count() / 1000);
+    if (enable && secs > 0) ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
+  }
+  return *this;
+}
+
+socket& socket::reset_and_destroy() {
+  if (fd_ >= 0 && !connecting_) {
+    const linger l{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  }
+  destroy();
+  return *this;
+}
+
+// Node: the end of _destroy(): close the handle, and emit 'close'(hadError)
+// from its close callback, after the 'error' that destroy() emits on the
+// next tick. A server hears of it at once (Node: _connections--).
+void socket::close_handle(std::error_code err) noexcept {
+  event_loop().cancel(tag());
+  idle_timer_ = deadline_timer_ = 0;
+  connecting_ = false;
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (server_) server_->connection_gone();
+  event_loop().set_immediate([this, err] {
+    event_arg arg;
+    arg.error = err;
+    emit(event::close, arg);
+    if (server_) server_->forget(*this);  // deletes this socket: the last step
+  }, tag());
+}
+
+// ---- timers
+
+socket& socket::set_timeout(std::chrono::milliseconds ms) {
+  if (idle_timer_) event_loop().clear_timeout(idle_timer_);
+  idle_timer_ = 0;
+  idle_timeout_ = ms;
+  if (ms.count() > 0 && !destroyed()) {
+    last_active_ = std::chrono::steady_clock::now();
+    arm_idle(ms);
+  }
+  return *this;
+}
+
+// Node: _unrefTimer(), which refreshes the timer, and so arms it again after
+// it has fired.
+void socket::touch() noexcept {
+  if (idle_timeout_.count() == 0) return;
+  last_active_ = std::chrono::steady_clock::now();
+  if (idle_timer_ == 0) arm_idle(idle_timeout_);
+}
+
+void socket::arm_idle(std::chrono::milliseconds delay) {
+  idle_timer_ = event_loop().set_timeout(delay, [this] { on_idle(); }, tag());
+}
+
+// Node: _onTimeout(). Activity since the timer was set moves it on rather
+// than resetting a timer on every read and write.
+void socket::on_idle() noexcept {
+  idle_timer_ = 0;
+  const auto idle = std::chrono::steady_clock::now() - last_active_;
+  if (idle < idle_timeout_) {
+    arm_idle(std::chrono::ceil<std::chrono::milliseconds>(idle_timeout_ - idle));
+    return;
+  }
+  emit(event::timeout);
+}
+
+void socket::arm_deadline() {
+  if (write_deadline_.count() == 0 || deadline_timer_ != 0 || destroyed()) return;
+  deadline_timer_ = event_loop().set_timeout(write_deadline_, [this] { on_deadline(); }, tag());
+}
+
+void socket::clear_deadline() noexcept {
+  if (deadline_timer_ == 0) return;
+  event_loop().clear_timeout(deadline_timer_);
+  deadline_timer_ = 0;
+}
+
+// sluice's own: the peer has not taken what was written for the whole
+// deadline. What it was owed is counted and the connection cut.
+void socket::on_deadline() noexcept {
+  deadline_timer_ = 0;
+  // The stream's length still counts the whole call in flight.
+  bytes_cut_off_ += writable_length() - sink_->in_flight_written();
+  destroy(make_error_code(errc::write_timeout));
+}
+
+std::unique_ptr<socket> connect(std::uint16_t port, std::string_view host, const socket_options& options) {
+  auto s = std::make_unique<socket>(options);
+  s->connect(port, host);
+  return s;
+}
+
+std::unique_ptr<socket> connect(std::string_view path, const socket_options& options) {
+  auto s = std::make_unique<socket>(options);
+  s->connect(path);
+  return s;
+}
+
+}  // namespace sluice::net

@@ -1,0 +1,167 @@
+// socket: Node v20's net.Socket (lib/net.js): a duplex over a TCP or Unix
+// stream socket, on the loop's public API only (watch, timers, ticks).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "sluice/loop.h"
+#include "sluice/net/address.h"
+#include "sluice/stream/duplex.h"
+#include "sluice/stream/readable.h"
+#include "sluice/stream/writable.h"
+
+namespace sluice::net {
+
+class server;
+namespace detail {
+class socket_sink;
+class socket_source;
+}  // namespace detail
+
+struct socket_options {
+  /// Node's allowHalfOpen, false by default as in net.Socket: when the peer
+  /// ends its side (FIN), the socket ends its own once its writes are out.
+  bool allow_half_open = false;
+  /// The writable side's options: the high-water mark and every other option
+  /// a writable takes (a hard cap on what it buffers, where there is one).
+  /// Its `event_loop` is ignored: the socket's own is used.
+  writable_options writable{};
+  /// The readable side's high-water mark (Node's readableHighWaterMark).
+  std::optional<std::size_t> readable_high_water_mark{};
+  /// sluice's own: a socket that holds written data which has not all
+  /// reached the kernel for this long is destroyed with
+  /// errc::write_timeout (ERR_SLUICE_WRITE_TIMEOUT). Zero: no deadline.
+  std::chrono::milliseconds write_deadline{0};
+  /// The most bytes one read(2) takes.
+  std::size_t read_chunk_size = 64 * 1024;
+  /// The loop; null means loop::current().
+  loop* event_loop = nullptr;
+};
+
+/// Node's net.Socket. Connect one with net::connect(), or get one from a
+/// server's 'connection'. Events: 'connect' and 'ready' (once connected),
+/// 'data', 'end' (the peer's FIN), 'drain', 'finish' (our FIN is sent:
+/// end() shuts down the writing side once the writes are out), 'timeout'
+/// (idle for set_timeout()'s time; nothing is destroyed), 'error', then
+/// 'close', whose event_arg::error is the error when the socket closed
+/// because of one (Node's hadError). Syscall errors keep their errno:
+/// code_name() gives ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT.
+///
+///     auto s = sluice::net::connect(8080, "127.0.0.1");
+///     s->on(sluice::event::connect, [&] { s->end("GET / HTTP/1.0\r\n\r\n"); });
+///     s->on(sluice::event::data, [](std::string_view c) { fwrite(c.data(), 1, c.size(), stdout); });
+///     s->on(sluice::event::close, [](const sluice::event_arg& a) { had_error = bool(a.error); });
+///     sluice::loop::current().run();
+///
+/// What write() is given in one turn of the loop goes out in as few
+/// sendmsg() calls as the kernel allows (up to IOV_MAX buffers each, never a
+/// SIGPIPE). Writes made before the connection is up wait for it.
+class socket : public duplex {
+ public:
+  /// A socket that is not connected yet: call connect().
+  explicit socket(const socket_options& options = {});
+  /// Adopts `fd`, a connected stream socket (made non-blocking here); the
+  /// socket closes it. Node: new net.Socket({ fd }).
+  socket(int fd, const socket_options& options);
+  ~socket();
+
+  /// Node: socket.connect(port, host). `host` is an IP address or
+  /// "localhost". Returns at once; 'connect' (or 'error') follows.
+  socket& connect(std::uint16_t port, std::string_view host = "localhost");
+  /// Node: socket.connect(path), to a Unix stream socket.
+  socket& connect(std::string_view path);
+
+  /// Node: resetAndDestroy(): closes with a TCP RST (SO_LINGER 0), so the
+  /// peer sees ECONNRESET.
+  socket& reset_and_destroy();
+
+  /// Node: setTimeout(ms): emits 'timeout' once the socket has been idle
+  /// (nothing read or written) for `ms`; zero turns it off. The socket stays
+  /// open: end or destroy it in the listener.
+  socket& set_timeout(std::chrono::milliseconds ms);
+  /// Node: setNoDelay(): TCP_NODELAY (no-op on a Unix socket).
+  socket& set_no_delay(bool no_delay = true);
+  /// Node: setKeepAlive(enable, initialDelay).
+  socket& set_keep_alive(bool enable = false, std::chrono::milliseconds initial_delay = {});
+
+  /// Node: connecting, pending, readyState's "opening".
+  bool connecting() const noexcept { return connecting_; }
+  /// Node: bytesRead.
+  std::size_t bytes_read() const noexcept;
+  /// Node: bytesWritten. Differs from Node: the bytes the kernel has taken,
+  /// not counting those still buffered.
+  std::size_t bytes_written() const noexcept;
+  /// Node: localAddress/localPort/localFamily and remoteAddress/remotePort/
+  /// remoteFamily, as of the connection (kept after close).
+  const address_info& local() const noexcept { return local_; }
+  const address_info& remote() const noexcept { return remote_; }
+  std::string local_address() const { return local_.address; }
+  std::uint16_t local_port() const noexcept { return local_.port; }
+  std::string remote_address() const { return remote_.address; }
+  std::uint16_t remote_port() const noexcept { return remote_.port; }
+
+  /// sluice's own counters. write_syscalls(): sendmsg() calls made;
+  /// chunks_written(): the chunks they were given (chunks_written() /
+  /// write_syscalls() is the batching achieved). bytes_cut_off(): bytes
+  /// still buffered when the write deadline destroyed the socket.
+  std::size_t write_syscalls() const noexcept;
+  std::size_t chunks_written() const noexcept;
+  std::size_t bytes_cut_off() const noexcept { return bytes_cut_off_; }
+
+  int fd() const noexcept { return fd_; }
+
+ private:
+  friend class detail::socket_sink;
+  friend class detail::socket_source;
+  friend class server;
+
+  void init(const socket_options& options);
+  void start_connect(const detail::sockaddr_any& to);
+  void after_connect(std::error_code ec) noexcept;
+  void connected() noexcept;
+  void apply_options() noexcept;
+  // Called by the source's destroy, the last step of Node's _destroy():
+  // closes the fd and emits 'close' from the loop.
+  void close_handle(std::error_code err) noexcept;
+  // Reading or writing: the idle timer starts again (Node: _unrefTimer()).
+  void touch() noexcept;
+  void arm_idle(std::chrono::milliseconds delay);
+  void on_idle() noexcept;
+  // The write deadline: armed while written data waits for the kernel.
+  void arm_deadline();
+  void clear_deadline() noexcept;
+  void on_deadline() noexcept;
+  const void* tag() const noexcept { return &tag_; }
+
+  int fd_ = -1;
+  char tag_ = 0;  // the owner of the socket's own loop tasks (see tag())
+  bool connecting_ = false;
+  bool no_delay_ = false;
+  std::optional<std::chrono::milliseconds> keep_alive_;
+  detail::socket_sink* sink_ = nullptr;
+  detail::socket_source* source_ = nullptr;
+  address_info local_;
+  address_info remote_;
+  std::chrono::milliseconds idle_timeout_{0};
+  std::chrono::steady_clock::time_point last_active_{};
+  timer_id idle_timer_ = 0;
+  std::chrono::milliseconds write_deadline_{0};
+  timer_id deadline_timer_ = 0;
+  std::size_t bytes_cut_off_ = 0;
+  server* server_ = nullptr;  // the server that accepted it, if any
+};
+
+/// Node: net.connect(port, host) / net.createConnection().
+std::unique_ptr<socket> connect(std::uint16_t port, std::string_view host = "localhost",
+                                const socket_options& options = {});
+/// Node: net.connect(path), to a Unix stream socket.
+std::unique_ptr<socket> connect(std::string_view path, const socket_options& options = {});
+
+}  // namespace sluice::net

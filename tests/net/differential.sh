@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The Node differential test of sluice's net (issue 11, "Checked against
+# Node"): each scenario is played by a server and a client, each printing its
+# events (peer.mjs on Node's net, net_peer on sluice's), over loopback.
+# Every pairing must print the trace Node's server and Node's client print,
+# which is stored in expected.trace, so that CI needs no Node:
+#   sluice server + sluice client   always
+#   sluice server + Node client     when node is installed
+#   Node server   + sluice client   when node is installed
+#   Node server   + Node client     when node is installed (the reference itself)
+#
+#   tests/net/differential.sh NET_PEER            compare
+#   tests/net/differential.sh --record NET_PEER   rewrite expected.trace (Node v20)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+record=false
+if [ "${1:-}" = --record ]; then
+  record=true
+  shift
+fi
+peer=${1:?usage: differential.sh [--record] NET_PEER}
+expected="$here/expected.trace"
+scenarios=(half-close server-ends-first reset timeout server-close)
+have_node=false
+if command -v node >/dev/null 2>&1; then have_node=true; fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# play SERVER CLIENT SCENARIO: the two traces, server's first.
+play() {
+  local server=$1 client=$2 scenario=$3 port="" i
+  rm -f "$tmp/port" "$tmp/server.out" "$tmp/client.out"
+  timeout 30 $server server "$scenario" "$tmp/port" >"$tmp/server.out" 2>"$tmp/server.err" &
+  local pid=$!
+  for i in $(seq 1 300); do
+    if [ -s "$tmp/port" ]; then port=$(cat "$tmp/port"); break; fi
+    sleep 0.05
+  done
+  if [ -z "$port" ]; then
+    echo "differential: $server did not listen for $scenario" >&2
+    cat "$tmp/server.err" >&2
+    return 1
+  fi
+  timeout 30 $client client "$scenario" "$port" >"$tmp/client.out" 2>"$tmp/client.err" || true
+  wait "$pid" || true
+  echo "## $scenario"
+  cat "$tmp/server.out" "$tmp/client.out"
+}
+
+trace_of() {
+  local server=$1 client=$2 s
+  for s in "${scenarios[@]}"; do play "$server" "$client" "$s"; done
+}
+
+if $record; then
+  $have_node || { echo "differential: --record needs node" >&2; exit 1; }
+  trace_of "node $here/peer.mjs" "node $here/peer.mjs" >"$expected"
+  echo "differential: wrote $expected ($(node --version))"
+  exit 0
+fi
+
+pairs=("$peer|$peer|sluice server, sluice client")
+if $have_node; then
+  pairs+=("$peer|node $here/peer.mjs|sluice server, Node client")
+  pairs+=("node $here/peer.mjs|$peer|Node server, sluice client")
+  pairs+=("node $here/peer.mjs|node $here/peer.mjs|Node server, Node client")
+else
+  echo "differential: node not found; comparing sluice with the stored Node trace only"
+fi
+failed=0
+for p in "${pairs[@]}"; do
+  IFS='|' read -r server client name <<<"$p"
+  trace_of "$server" "$client" >"$tmp/got.trace"
+  if diff -u "$expected" "$tmp/got.trace" >"$tmp/diff"; then
+    echo "ok: $name"
+  else
+    echo "FAIL: $name differs from Node's trace:"
+    cat "$tmp/diff"
+    failed=1
+  fi
+done
+exit $failed
