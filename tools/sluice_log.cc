@@ -7,9 +7,10 @@
 // thread's loop. A line is one chunk, and the worker rotates only between
 // chunks, so a line is never torn or split across two files. Signals arrive
 // through the loop (sluice/signals.h): SIGHUP asks the worker to reopen;
-// SIGTERM, SIGINT and the end of the input end() the writable, and once it
-// has finished (every line handed over is written) the worker is closed,
-// which syncs (per --fsync) and closes the file.
+// SIGTERM and SIGINT stop the reading (fd_source::stop()), which makes what
+// was read the whole input; its end end()s the writable, and once it has
+// finished (every line handed over is written) the worker is closed, which
+// syncs (per --fsync) and closes the file.
 //
 // The loop's thread only reads and splits: a slow disk holds the worker,
 // whose completions then come late, so 'drain' holds the reading back.
@@ -350,10 +351,14 @@ class log_tool {
     finish_output();
   }
 
-  // SIGTERM, SIGINT: what was read is written, nothing more is read.
+  // SIGTERM, SIGINT: nothing more is read, and what was read is written,
+  // as at the end of the input: the stream's read-ahead, then the
+  // splitter's unfinished line as a last line; then lines_done() ends the
+  // output. Destroying the stream here would drop both (issue 10, defect 1).
   void stop_reading() {
-    if (stopping_ || failed_) return;
-    finish_output();
+    if (!in_ || input_stopped_ || stopping_ || failed_) return;
+    input_stopped_ = true;
+    static_cast<sluice::fd_source&>(in_->get_source()).stop();
   }
 
   void finish_output() {
@@ -409,7 +414,8 @@ class log_tool {
   int stdin_flags_ = -1;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'
-  bool stopping_ = false;  // end of input, a signal, or an error: no more lines
+  bool input_stopped_ = false;  // SIGTERM or SIGINT: the input ends where the reading stopped
+  bool stopping_ = false;  // end of input, or an error: no more lines
   bool finished_ = false;  // every line is in the file
   bool failed_ = false;    // the file failed
   std::error_code read_error_;

@@ -205,6 +205,73 @@ check "SIGINT exits 0" test $status -eq 0
 k=$(python3 "$tmp/verify.py" 0 "$tmp/int.log")
 check "SIGINT: lines 1..k land, as --stats says" same "${k:-x}" "$(stats_lines "$tmp/err")"
 
+# SIGTERM loses nothing that was read (issue 10, defect 1): not the stream's
+# read-ahead, not the unfinished last line. FILE is a FIFO that nobody reads
+# until the signal, so that sluice-log stalls with its buffers full; its
+# standard input is a regular file, whose offset (shared with this checker)
+# says exactly how many bytes it read. What comes out of the FIFO must be
+# those bytes, the last line ending with a newline as at the end of the input.
+cat >"$tmp/term_prefix.py" <<'PY'
+import fcntl, os, signal, struct, subprocess, sys, termios, time
+slog, data_path, fifo, sig = sys.argv[1], sys.argv[2], sys.argv[3], getattr(signal, sys.argv[4])
+data = open(data_path, "rb").read()
+os.mkfifo(fifo)
+out_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so that sluice-log's open() does not wait
+in_fd = os.open(data_path, os.O_RDONLY)
+p = subprocess.Popen([slog, fifo], stdin=in_fd, stderr=subprocess.PIPE)
+def in_pipe():
+    return struct.unpack("i", fcntl.ioctl(out_fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+# Until the FIFO is full (nothing more goes in): the worker waits, so does
+# the reading, with the stream's read-ahead in hand.
+last = -1
+while (n := in_pipe()) != last or n == 0:
+    if p.poll() is not None:
+        sys.exit(f"sluice-log ended early: {p.returncode}")
+    last = n
+    time.sleep(0.2)
+p.send_signal(sig)
+os.set_blocking(out_fd, True)
+out = b""
+while chunk := os.read(out_fd, 1 << 16):
+    out += chunk
+err = p.stderr.read().decode()
+status = p.wait()
+read = os.lseek(in_fd, 0, os.SEEK_CUR)
+want = data[:read] + (b"\n" if read and not data[:read].endswith(b"\n") else b"")
+if status != 0 or err:
+    sys.exit(f"exit {status}, stderr {err!r}")
+if not 0 < read < len(data):
+    sys.exit(f"the signal did not come mid-stream: {read} of {len(data)} bytes read")
+if out != want:
+    sys.exit(f"{len(out)} bytes written, {read} read: not the bytes read (+ a newline)")
+print(read)
+PY
+python3 "$tmp/gen.py" 200000 200000 0 >"$tmp/prefix-input"
+for sig in SIGTERM SIGINT; do
+  read_bytes=$(python3 "$tmp/term_prefix.py" "$slog" "$tmp/prefix-input" "$tmp/prefix-$sig.fifo" $sig)
+  check "$sig with the reading held back: every byte read is written, none more (${read_bytes:-none} bytes)" \
+    test -n "$read_bytes"
+done
+
+# The unfinished last line is written when the signal comes, as at the end
+# of the input.
+mkfifo "$tmp/partial-in"
+(printf 'one\ntwo\nno newline yet'; sleep 30) >"$tmp/partial-in" &
+gen_pid=$!
+bg_pids+=("$gen_pid")
+"$slog" --stats "$tmp/partial.log" <"$tmp/partial-in" 2>"$tmp/err" &
+log_pid=$!
+bg_pids+=("$log_pid")
+wait_for_content "$tmp/partial.log"
+kill -TERM "$log_pid"
+wait "$log_pid"
+status=$?
+kill "$gen_pid" 2>/dev/null
+check "SIGTERM with an unfinished line exits 0" test $status -eq 0
+check "SIGTERM with an unfinished line: it is written, with a newline" \
+  same "$(od -c <"$tmp/partial.log")" "$(printf 'one\ntwo\nno newline yet\n' | od -c)"
+check "SIGTERM with an unfinished line: --stats counts it" same "$(stats_lines "$tmp/err")" 3
+
 # A quiet writer: SIGTERM is handled at once, not at the next line.
 mkfifo "$tmp/quiet-in"
 (printf 'only line\n'; sleep 30) >"$tmp/quiet-in" &

@@ -37,6 +37,7 @@ std::error_code fd_source::close_fd() noexcept {
 // readable: a blocking one (a tool's stdin) never blocks the loop in read(2),
 // where a SIGTERM's watch would wait for the next line (issue 10, defect 2).
 void fd_source::read(std::size_t /*n*/) {
+  if (over_) return;
   if (wait_first_)
     wait_readable();
   else
@@ -62,6 +63,7 @@ void fd_source::read_now() noexcept {
       return;
     }
     if (n == 0) {
+      over_ = true;
       push_eof();
       return;
     }
@@ -70,9 +72,20 @@ void fd_source::read_now() noexcept {
       wait_readable();
       return;
     }
+    over_ = true;
     report_error(std::error_code(errno, std::system_category()));
     return;
   }
+}
+
+// The bytes already read are in the stream (pushed as they were read); only
+// the next read is dropped. Without push_eof() here, stopping meant
+// destroy(), which threw away the stream's buffer (issue 10, defect 1).
+void fd_source::stop() noexcept {
+  if (over_) return;
+  over_ = true;
+  if (loop_) loop_->cancel(this);
+  push_eof();
 }
 
 void fd_source::wait_readable() noexcept {
@@ -83,6 +96,7 @@ void fd_source::wait_readable() noexcept {
 
 // Node: ReadStream.prototype._destroy(): stop reading and close the fd.
 std::error_code fd_source::destroy(std::error_code err) noexcept {
+  over_ = true;
   if (loop_) loop_->cancel(this);
   const std::error_code closed = close_fd();
   return err ? err : closed;
