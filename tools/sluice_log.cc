@@ -29,8 +29,10 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "close_stdout.h"
 #include "sluice/sluice.h"
@@ -263,11 +265,16 @@ class log_tool {
     ignore_quietly.sa_flags = SA_RESTART;
     sigemptyset(&ignore_quietly.sa_mask);
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore_quietly, nullptr);
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); });
-    int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); });
-    hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });
-
+    // Each watch takes an fd (an eventfd): with none left, say so and stop.
     std::error_code ec;
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); }, ec);
+    if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); }, ec);
+    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); }, ec);
+    if (ec) {
+      std::fprintf(stderr, "sluice-log: cannot handle signals: %s\n", ec.message().c_str());
+      return 1;
+    }
+
     worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
@@ -343,6 +350,10 @@ class log_tool {
     if (ec == sluice::errc::line_too_long) {
       std::fprintf(stderr, "sluice-log: standard input: line %zu is longer than %zu bytes (%s)\n", lines_ + 1,
                    o_.max_line_length, sluice::code_name(ec).c_str());
+      status_ = 1;
+    } else if (ec == std::errc::not_enough_memory) {
+      // The lines before are written; the rest of the input is not read.
+      std::fprintf(stderr, "sluice-log: out of memory at line %zu of standard input\n", lines_ + 1);
       status_ = 1;
     } else if (ec) {
       std::fprintf(stderr, "sluice-log: standard input: %s\n", (read_error_ ? read_error_ : ec).message().c_str());
@@ -431,5 +442,15 @@ int main(int argc, char** argv) {
   // an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGXFSZ, SIG_IGN);
-  return log_tool(o).run();
+  // Resources that run out where the streams cannot turn it into an error
+  // of their own (building them, the loop's poll): a message and exit 1,
+  // never std::terminate (issue 10, defect 7).
+  try {
+    return log_tool(o).run();
+  } catch (const std::bad_alloc&) {
+    std::fputs("sluice-log: out of memory\n", stderr);
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "sluice-log: %s\n", e.what());
+  }
+  return 1;
 }

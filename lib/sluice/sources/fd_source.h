@@ -19,7 +19,8 @@ namespace sluice {
 ///   reads again. A blocking fd (a terminal, or a pipe someone else left
 ///   blocking) blocks the thread in read(), as any blocking read does.
 /// - Any other errno destroys the stream with that error (a
-///   system_category code): 'error', then 'close'.
+///   system_category code): 'error', then 'close'. So does memory that runs
+///   out (ENOMEM), for the buffer or for a chunk the stream has to copy.
 /// - stop() ends the reading early without losing what was read: the bytes
 ///   the stream holds still come out as 'data', then 'end', as at the end
 ///   of the data (a tool's SIGTERM; destroy() would drop them).
@@ -62,6 +63,7 @@ class fd_source : public source {
  private:
   void read_now() noexcept;
   void wait_readable() noexcept;
+  void out_of_memory() noexcept;
   std::error_code close_fd() noexcept;
 
   int fd_;
