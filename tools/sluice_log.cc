@@ -50,6 +50,13 @@ Options:
                     (1024-based: 64K = 65536 bytes). 0, the default: never
                     rotate. A line is never split across two files; a line
                     longer than SIZE goes whole into a file of its own.
+                    Only a regular file is rotated: a FIFO, a device, a
+                    socket or a symbolic link (to anything) is written
+                    without rotation, with a note on standard error. Several
+                    sluice-log processes may write and rotate one FILE: a
+                    lock (flock) on FILE orders their writes and rotations,
+                    and each follows the others' rotations, so that every
+                    line lands once and no file passes SIZE.
   --keep N          rotated files to keep (FILE.1, the newest, to FILE.N;
                     older ones are removed). Default 5; 0 keeps none.
   --timestamp       start each line with the time it was read, RFC 3339 in
@@ -281,6 +288,7 @@ class log_tool {
       std::fprintf(stderr, "sluice-log: %s: %s\n", o_.file.c_str(), ec.message().c_str());
       return 1;
     }
+    if (o_.log.max_size != 0) note_if_not_rotated();
     out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 64 * 1024});
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] {
@@ -318,6 +326,20 @@ class log_tool {
     else
       std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", written_, bytes,
                    worker_->rotations(), worker_->reopens());
+  }
+
+  // The library rotates a regular file only (log_file.h); say so when
+  // --max-size will not apply, once.
+  void note_if_not_rotated() const {
+    struct stat st {};
+    if (::lstat(o_.file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+    const char* kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "not a regular file";
+    std::fprintf(stderr, "sluice-log: %s: %s: written without rotation\n", o_.file.c_str(), kind);
   }
 
   // One line: one chunk, so that rotation never splits it.

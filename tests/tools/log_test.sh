@@ -330,6 +330,79 @@ check "--keep 0: FILE holds the last lines" same "$(tail -n 1 "$tmp/keep0.log")"
 python3 "$tmp/gen.py" 5000 5000 0 | "$slog" --max-size 1M --keep 3 "$tmp/big.log"
 check "--max-size 1M: no rotation for 100 KB" same "$(cd "$tmp" && ls -d big.log*)" "big.log"
 
+# ---- what is not a regular file is written without rotation (issue 10,
+# defect 5): never renamed, never removed, with one note on stderr.
+mkdir "$tmp/kinds"
+ln -s /dev/null "$tmp/kinds/null.log"
+seq 100000 | "$slog" --max-size 1K --keep 2 "$tmp/kinds/null.log" 2>"$tmp/err"
+check "a symlink to /dev/null: exits 0" test $? -eq 0
+check "a symlink to /dev/null: still that symlink" same "$(readlink "$tmp/kinds/null.log")" /dev/null
+check "a symlink to /dev/null: no rotated file" same "$(cd "$tmp/kinds" && ls -d null.log*)" null.log
+check "a symlink to /dev/null: one note" \
+  same "$(cat "$tmp/err")" "sluice-log: $tmp/kinds/null.log: a symbolic link: written without rotation"
+: >"$tmp/kinds/target"
+ln -s target "$tmp/kinds/link.log"
+seq 1000 | "$slog" --max-size 1K --keep 2 "$tmp/kinds/link.log" 2>"$tmp/err"
+check "a symlink to a file: exits 0" test $? -eq 0
+check "a symlink to a file: still that symlink" same "$(readlink "$tmp/kinds/link.log")" target
+check "a symlink to a file: every line in the target, not rotated" same "$(cat "$tmp/kinds/target")" "$(seq 1000)"
+check "a symlink to a file: no rotated file" same "$(cd "$tmp/kinds" && ls -d link.log* target*)" "$(printf 'link.log\ntarget')"
+check "a symlink to a file: one note" \
+  same "$(cat "$tmp/err")" "sluice-log: $tmp/kinds/link.log: a symbolic link: written without rotation"
+mkfifo "$tmp/kinds/fifo.log"
+cat "$tmp/kinds/fifo.log" >"$tmp/kinds/from-fifo" &
+cat_pid=$!
+seq 10000 | "$slog" --max-size 1K --keep 2 "$tmp/kinds/fifo.log" 2>"$tmp/err"
+status=$?
+wait $cat_pid
+check "a FIFO: exits 0" test $status -eq 0
+check "a FIFO: still a FIFO" test -p "$tmp/kinds/fifo.log"
+check "a FIFO: every line through it" same "$(cat "$tmp/kinds/from-fifo")" "$(seq 10000)"
+check "a FIFO: no rotated file" same "$(cd "$tmp/kinds" && ls -d fifo.log*)" fifo.log
+check "a FIFO: one note" same "$(cat "$tmp/err")" "sluice-log: $tmp/kinds/fifo.log: a FIFO: written without rotation"
+seq 10 | "$slog" --max-size 1K /dev/null 2>"$tmp/err"
+check "a character device: exits 0, one note" \
+  same "$?:$(cat "$tmp/err")" "0:sluice-log: /dev/null: a character device: written without rotation"
+seq 10 | "$slog" "$tmp/kinds/null.log" 2>"$tmp/err"
+check "no --max-size, no note" test ! -s "$tmp/err"
+
+# ---- two processes rotating one FILE (issue 10, defect 8): every line of
+# both lands exactly once, in each one's order, none torn, no file past
+# --max-size. The two start together and write as fast as they can.
+mkdir "$tmp/two"
+for who in a b; do
+  python3 -c '
+import sys
+who = sys.argv[1]
+sys.stdout.write("".join(f"{who} {i:06d} " + "x" * (i % 23) + "\n" for i in range(1, 20001)))' $who >"$tmp/two/in-$who"
+done
+"$slog" --max-size 4K --keep 100000 "$tmp/two/app.log" <"$tmp/two/in-a" 2>"$tmp/two/err-a" &
+pid_a=$!
+"$slog" --max-size 4K --keep 100000 "$tmp/two/app.log" <"$tmp/two/in-b" 2>"$tmp/two/err-b" &
+pid_b=$!
+wait $pid_a
+status_a=$?
+wait $pid_b
+status_b=$?
+check "two writers: both exit 0, silently" same "$status_a:$status_b:$(cat "$tmp/two/err-a" "$tmp/two/err-b")" "0:0:"
+mapfile -t files < <(kept_files "$tmp/two/app.log")
+check "two writers: rotated many times (${#files[@]} files)" test "${#files[@]}" -gt 100
+check "two writers: every line once, in each one's order, none torn, no file past 4K" python3 -c '
+import sys
+seen = {"a": 0, "b": 0}
+for path in sys.argv[1:]:
+    data = open(path, "rb").read()
+    if len(data) > 4096 or not data.endswith(b"\n"):
+        sys.exit(f"{path}: {len(data)} bytes, or no final newline")
+    for line in data.decode().split("\n")[:-1]:
+        who, num, tail = line.split(" ")
+        i = int(num)
+        if i != seen[who] + 1 or tail != "x" * (i % 23):
+            sys.exit(f"{path}: {line!r} after {who} {seen[who]}")
+        seen[who] = i
+if seen != {"a": 20000, "b": 20000}:
+    sys.exit(f"lines: {seen}")' "${files[@]}"
+
 # ---- --timestamp
 
 before=$(date -u +%s)
