@@ -359,6 +359,50 @@ TEST_CASE("a paused stream reads ahead no further than its high-water mark") {
   CHECK(got == content);
 }
 
+TEST_CASE("stop() keeps what was read: the read-ahead still comes out, then 'end'; nothing more is read") {
+  const std::string content = random_bytes(1 << 20, 6);
+  temp_file f(content);
+  loop l;
+  auto r = make_file_readable(f.path.string(), on_loop(l));
+  recorder rec(*r);
+  r->on(event::data, [&](std::string_view) { r->pause(); });
+  l.run();  // one chunk out, the read-ahead buffered
+  REQUIRE(r->readable_length() > 0);
+  const std::size_t read = source_of(*r).bytes_read();
+  source_of(*r).stop();
+  source_of(*r).stop();  // a second stop does nothing
+  r->remove_all_listeners(event::data);
+  r->on(event::data, [&](std::string_view c) { rec.data.append(c); });
+  r->resume();
+  l.run();
+  CHECK(source_of(*r).bytes_read() == read);
+  CHECK(rec.data == content.substr(0, read));
+  CHECK(rec.events == events{"data", "end", "close"});
+  CHECK(!rec.error);
+}
+
+TEST_CASE("stop() while waiting for POLLIN drops the watch and ends the stream") {
+  pipe_fds p;
+  set_nonblocking(p.r);
+  write_all(p.w, "first");
+  loop l;
+  auto r = make_fd_readable(p.r, false, on_loop(l));
+  recorder rec(*r);
+  std::size_t watches_at_stop = 0;
+  r->once(event::data, [&](std::string_view) {
+    // After this chunk the stream reads again and waits for POLLIN.
+    l.set_immediate([&] {
+      watches_at_stop = l.watched_fds().size();
+      source_of(*r).stop();
+      write_all(p.w, "late");
+    });
+  });
+  l.run();
+  CHECK(watches_at_stop == 1);
+  CHECK(rec.data == "first");
+  CHECK(rec.events == events{"data", "end", "close"});
+}
+
 TEST_CASE("piped into an fd writable, a file arrives byte for byte; a slow reader bounds what is buffered") {
   const std::string content = random_bytes(3 << 20, 11);
   temp_file f(content);

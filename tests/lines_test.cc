@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <new>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -511,6 +512,30 @@ TEST_CASE("for_each_line: fn returning false stops the lines, done(ok), the stre
   CHECK(run.got == lines{"a", "b"});
   CHECK(run.done == std::vector<std::error_code>{{}});
   CHECK(run.r->destroyed());
+}
+
+TEST_CASE("for_each_line: memory that runs out (fn throws bad_alloc) gives done(ENOMEM) and destroys the stream") {
+  SUBCASE("in a line of a chunk") {
+    line_run run({"a\nb\nc\n", "d\n"});
+    run.start([&](std::string_view line) {
+      if (line == "b") throw std::bad_alloc();
+      run.got.emplace_back(line);
+    });
+    run.l.run();
+    CHECK(run.got == lines{"a"});
+    CHECK(run.done == std::vector<std::error_code>{std::make_error_code(std::errc::not_enough_memory)});
+    CHECK(run.r->destroyed());
+  }
+  SUBCASE("in the last line, at the end") {
+    line_run run({"a\nb"});
+    run.start([&](std::string_view line) {
+      if (line == "b") throw std::bad_alloc();
+      run.got.emplace_back(line);
+    });
+    run.l.run();
+    CHECK(run.got == lines{"a"});
+    CHECK(run.done == std::vector<std::error_code>{std::make_error_code(std::errc::not_enough_memory)});
+  }
 }
 
 TEST_CASE("for_each_line: the stream's error reaches done, once") {

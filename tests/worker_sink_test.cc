@@ -3,9 +3,11 @@
 #include "support/printers.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -500,6 +502,58 @@ TEST_CASE("destroying the worker writes what was handed over; later writes fail 
   l.run();
   CHECK(late.error() == std::errc::bad_file_descriptor);
   CHECK(ev.str() == "error EBADF; close");
+  CHECK_FALSE(l.alive());
+}
+
+// Every fd of the process is taken (RLIMIT_NOFILE lowered, the rest filled
+// with dups) while it lives; all given back at the end of its scope.
+class no_fd_left {
+ public:
+  no_fd_left() {
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &old_) == 0);
+    rlimit low = old_;
+    low.rlim_cur = std::min<rlim_t>(old_.rlim_cur, 256);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+    for (;;) {
+      const int fd = ::dup(STDERR_FILENO);
+      if (fd < 0) {
+        REQUIRE(errno == EMFILE);
+        break;
+      }
+      fds_.push_back(fd);
+    }
+  }
+  ~no_fd_left() {
+    for (int fd : fds_) ::close(fd);
+    ::setrlimit(RLIMIT_NOFILE, &old_);
+  }
+  no_fd_left(const no_fd_left&) = delete;
+  no_fd_left& operator=(const no_fd_left&) = delete;
+
+ private:
+  rlimit old_{};
+  std::vector<int> fds_;
+};
+
+TEST_CASE("no fd left for the loop's eventfd: the write's callback and 'error' hear EMFILE; nothing aborts") {
+  temp_dir d;
+  file_worker worker(d.file("a.log"));
+  loop l;  // its eventfd is made at the first write handed to the worker
+  auto w = make_worker_writable(worker, on(l, 16384));
+  events ev;
+  ev.attach(*w);
+  must_call first, second;
+  {
+    no_fd_left full;
+    w->write("first\n"sv, first.cb());
+    l.run();
+  }
+  CHECK(first.error() == std::errc::too_many_files_open);
+  CHECK(ev.str() == "error EMFILE; close");
+  w->write("second\n"sv, second.cb());  // after the error: write after destroy
+  l.run();
+  CHECK(second.error());
+  CHECK(slurp(d.file("a.log")).empty());
   CHECK_FALSE(l.alive());
 }
 

@@ -7,9 +7,10 @@
 // thread's loop. A line is one chunk, and the worker rotates only between
 // chunks, so a line is never torn or split across two files. Signals arrive
 // through the loop (sluice/signals.h): SIGHUP asks the worker to reopen;
-// SIGTERM, SIGINT and the end of the input end() the writable, and once it
-// has finished (every line handed over is written) the worker is closed,
-// which syncs (per --fsync) and closes the file.
+// SIGTERM and SIGINT stop the reading (fd_source::stop()), which makes what
+// was read the whole input; its end end()s the writable, and once it has
+// finished (every line handed over is written) the worker is closed, which
+// syncs (per --fsync) and closes the file.
 //
 // The loop's thread only reads and splits: a slow disk holds the worker,
 // whose completions then come late, so 'drain' holds the reading back.
@@ -28,8 +29,10 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "close_stdout.h"
 #include "sluice/sluice.h"
@@ -47,6 +50,13 @@ Options:
                     (1024-based: 64K = 65536 bytes). 0, the default: never
                     rotate. A line is never split across two files; a line
                     longer than SIZE goes whole into a file of its own.
+                    Only a regular file is rotated: a FIFO, a device, a
+                    socket or a symbolic link (to anything) is written
+                    without rotation, with a note on standard error. Several
+                    sluice-log processes may write and rotate one FILE: a
+                    lock (flock) on FILE orders their writes and rotations,
+                    and each follows the others' rotations, so that every
+                    line lands once and no file passes SIZE.
   --keep N          rotated files to keep (FILE.1, the newest, to FILE.N;
                     older ones are removed). Default 5; 0 keeps none.
   --timestamp       start each line with the time it was read, RFC 3339 in
@@ -262,17 +272,23 @@ class log_tool {
     ignore_quietly.sa_flags = SA_RESTART;
     sigemptyset(&ignore_quietly.sa_mask);
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore_quietly, nullptr);
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); });
-    int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); });
-    hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });
-
+    // Each watch takes an fd (an eventfd): with none left, say so and stop.
     std::error_code ec;
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); }, ec);
+    if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); }, ec);
+    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); }, ec);
+    if (ec) {
+      std::fprintf(stderr, "sluice-log: cannot handle signals: %s\n", ec.message().c_str());
+      return 1;
+    }
+
     worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
       std::fprintf(stderr, "sluice-log: %s: %s\n", o_.file.c_str(), ec.message().c_str());
       return 1;
     }
+    if (o_.log.max_size != 0) note_if_not_rotated();
     out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 64 * 1024});
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] {
@@ -312,6 +328,20 @@ class log_tool {
                    worker_->rotations(), worker_->reopens());
   }
 
+  // The library rotates a regular file only (log_file.h); say so when
+  // --max-size will not apply, once.
+  void note_if_not_rotated() const {
+    struct stat st {};
+    if (::lstat(o_.file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+    const char* kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "not a regular file";
+    std::fprintf(stderr, "sluice-log: %s: %s: written without rotation\n", o_.file.c_str(), kind);
+  }
+
   // One line: one chunk, so that rotation never splits it.
   bool on_line(std::string_view line) {
     if (stopping_) return false;
@@ -343,6 +373,10 @@ class log_tool {
       std::fprintf(stderr, "sluice-log: standard input: line %zu is longer than %zu bytes (%s)\n", lines_ + 1,
                    o_.max_line_length, sluice::code_name(ec).c_str());
       status_ = 1;
+    } else if (ec == std::errc::not_enough_memory) {
+      // The lines before are written; the rest of the input is not read.
+      std::fprintf(stderr, "sluice-log: out of memory at line %zu of standard input\n", lines_ + 1);
+      status_ = 1;
     } else if (ec) {
       std::fprintf(stderr, "sluice-log: standard input: %s\n", (read_error_ ? read_error_ : ec).message().c_str());
       status_ = 1;
@@ -350,10 +384,14 @@ class log_tool {
     finish_output();
   }
 
-  // SIGTERM, SIGINT: what was read is written, nothing more is read.
+  // SIGTERM, SIGINT: nothing more is read, and what was read is written,
+  // as at the end of the input: the stream's read-ahead, then the
+  // splitter's unfinished line as a last line; then lines_done() ends the
+  // output. Destroying the stream here would drop both (issue 10, defect 1).
   void stop_reading() {
-    if (stopping_ || failed_) return;
-    finish_output();
+    if (!in_ || input_stopped_ || stopping_ || failed_) return;
+    input_stopped_ = true;
+    static_cast<sluice::fd_source&>(in_->get_source()).stop();
   }
 
   void finish_output() {
@@ -409,7 +447,8 @@ class log_tool {
   int stdin_flags_ = -1;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'
-  bool stopping_ = false;  // end of input, a signal, or an error: no more lines
+  bool input_stopped_ = false;  // SIGTERM or SIGINT: the input ends where the reading stopped
+  bool stopping_ = false;  // end of input, or an error: no more lines
   bool finished_ = false;  // every line is in the file
   bool failed_ = false;    // the file failed
   std::error_code read_error_;
@@ -425,5 +464,15 @@ int main(int argc, char** argv) {
   // an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGXFSZ, SIG_IGN);
-  return log_tool(o).run();
+  // Resources that run out where the streams cannot turn it into an error
+  // of their own (building them, the loop's poll): a message and exit 1,
+  // never std::terminate (issue 10, defect 7).
+  try {
+    return log_tool(o).run();
+  } catch (const std::bad_alloc&) {
+    std::fputs("sluice-log: out of memory\n", stderr);
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "sluice-log: %s\n", e.what());
+  }
+  return 1;
 }

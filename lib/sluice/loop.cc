@@ -74,6 +74,11 @@ void loop::remove_close_hook(close_hook& hook) noexcept {
 
 void loop::make_wake_fd() {
   if (wake_fd_.load(std::memory_order_relaxed) >= 0) return;
+  // Room for a few posts, made here (on the loop's thread, inside hold(),
+  // whose caller handles bad_alloc) rather than inside post() on a worker
+  // thread, whose noexcept path would terminate (issue 10, defect 7).
+  posted_.reserve(8);
+  posted_swap_.reserve(8);
   const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "eventfd");
   wake_fd_.store(fd, std::memory_order_release);

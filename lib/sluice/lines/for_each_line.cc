@@ -1,6 +1,8 @@
 #include "sluice/lines/for_each_line.h"
 
 #include <memory>
+#include <new>
+#include <system_error>
 
 #include "sluice/errors.h"
 #include "sluice/stream/readable.h"
@@ -37,8 +39,19 @@ class line_iteration : public std::enable_shared_from_this<line_iteration> {
  private:
   // Every line the chunk completes, then the start of an unfinished one is
   // kept by the splitter, so the chunk may go.
-  void on_data(std::string_view chunk) {
+  // A listener must not throw (emit() is noexcept): memory that runs out
+  // (a line carried across chunks, or whatever fn allocates) ends the lines
+  // with ENOMEM instead of std::terminate (issue 10, defect 7).
+  void on_data(std::string_view chunk) noexcept {
     if (finished_) return;
+    try {
+      split(chunk);
+    } catch (const std::bad_alloc&) {
+      stop(std::make_error_code(std::errc::not_enough_memory));
+    }
+  }
+
+  void split(std::string_view chunk) {
     splitter_.feed(chunk);
     std::error_code ec;
     while (auto line = splitter_.next(ec)) {
@@ -50,11 +63,15 @@ class line_iteration : public std::enable_shared_from_this<line_iteration> {
     if (ec) stop(ec);
   }
 
-  void on_end() {
+  void on_end() noexcept {
     if (finished_) return;
     std::error_code ec;
-    if (auto last = splitter_.finish(ec)) {
-      if (!fn_(*last)) return stop({});
+    try {
+      if (auto last = splitter_.finish(ec)) {
+        if (!fn_(*last)) return stop({});
+      }
+    } catch (const std::bad_alloc&) {
+      ec = std::make_error_code(std::errc::not_enough_memory);
     }
     if (ec) return stop(ec);
     finish({});

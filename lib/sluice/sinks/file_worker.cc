@@ -106,6 +106,7 @@ std::error_code worker_thread::write_log(worker_slot& s) noexcept {
     if (ec || !log->more()) break;
     ec = log->start_part();
   }
+  log->end_call();
   if (!ec) ec = log->file().sync_if_due();
   publish_log();
   return ec;

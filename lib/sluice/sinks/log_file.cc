@@ -1,6 +1,7 @@
 #include "sluice/sinks/log_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ int log_file::open_fd(const std::string& path, mode_t permissions) noexcept {
 // Owns fd from the start: closes it if anything here throws.
 log_file::log_file(int fd, const std::string& path, const log_options& options) try
     : path_(path), options_(options), fd_(fd), size_(file_size(fd)) {
+  check_kind();
   rotated_.reserve(options.keep);
   for (unsigned i = 1; i <= options.keep; ++i) rotated_.push_back(path + "." + std::to_string(i));
 } catch (...) {
@@ -66,6 +68,61 @@ std::size_t log_file::fitting(write_batch::iterator& first, std::size_t left) co
   return n;
 }
 
+// Rotation renames and removes names: only a regular file named by the
+// path itself qualifies (see the class comment). The path may already name
+// another file, or none, if another writer rotated it since the open: that
+// is for lock_current() to follow, not a reason to stop rotating.
+void log_file::check_kind() noexcept {
+  struct stat fs {}, ls {};
+  rotatable_ = ::fstat(fd_, &fs) == 0 && S_ISREG(fs.st_mode) &&
+               (::lstat(path_.c_str(), &ls) == 0 ? S_ISREG(ls.st_mode) : errno == ENOENT);
+  dev_ = fs.st_dev;
+  ino_ = fs.st_ino;
+}
+
+// The lock, then the rotation if the chunk does not fit. After a rename,
+// the new file is locked and checked as any other.
+std::error_code log_file::prepare_shared(std::size_t next_chunk) noexcept {
+  // Bounded: each round is a rotation, ours or another process's.
+  for (int round = 0; round < 16; ++round) {
+    if (const std::error_code ec = lock_current()) return ec;
+    if (!rotatable_ || fd_ < 0) return {};  // the path names something else now
+    if (next_chunk == 0 || size_ == 0 || size_ + next_chunk <= options_.max_size) return {};
+    if (const std::error_code ec = rotate()) return ec;
+  }
+  return {};
+}
+
+// Holds flock(fd_) on the file the path names, following the path when
+// another writer rotated (or logrotate moved) the file under us; size_ is
+// then the file's own. Where flock is not supported, goes on without it.
+std::error_code log_file::lock_current() noexcept {
+  for (int round = 0; round < 16; ++round) {
+    if (!locked_) {
+      int r;
+      do {
+        r = ::flock(fd_, LOCK_EX);
+      } while (r != 0 && errno == EINTR);
+      locked_ = r == 0;
+    }
+    struct stat ls {};
+    if (::lstat(path_.c_str(), &ls) == 0 && ls.st_dev == dev_ && ls.st_ino == ino_) {
+      size_ = static_cast<std::uint64_t>(ls.st_size);
+      return {};
+    }
+    // Moved or removed: the path is the log, so open it again (creating it).
+    if (const std::error_code ec = open_again(follows_)) return ec;
+    if (!rotatable_) return {};
+  }
+  return {};
+}
+
+void log_file::end_call() noexcept {
+  if (!locked_) return;
+  locked_ = false;
+  ::flock(fd_, LOCK_UN);
+}
+
 std::error_code log_file::rotate() noexcept {
   if (const std::error_code ec = sync_if_dirty()) return ec;
   if (rotated_.empty()) {
@@ -86,27 +143,34 @@ std::error_code log_file::rotate() noexcept {
   return adopt(fd);
 }
 
-std::error_code log_file::reopen() noexcept {
+std::error_code log_file::reopen() noexcept { return open_again(reopens_); }
+
+// Syncs (unless the policy is never), opens the path again (counted), closes
+// the old fd.
+std::error_code log_file::open_again(std::size_t& count) noexcept {
   const std::error_code synced = sync_if_dirty();
   const int fd = open_fd(path_, options_.permissions);
   if (fd < 0) return last_error();
-  ++reopens_;
+  ++count;
   const std::error_code closed = adopt(fd);
   return synced ? synced : closed;
 }
 
-// Writes go to `fd` from now on; the old one is closed (its error returned).
-// The new fd is opened before the old is closed, so its number differs.
+// Writes go to `fd` from now on; the old one is closed (its error returned,
+// its lock released). The new fd is opened before the old is closed, so its
+// number differs.
 std::error_code log_file::adopt(int fd) noexcept {
   const std::error_code closed = close();
   fd_ = fd;
   size_ = file_size(fd);
   unsynced_ = 0;
+  check_kind();
   return closed;
 }
 
 std::error_code log_file::close() noexcept {
   if (fd_ < 0) return {};
+  locked_ = false;  // the lock goes with the fd
   // close() is not retried on EINTR: on Linux the fd is gone either way.
   const int r = ::close(std::exchange(fd_, -1));
   return r != 0 ? last_error() : std::error_code{};

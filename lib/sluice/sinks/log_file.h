@@ -26,6 +26,21 @@ namespace sluice::detail {
 /// non-empty file past max_size, so that a chunk is never split across two
 /// files. After rotate() or reopen() fd() may have changed: the writer then
 /// points its fd_writer at the new one.
+///
+/// Rotation applies to a regular file only, named by the path itself: a
+/// FIFO, a character device, a socket, or a symbolic link (to anything:
+/// renaming the link would leave its target, and a link to /dev/null would
+/// become a file) is written without rotation, as logrotate skips a
+/// symbolic link. This is checked at each open (issue 10, defect 5).
+///
+/// Several processes may rotate one log (issue 10, defect 8). With rotation
+/// on, each part is written under an exclusive flock(2) on the file, taken
+/// by prepare() and released by end_call(): under it, the writer checks that
+/// the path still names its file, and if another process (or logrotate) has
+/// moved it, closes it and opens the path again; the size is the file's own
+/// (every writer's bytes); the rename chain runs under it. So no line ever
+/// goes to a file after it was rotated, no rename overwrites another's, and
+/// no file passes max_size (but for a chunk larger than max_size).
 class log_file {
  public:
   /// open(2) of a log: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, EINTR retried.
@@ -40,11 +55,15 @@ class log_file {
   log_file& operator=(const log_file&) = delete;
 
   /// Before a chunk of `next_chunk` bytes: rotates if it would not fit.
+  /// With rotation on, takes the lock (if not held) until end_call().
   std::error_code prepare(std::size_t next_chunk) noexcept {
-    const std::uint64_t max = options_.max_size;
-    if (max != 0 && next_chunk > 0 && size_ > 0 && size_ + next_chunk > max) return rotate();
-    return {};
+    if (options_.max_size == 0 || !rotatable_) return {};
+    return prepare_shared(next_chunk);
   }
+  /// After a call's last part (written or failed): releases the lock.
+  void end_call() noexcept;
+  /// Whether the file is rotated when full: a regular file named by the path.
+  bool rotatable() const noexcept { return rotatable_; }
   /// How many of the `left` chunks from `first` (at least one) fit in the
   /// file as it is; `first` is moved past them.
   std::size_t fitting(write_batch::iterator& first, std::size_t left) const noexcept;
@@ -86,21 +105,32 @@ class log_file {
   std::uint64_t unsynced() const noexcept { return unsynced_; }
   std::size_t rotations() const noexcept { return rotations_; }
   std::size_t reopens() const noexcept { return reopens_; }
+  /// Times the path was opened again because another writer had rotated it.
+  std::size_t follows() const noexcept { return follows_; }
   std::size_t fsyncs() const noexcept { return fsyncs_; }
   std::uint64_t bytes_written() const noexcept { return bytes_written_; }
 
  private:
   std::error_code adopt(int fd) noexcept;
+  std::error_code prepare_shared(std::size_t next_chunk) noexcept;
+  std::error_code lock_current() noexcept;
+  std::error_code open_again(std::size_t& count) noexcept;
+  void check_kind() noexcept;
 
   std::string path_;
   std::vector<std::string> rotated_;  // app.log.1 ... app.log.<keep>
   log_options options_;
   int fd_ = -1;
+  bool rotatable_ = false;  // see check_kind()
+  bool locked_ = false;     // flock(fd_) held, until end_call()
+  dev_t dev_ = 0;           // fd_'s file, to tell whether the path still names it
+  ino_t ino_ = 0;
   std::uint64_t size_ = 0;
   std::uint64_t unsynced_ = 0;
   std::chrono::steady_clock::time_point dirty_since_{};  // the first unsynced write
   std::size_t rotations_ = 0;
   std::size_t reopens_ = 0;
+  std::size_t follows_ = 0;  // the path opened again after another writer rotated
   std::size_t fsyncs_ = 0;
   std::uint64_t bytes_written_ = 0;
 };

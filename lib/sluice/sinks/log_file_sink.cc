@@ -97,6 +97,7 @@ void log_file_sink::pump() noexcept {
 
 void log_file_sink::finish(std::error_code ec) noexcept {
   account();
+  log_.end_call();
   after_call(ec);
   const write_done done = *done_;
   done_.reset();
@@ -207,6 +208,7 @@ std::error_code log_file_sink::pump_sync() noexcept {
     if ((ec = start_part())) break;
   }
   account();
+  log_.end_call();
   if (!ec) ec = log_.file().sync_if_dirty();
   return ec;
 }
@@ -222,7 +224,10 @@ std::error_code log_file_sink::drain_sync() noexcept {
 std::error_code log_file_sink::write_sync(const write_batch& batch) noexcept {
   if (closed_) return std::make_error_code(std::errc::bad_file_descriptor);
   std::error_code ec = before_part();
-  if (ec || (ec = log_.start(batch))) return ec;
+  if (ec || (ec = log_.start(batch))) {
+    log_.end_call();
+    return ec;
+  }
   return pump_sync();
 }
 

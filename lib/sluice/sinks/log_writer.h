@@ -25,6 +25,7 @@ namespace sluice::detail {
 ///       if (ec || !w.more()) break;
 ///       ec = w.start_part();              // rotates, then the next part
 ///     }
+///     w.end_call();                       // releases the log's lock
 ///
 /// After a rotation or reopen, out() follows the file to its new fd.
 class log_writer {
@@ -62,6 +63,10 @@ class log_writer {
     left_ -= n;
     return {};
   }
+
+  /// After a call's last part, written or failed: other writers of the
+  /// log may go on (see log_file's lock).
+  void end_call() noexcept { file_->end_call(); }
 
   /// Gives the file the bytes out() has written since last asked.
   void account() noexcept {

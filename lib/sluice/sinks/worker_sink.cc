@@ -4,6 +4,8 @@
 
 #include <cassert>
 #include <cerrno>
+#include <new>
+#include <system_error>
 
 #include "sluice/loop.h"
 #include "sluice/sinks/worker_protocol.h"
@@ -86,7 +88,25 @@ void worker_sink::hand_over(write_done done) {
   // Inside flush_sync the round is completed right there: it is claimed
   // from the start, is never posted, and needs no hold on the loop.
   s.held = !s.flushing;
-  if (s.held) s.home->hold();
+  if (s.held) {
+    // The loop's first hold makes its eventfd: with no fd left (EMFILE),
+    // that is this write's error, not std::terminate from the writable's
+    // noexcept path (issue 10, defect 7).
+    std::error_code ec;
+    try {
+      s.home->hold();
+    } catch (const std::system_error& e) {
+      ec = e.code();
+    } catch (const std::bad_alloc&) {
+      ec = std::make_error_code(std::errc::not_enough_memory);
+    }
+    if (ec) {
+      s.held = false;
+      s.error = ec;
+      s.complete();
+      return;
+    }
+  }
   // A new round: `written` and `claimed` cleared, one more hold. The worker
   // may still be letting go of the previous round (a CAS, not a store).
   const std::uint32_t start = 1 | (s.flushing ? detail::claimed : 0);

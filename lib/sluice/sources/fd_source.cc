@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <new>
+#include <system_error>
 
 #include "sluice/loop.h"
 
@@ -37,6 +39,7 @@ std::error_code fd_source::close_fd() noexcept {
 // readable: a blocking one (a tool's stdin) never blocks the loop in read(2),
 // where a SIGTERM's watch would wait for the next line (issue 10, defect 2).
 void fd_source::read(std::size_t /*n*/) {
+  if (over_) return;
   if (wait_first_)
     wait_readable();
   else
@@ -49,19 +52,31 @@ void fd_source::attach(loop& l) {
   wait_first_ = ::fstat(fd_, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
 }
 
+// Memory that runs out (the buffer here, or the copy of a chunk the stream
+// buffers) is the stream's error (ENOMEM), not std::terminate from this
+// noexcept path (issue 10, defect 7).
 void fd_source::read_now() noexcept {
-  if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(chunk_size_);
+  if (!buffer_) {
+    buffer_.reset(new (std::nothrow) char[chunk_size_]);
+    if (!buffer_) return out_of_memory();
+  }
   for (;;) {
     ++syscalls_;
     const ssize_t n = ::read(fd_, buffer_.get(), chunk_size_);
     if (n > 0) {
       bytes_read_ += static_cast<std::size_t>(n);
       // Touch nothing after push(): a 'data' listener may have destroyed the
-      // stream, and with it this source.
-      push(std::string_view(buffer_.get(), static_cast<std::size_t>(n)));
+      // stream, and with it this source. A push that throws has not: the
+      // stream's own code threw, after its listeners returned.
+      try {
+        push(std::string_view(buffer_.get(), static_cast<std::size_t>(n)));
+      } catch (const std::bad_alloc&) {
+        out_of_memory();
+      }
       return;
     }
     if (n == 0) {
+      over_ = true;
       push_eof();
       return;
     }
@@ -70,9 +85,25 @@ void fd_source::read_now() noexcept {
       wait_readable();
       return;
     }
+    over_ = true;
     report_error(std::error_code(errno, std::system_category()));
     return;
   }
+}
+
+// The bytes already read are in the stream (pushed as they were read); only
+// the next read is dropped. Without push_eof() here, stopping meant
+// destroy(), which threw away the stream's buffer (issue 10, defect 1).
+void fd_source::stop() noexcept {
+  if (over_) return;
+  over_ = true;
+  if (loop_) loop_->cancel(this);
+  push_eof();
+}
+
+void fd_source::out_of_memory() noexcept {
+  over_ = true;
+  report_error(std::make_error_code(std::errc::not_enough_memory));
 }
 
 void fd_source::wait_readable() noexcept {
@@ -83,6 +114,7 @@ void fd_source::wait_readable() noexcept {
 
 // Node: ReadStream.prototype._destroy(): stop reading and close the fd.
 std::error_code fd_source::destroy(std::error_code err) noexcept {
+  over_ = true;
   if (loop_) loop_->cancel(this);
   const std::error_code closed = close_fd();
   return err ? err : closed;

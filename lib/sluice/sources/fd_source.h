@@ -19,7 +19,11 @@ namespace sluice {
 ///   reads again. A blocking fd (a terminal, or a pipe someone else left
 ///   blocking) blocks the thread in read(), as any blocking read does.
 /// - Any other errno destroys the stream with that error (a
-///   system_category code): 'error', then 'close'.
+///   system_category code): 'error', then 'close'. So does memory that runs
+///   out (ENOMEM), for the buffer or for a chunk the stream has to copy.
+/// - stop() ends the reading early without losing what was read: the bytes
+///   the stream holds still come out as 'data', then 'end', as at the end
+///   of the data (a tool's SIGTERM; destroy() would drop them).
 ///
 /// The bytes are read into one buffer that the source keeps and reuses. In
 /// flowing mode with nothing buffered, a 'data' chunk is a view of that
@@ -44,6 +48,12 @@ class fd_source : public source {
   void read(std::size_t n) override;
   std::error_code destroy(std::error_code err) noexcept override;
 
+  /// Reads nothing more: the read waiting for the loop (if any) is dropped,
+  /// and the stream hears the end of the data now (push_eof()), so that what
+  /// it has buffered still goes out, then 'end'. Nothing read is lost. Does
+  /// nothing after the end, an error or destroy().
+  void stop() noexcept;
+
   int fd() const noexcept { return fd_; }
   std::size_t chunk_size() const noexcept { return chunk_size_; }
   /// Counters for tools and tests: read() calls made and bytes read.
@@ -53,6 +63,7 @@ class fd_source : public source {
  private:
   void read_now() noexcept;
   void wait_readable() noexcept;
+  void out_of_memory() noexcept;
   std::error_code close_fd() noexcept;
 
   int fd_;
@@ -63,6 +74,7 @@ class fd_source : public source {
   // rather than in read(2), so that a blocking fd never holds the loop (and
   // its signal watches) while no data comes. A regular file is always ready.
   bool wait_first_ = false;
+  bool over_ = false;  // the end pushed, an error reported, or destroyed
   std::unique_ptr<char[]> buffer_;  // made at the first read
   std::size_t syscalls_ = 0;
   std::size_t bytes_read_ = 0;
