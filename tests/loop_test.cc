@@ -1,4 +1,4 @@
-// loop: next_tick and set_immediate queues, cancel, fd watches, run(), wakeup.
+// loop: next_tick and set_immediate queues, cancel, fd watches, run(), drivers.
 #include "support/printers.h"
 
 #include <fcntl.h>
@@ -215,25 +215,74 @@ TEST_CASE("watched_fds lists the watches and dispatch_ready runs a matching one"
   CHECK(calls == 1);
 }
 
-TEST_CASE("set_wakeup is called when work is queued into an idle loop, not while it runs") {
+namespace {
+// A host loop that only records what the sluice loop asks of it.
+struct recording_driver final : sluice::loop_driver {
+  int turns = 0;
+  std::vector<std::pair<int, short>> watches;
+  std::vector<int> unwatched;
+  int arms = 0;
+  int holds = 0;
+  bool gone = false;
+  void schedule() override { ++turns; }
+  void watch(int fd, short events) override { watches.emplace_back(fd, events); }
+  void unwatch(int fd) noexcept override { unwatched.push_back(fd); }
+  void arm_timer(std::chrono::steady_clock::time_point) override { ++arms; }
+  void hold(bool held) override { holds += held ? 1 : -1; }
+  void run(loop&) override {}
+  void detached() noexcept override { gone = true; }
+};
+}  // namespace
+
+TEST_CASE("an attached loop asks its driver for one turn per batch of work, not while it runs") {
   loop l;
-  int wakeups = 0;
-  l.set_wakeup([&] { ++wakeups; });
+  recording_driver d;
+  l.attach(&d);
+  CHECK(d.turns == 1);  // attach() hands over what may be queued
+  l.run_turn();
   l.next_tick([] {});
-  CHECK(wakeups == 1);
-  l.set_immediate([] {});
-  CHECK(wakeups == 2);
+  CHECK(d.turns == 2);
+  l.set_immediate([&] { l.set_immediate([] {}); });
+  CHECK(d.turns == 2);  // a turn is already on its way
   l.next_tick([&] {
-    l.next_tick([] {});  // queued while running: no wakeup
-    l.set_immediate([] {});
+    l.next_tick([] {});  // queued while running: drained in this turn
   });
-  CHECK(wakeups == 3);
-  l.run_until_idle();
-  CHECK(wakeups == 3);
+  CHECK(d.turns == 2);
+  l.run_turn();  // runs the immediate queued before the turn; the new one waits
+  CHECK(d.turns == 3);
+  CHECK(l.alive());
+  l.run_turn();
+  CHECK(d.turns == 3);
+  CHECK_FALSE(l.alive());
   pipe_fds p;
-  l.watch(p.r, POLLIN, [](short) {});
-  CHECK(wakeups == 4);
-  l.cancel(nullptr);
+  int owner = 0;
+  l.watch(p.r, POLLIN, [](short) {}, &owner);
+  REQUIRE(d.watches.size() == 1);
+  CHECK(d.watches[0] == std::pair<int, short>(p.r, POLLIN));
+  l.cancel(&owner);
+  CHECK(d.unwatched == std::vector<int>{p.r});
+  l.set_timeout(std::chrono::milliseconds(50), [] {});
+  l.set_timeout(std::chrono::milliseconds(100), [] {});  // later: the armed timer stays
+  CHECK(d.arms == 1);
+  l.set_timeout(std::chrono::milliseconds(10), [] {});
+  CHECK(d.arms == 2);
+  l.hold();
+  l.hold();
+  CHECK(d.holds == 1);
+  l.release();
+  l.release();
+  CHECK(d.holds == 0);
+  l.attach(nullptr);
+  CHECK(d.gone);
+}
+
+TEST_CASE("a loop tells its driver when it goes") {
+  recording_driver d;
+  {
+    loop l;
+    l.attach(&d);
+  }
+  CHECK(d.gone);
 }
 
 TEST_CASE("loop::current() is one loop per thread") {

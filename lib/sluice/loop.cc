@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cerrno>
 #include <system_error>
+#include <utility>
 
 namespace sluice {
 
@@ -48,6 +49,7 @@ void loop::ring::cancel(const void* owner) noexcept {
 
 loop::loop() = default;
 loop::~loop() {
+  if (driver_) std::exchange(driver_, nullptr)->detached();
   while (close_hook* h = close_head_) {
     remove_close_hook(*h);
     h->fn(*h, *this);
@@ -90,7 +92,74 @@ void loop::hold() {
     std::lock_guard lock(posted_mutex_);
     make_wake_fd();
   }
-  ++holds_;
+  if (++holds_ == 1 && driver_) driver_->hold(true);
+}
+
+void loop::attach(loop_driver* d) {
+  if (d == driver_) return;
+  if (driver_) std::exchange(driver_, nullptr)->detached();
+  driver_ = d;
+  turn_requested_ = false;
+  timer_armed_ = std::chrono::steady_clock::time_point::max();
+  if (!d) return;
+  for (const auto& w : watches_) d->watch(w.fd, w.events);
+  if (!timers_.empty()) {
+    timer_armed_ = timers_.front().due;
+    d->arm_timer(timer_armed_);
+  }
+  if (holds_ > 0) d->hold(true);
+  // Posts that came before the attachment wait in posted_; the turn takes them.
+  request_turn();
+}
+
+void loop::request_turn() {
+  if (turn_requested_) return;
+  turn_requested_ = true;
+  driver_->schedule();
+}
+
+// After a driver's callback: ticks were drained; immediates (queued by it or
+// left by a turn) get a turn of their own, after the host's other work.
+void loop::after_callbacks() {
+  if (!immediates_.empty() || !ticks_.empty()) request_turn();
+}
+
+void loop::run_turn() {
+  turn_requested_ = false;
+  ++running_;
+  drain_posted();
+  drain_ticks();
+  run_timers();
+  run_immediates();
+  --running_;
+  after_callbacks();
+}
+
+void loop::on_ready(int fd, short revents) {
+  ++running_;
+  dispatch(fd, revents);
+  drain_ticks();
+  --running_;
+  after_callbacks();
+}
+
+void loop::on_timer() {
+  timer_armed_ = std::chrono::steady_clock::time_point::max();
+  ++running_;
+  run_timers();
+  --running_;
+  if (driver_ && !timers_.empty()) {
+    timer_armed_ = timers_.front().due;
+    driver_->arm_timer(timer_armed_);
+  }
+  after_callbacks();
+}
+
+short loop::watched_events(int fd) const noexcept {
+  short events = 0;
+  for (const auto& w : watches_)
+    if (w.fd == fd) events |= w.events;
+  return events;
 }
 
 namespace {
@@ -106,8 +175,14 @@ struct later {
 timer_id loop::set_timeout(std::chrono::milliseconds delay, task t, const void* owner) {
   const timer_id id = next_timer_++;
   timers_.push_back({std::chrono::steady_clock::now() + delay, id, owner, std::move(t)});
+  const auto due = timers_.back().due;
   std::push_heap(timers_.begin(), timers_.end(), later{});
-  poke();
+  // Armed lazily: a cleared timer leaves the driver's timer as it is, which
+  // then fires early, finds nothing due and arms for the next.
+  if (driver_ && due < timer_armed_) {
+    timer_armed_ = due;
+    driver_->arm_timer(due);
+  }
   return id;
 }
 
@@ -146,7 +221,11 @@ void loop::post(task t) {
     wake = posted_.empty();
     posted_.push_back(std::move(t));
   }
-  if (wake) {
+  if (!wake) return;
+  // Set before other threads post; attach() takes what was posted before.
+  if (loop_driver* d = driver_) {
+    d->schedule();
+  } else {
     const std::uint64_t one = 1;
     // Only EAGAIN can fail here (the counter is full): the loop is awake then.
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
@@ -173,23 +252,24 @@ loop& loop::current() {
   return instance;
 }
 
-void loop::poke() {
-  if (running_ == 0 && wakeup_) wakeup_();
-}
-
 void loop::next_tick(task t, const void* owner) {
   ticks_.push({owner, std::move(t)});
-  poke();
+  // Inside a turn or a callback the ticks drain before it ends.
+  if (driver_ && running_ == 0) [[unlikely]]
+    request_turn();
 }
 
 void loop::set_immediate(task t, const void* owner) {
   immediates_.push({owner, std::move(t)});
-  poke();
+  // Even inside a turn: an immediate queued there runs in the next one,
+  // which the host schedules after its own ready work.
+  if (driver_) [[unlikely]]
+    request_turn();
 }
 
 void loop::watch(int fd, short events, fd_task t, const void* owner) {
-  watches_.push_back({fd, events, owner, std::move(t)});
-  poke();
+  watches_.push_back({fd, events, ++watch_seq_, owner, std::move(t)});
+  if (driver_) driver_->watch(fd, events);
 }
 
 void loop::cancel(const void* owner) noexcept {
@@ -199,9 +279,27 @@ void loop::cancel(const void* owner) noexcept {
   const auto before = timers_.size();
   std::erase_if(timers_, [owner](const timer_entry& t) { return t.owner == owner; });
   if (timers_.size() != before) std::make_heap(timers_.begin(), timers_.end(), later{});
+  bool dropped = false;
   for (auto& w : watches_)
-    if (w.owner == owner) w.fn = nullptr;
+    if (w.owner == owner) {
+      w.fn = nullptr;
+      dropped = true;
+    }
+  if (!dropped) return;
+  if (driver_) {
+    // The owner may close its fds next: the driver lets go of those that
+    // no other watch waits on.
+    for (const auto& w : watches_)
+      if (!w.fn && watched_events_live(w.fd) == 0) driver_->unwatch(w.fd);
+  }
   std::erase_if(watches_, [](const watch_entry& w) { return !w.fn; });
+}
+
+short loop::watched_events_live(int fd) const noexcept {
+  short events = 0;
+  for (const auto& w : watches_)
+    if (w.fd == fd && w.fn) events |= w.events;
+  return events;
 }
 
 bool loop::alive() const noexcept {
@@ -258,6 +356,21 @@ void loop::dispatch_ready(int fd, short revents) {
   }
 }
 
+// A driver reports an fd once for all its watches (poll() lists each watch):
+// runs every watch that revents satisfies, but none that these calls add.
+void loop::dispatch(int fd, short revents) {
+  const std::uint64_t last = watch_seq_;
+  for (;;) {
+    auto it = std::find_if(watches_.begin(), watches_.end(), [&](const watch_entry& w) {
+      return w.fd == fd && w.seq <= last && (revents & (w.events | POLLERR | POLLHUP | POLLNVAL));
+    });
+    if (it == watches_.end()) return;
+    fd_task fn = std::move(it->fn);
+    watches_.erase(it);
+    if (fn) fn(revents);
+  }
+}
+
 bool loop::poll_watches(int timeout_ms) {
   std::vector<pollfd> fds;
   fds.reserve(watches_.size() + 1);
@@ -278,6 +391,10 @@ bool loop::poll_watches(int timeout_ms) {
 // turn polls, so a readable that always has data (an immediate per chunk)
 // cannot starve fd watches, signals (their eventfd is a watch) or posts.
 void loop::run() {
+  if (driver_) {
+    driver_->run(*this);
+    return;
+  }
   ++running_;
   for (;;) {
     drain_posted();

@@ -1,5 +1,6 @@
 // The loop: Node's process.nextTick and setImmediate queues, plus one-shot fd
-// readiness, for programs that have no event loop of their own.
+// readiness and timers, run by poll() for programs that have no event loop of
+// their own, or by a host event loop (a loop_driver, e.g. sluice/asio/attach.h).
 #pragma once
 
 #include <atomic>
@@ -28,12 +29,45 @@ using timer_id = std::uint64_t;
 ///     out->end();
 ///     sluice::loop::current().run();  // returns when the streams are done
 ///
-/// Another event loop can drive it instead: set_wakeup() is told when work
-/// arrives in an idle loop, and that loop then calls run_until_idle() (and
-/// polls the fds of watched_fds() itself). Streams only ever talk to their
-/// loop, so they need no change to be driven by, say, a Boost.Asio io_context.
+/// A host event loop can drive it instead (attach(), below): the loop keeps
+/// the tick and immediate queues and their order, and hands fd readiness,
+/// timers and wake-ups from other threads to the host. Streams only ever talk
+/// to their loop, so they run unchanged on, say, a Boost.Asio io_context
+/// (sluice/asio/attach.h).
 ///
 /// A loop belongs to one thread, like the streams that use it.
+class loop;
+
+/// What a host event loop implements to drive a sluice loop (see
+/// loop::attach()). The sluice loop calls it from its own thread, except
+/// schedule(), which post() calls from any thread.
+class loop_driver {
+ public:
+  /// Call loop::run_turn() soon, from the host loop, after the host's other
+  /// ready work (so that a loop that always has immediates cannot starve it).
+  virtual void schedule() = 0;
+  /// A watch on `fd` for `events` (POLLIN, POLLOUT) was added: when the fd is
+  /// ready for them (or in error), call loop::on_ready(fd, revents). Level-
+  /// triggered, as poll(): a watch on an fd that is ready already fires.
+  virtual void watch(int fd, short events) = 0;
+  /// No watch is left on `fd` (cancelled): stop waiting on it; it may be
+  /// closed as soon as this returns.
+  virtual void unwatch(int fd) noexcept = 0;
+  /// Call loop::on_timer() at `due`, or earlier. Each call is for an earlier
+  /// time than the last one still pending.
+  virtual void arm_timer(std::chrono::steady_clock::time_point due) = 0;
+  /// Keep the host running while held (loop::hold()), though nothing else is
+  /// pending: work will come through post().
+  virtual void hold(bool held) = 0;
+  /// loop::run() on an attached loop: run the host until `l` is not alive().
+  virtual void run(loop& l) = 0;
+  /// The loop goes (its destructor) or attaches another driver: forget it.
+  virtual void detached() noexcept = 0;
+
+ protected:
+  ~loop_driver() = default;
+};
+
 class loop {
  public:
   loop();
@@ -51,7 +85,9 @@ class loop {
   /// Node: setImmediate(). Runs in the next turn, after the ticks.
   void set_immediate(task t, const void* owner = nullptr);
   /// Calls `t` once, from run(), when `fd` is ready for `events` (POLLIN,
-  /// POLLOUT) or in error; revents says which.
+  /// POLLOUT) or in error; revents says which. Level-triggered, as poll().
+  /// Call cancel(owner) before closing a watched fd: a host loop may keep
+  /// the fd registered until then.
   void watch(int fd, short events, fd_task t, const void* owner = nullptr);
   /// Node: setTimeout(). Calls `t` once, from run(), after `delay`; a zero
   /// delay waits for the next turn. Returns an id for clear_timeout().
@@ -72,6 +108,7 @@ class loop {
   /// Runs until nothing at all is left: no ticks, no immediates, no watches;
   /// waits in poll() while only watches remain. Each turn looks at the fds
   /// (without waiting) even while immediates keep coming, as libuv does.
+  /// On an attached loop, runs the host loop (the driver's run()) instead.
   void run();
   /// Whether anything is queued, watched, timed, or expected from another
   /// thread (see hold()).
@@ -80,7 +117,9 @@ class loop {
   /// Keeps run() from returning while work is expected through post() (a
   /// worker thread with writes in flight); release() when none is. Counted.
   void hold();
-  void release() noexcept { --holds_; }
+  void release() noexcept {
+    if (--holds_ == 0 && driver_) driver_->hold(false);
+  }
 
   /// A step that must run before this loop goes, for an object that holds the
   /// loop and has work to settle (sluice's streams write what they hold: see
@@ -98,9 +137,27 @@ class loop {
   /// Unlinks `hook` if it is linked here; a no-op otherwise.
   void remove_close_hook(close_hook& hook) noexcept;
 
-  /// Called (from this loop's thread) when work is queued while the loop is not
-  /// running, so that a host event loop can schedule run_until_idle().
-  void set_wakeup(task t) { wakeup_ = std::move(t); }
+  /// Hands this loop to a host event loop: from now on `d` waits for the
+  /// fds, timers and posts, and calls run_turn(), on_ready() and on_timer();
+  /// run() runs the host. Work already queued is handed over at once. A null
+  /// `d` detaches: run() polls again. The driver must outlive the
+  /// attachment; the loop tells it detached() when it goes.
+  void attach(loop_driver* d);
+  loop_driver* driver() const noexcept { return driver_; }
+
+  /// For a driver. One turn: posted tasks and ticks, the timers that are
+  /// due, then the immediates queued before the turn (each followed by its
+  /// ticks), as one iteration of run(). Asks for another turn if
+  /// immediates remain.
+  void run_turn();
+  /// For a driver: `fd` is ready (revents as poll() gives it). Runs the
+  /// watches on it that revents satisfies, then the ticks they queued.
+  void on_ready(int fd, short revents);
+  /// For a driver: the timer armed by arm_timer() expired. Runs the due
+  /// timers (each followed by its ticks) and arms the next.
+  void on_timer();
+  /// The events still watched on `fd` (POLLIN | POLLOUT), 0 if none.
+  short watched_events(int fd) const noexcept;
 
   struct watched_fd {
     int fd;
@@ -134,6 +191,7 @@ class loop {
   struct watch_entry {
     int fd;
     short events;
+    std::uint64_t seq;
     const void* owner;
     fd_task fn;
   };
@@ -149,7 +207,10 @@ class loop {
   void drain_posted();
   void run_immediates();
   void run_timers();
-  void poke();
+  void request_turn();
+  void dispatch(int fd, short revents);
+  short watched_events_live(int fd) const noexcept;
+  void after_callbacks();
   bool poll_watches(int timeout_ms);
   int next_timeout_ms() const;
 
@@ -161,7 +222,11 @@ class loop {
   std::vector<watch_entry> watches_;
   std::vector<timer_entry> timers_;  // a min-heap on (due, id)
   timer_id next_timer_ = 1;
-  task wakeup_;
+  loop_driver* driver_ = nullptr;
+  bool turn_requested_ = false;  // a driver's run_turn() is on its way
+  // The earliest time the driver's timer is armed for (max: not armed).
+  std::chrono::steady_clock::time_point timer_armed_ = std::chrono::steady_clock::time_point::max();
+  std::uint64_t watch_seq_ = 0;  // numbers watches, so a dispatch skips the ones it added
   int running_ = 0;
   std::size_t holds_ = 0;
 

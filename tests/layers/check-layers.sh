@@ -18,10 +18,11 @@ layer_of() {
     sluice/stream/*) echo 4 ;;
     sluice/lines/* | sluice/net/*) echo 5 ;;
     sluice/factories.* | sluice/sluice.h) echo 6 ;;
+    sluice/asio/*) echo 7 ;;
     *) echo "" ;;
   esac
 }
-names=(base loop queue io streams lines/net top)
+names=(base loop queue io streams lines/net top asio)
 
 bad=0
 checked=0

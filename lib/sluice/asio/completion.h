@@ -1,0 +1,145 @@
+// completion: how sluice's awaitable operations hand a result to an Asio
+// completion handler (a coroutine's use_awaitable, a callback) without
+// allocating, and never from inside a stream's event.
+#pragma once
+
+// g++ 12 with C++20 coroutines: <utility> before any Asio header.
+#include <utility>
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <exception>
+#include <system_error>
+#include <type_traits>
+
+#include "sluice/asio/attach.h"
+#include "sluice/errors.h"
+#include "sluice/function.h"
+#include "sluice/loop.h"
+
+namespace sluice::asio::detail {
+
+/// No value: the operation only succeeds or fails (a writable's room).
+struct none {};
+
+/// One pending operation, type-erased: called once with the error (or none)
+/// and the value. Inline, so that waiting allocates nothing: a use_awaitable
+/// handler is 64 bytes on Boost 1.74 (the coroutine and its any_io_executor),
+/// plus an executor and a pointer here. A larger handler (a callback with
+/// big captures) goes to the heap, once per operation.
+template <class Value>
+using pending = inline_function<void(std::error_code, Value&&), 96>;
+
+/// The executor for handlers that have none of their own (plain callbacks):
+/// the io_context the loop is attached to.
+inline boost::asio::io_context::executor_type executor_for(loop& l) {
+  boost::asio::io_context* ctx = context_of(l);
+  if (!ctx) throw stream_error(std::make_error_code(std::errc::invalid_argument), "sluice::asio: the stream's loop is not attached to an io_context");
+  return ctx->get_executor();
+}
+
+// The handler always runs later, never inside the initiating call nor inside
+// a stream event: a coroutine resumed there may write, end or destroy the
+// stream freely. A handler whose executor runs on the loop's io_context (a
+// use_awaitable coroutine spawned on it, a plain callback) runs from the
+// loop's tick queue, as a resolved promise does in Node: no Asio operation,
+// and no allocation, per completion. Any other executor gets an asio::post.
+
+template <class Executor>
+bool runs_on(const Executor& ex, boost::asio::io_context::executor_type fallback) {
+  return &boost::asio::query(ex, boost::asio::execution::context) == &fallback.context();
+}
+
+template <class Value, class Handler, class... Args>
+void call(Handler& h, std::error_code ec, Value&& v, Args... out) {
+  constexpr bool throwing = sizeof...(Args) == 0;
+  if constexpr (throwing) {
+    std::exception_ptr e = ec ? std::make_exception_ptr(stream_error(ec)) : nullptr;
+    if constexpr (std::is_same_v<Value, none>)
+      std::move(h)(e);
+    else
+      std::move(h)(e, std::move(v));
+  } else {
+    ((*out = ec), ...);
+    if constexpr (std::is_same_v<Value, none>)
+      std::move(h)();
+    else
+      std::move(h)(std::move(v));
+  }
+}
+
+/// For signature void(std::exception_ptr[, Value]) (no `out`): the error as
+/// a sluice::stream_error (a std::system_error), thrown by co_await. For
+/// void([Value]) (`out` given): the error goes to `*out` first.
+template <class Value, class Handler, class... Out>
+pending<Value> make_pending(Handler h, boost::asio::io_context::executor_type fallback, Out... out) {
+  return [h = std::move(h), fallback, out...](std::error_code ec, Value&& v) mutable {
+    auto ex = boost::asio::get_associated_executor(h, fallback);
+    if (runs_on(ex, fallback)) {
+      call<Value>(h, ec, std::move(v), out...);
+    } else {
+      boost::asio::post(ex, [h = std::move(h), ec, v = std::move(v), out...]() mutable {
+        call<Value>(h, ec, std::move(v), out...);
+      });
+    }
+  };
+}
+
+/// What an awaitable operation's object holds: the pending handler, and the
+/// result on its way through the loop's tick queue.
+template <class Value>
+class operation {
+ public:
+  explicit operation(loop& l) : loop_(l), executor_(executor_for(l)) {}
+  ~operation() { loop_.cancel(this); }
+  operation(const operation&) = delete;
+  operation& operator=(const operation&) = delete;
+
+  boost::asio::io_context::executor_type executor() const noexcept { return executor_; }
+
+ protected:
+  void arm(pending<Value> p) noexcept { pending_ = std::move(p); }
+  /// Whether an operation waits for its result.
+  bool waiting() const noexcept { return static_cast<bool>(pending_); }
+  /// Ends the operation: its handler runs from the next tick.
+  void complete(std::error_code ec, Value v) noexcept {
+    ready_ = std::move(pending_);
+    pending_ = nullptr;
+    ready_ec_ = ec;
+    ready_value_ = std::move(v);
+    loop_.next_tick([this] {
+      auto p = std::move(ready_);
+      ready_ = nullptr;
+      p(ready_ec_, std::move(ready_value_));
+    }, this);
+  }
+
+ private:
+  loop& loop_;
+  boost::asio::io_context::executor_type executor_;
+  pending<Value> pending_;
+  pending<Value> ready_;
+  std::error_code ready_ec_;
+  Value ready_value_{};
+};
+
+/// async_initiate for an object with start(pending<Value>): the throwing form.
+template <class Value, class Signature, class Object, class Token>
+auto initiate(Object& obj, Token&& token) {
+  return boost::asio::async_initiate<Token, Signature>(
+      [&obj](auto handler) { obj.start(make_pending<Value>(std::move(handler), obj.executor())); }, token);
+}
+
+/// The same, with the error in `ec`.
+template <class Value, class Signature, class Object, class Token>
+auto initiate(Object& obj, std::error_code& ec, Token&& token) {
+  return boost::asio::async_initiate<Token, Signature>(
+      [&obj, out = &ec](auto handler) { obj.start(make_pending<Value>(std::move(handler), obj.executor(), out)); },
+      token);
+}
+
+}  // namespace sluice::asio::detail

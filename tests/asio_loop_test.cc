@@ -1,0 +1,321 @@
+// asio/attach: a sluice loop run by a Boost.Asio io_context, with only
+// io_context::run() (no loop::run(), no poll() of sluice's own).
+#include "support/printers.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <utility>  // before Asio: g++ 12 with C++20 coroutines
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <doctest/doctest.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sluice/asio/attach.h"
+#include "sluice/factories.h"
+#include "sluice/loop.h"
+#include "sluice/sources/source.h"
+#include "sluice/stream/readable.h"
+#include "sluice/stream/writable.h"
+#include "support/must_call.h"
+#include "support/pipe_fds.h"
+
+using namespace sluice;
+using sluice::test::must_call;
+using sluice::test::pipe_fds;
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+
+TEST_CASE("ticks and immediates keep Node's order on the io_context, as on loop::run()") {
+  auto record = [](bool on_asio) {
+    loop l;
+    std::vector<std::string> log;
+    l.set_immediate([&] {
+      log.push_back("immediate 1");
+      l.next_tick([&] { log.push_back("tick from immediate 1"); });
+      l.set_immediate([&] { log.push_back("immediate from immediate 1"); });
+    });
+    l.set_immediate([&] { log.push_back("immediate 2"); });
+    l.next_tick([&] {
+      log.push_back("tick 1");
+      l.next_tick([&] { log.push_back("tick from tick 1"); });
+    });
+    l.next_tick([&] { log.push_back("tick 2"); });
+    if (on_asio) {
+      net::io_context ctx;
+      auto a = asio::attach(ctx, l);
+      CHECK(asio::context_of(l) == &ctx);
+      CHECK(ctx.run() > 0);
+      CHECK_FALSE(l.alive());
+    } else {
+      l.run();
+    }
+    return log;
+  };
+  const std::vector<std::string> expected{"tick 1", "tick 2", "tick from tick 1", "immediate 1",
+                                          "tick from immediate 1", "immediate 2", "immediate from immediate 1"};
+  CHECK(record(false) == expected);
+  CHECK(record(true) == expected);
+}
+
+TEST_CASE("a tick queued from an Asio handler runs on the io_context") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  int ticks = 0;
+  net::post(ctx, [&] { l.next_tick([&] { ++ticks; }); });
+  ctx.run();
+  CHECK(ticks == 1);
+}
+
+TEST_CASE("an fd watch fires when the pipe becomes readable, and again while it stays readable") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  pipe_fds p;
+  std::vector<short> seen;
+  l.watch(p.r, POLLIN, [&](short revents) {
+    seen.push_back(revents);
+    // Level-triggered, as poll(): nothing was read, so a new watch fires too.
+    l.watch(p.r, POLLIN, [&](short revents2) {
+      seen.push_back(revents2);
+      char c;
+      CHECK(::read(p.r, &c, 1) == 1);
+    });
+  });
+  net::post(ctx, [&] { CHECK(::write(p.w, "x", 1) == 1); });
+  ctx.run();
+  REQUIRE(seen.size() == 2);
+  CHECK((seen[0] & POLLIN) != 0);
+  CHECK((seen[1] & POLLIN) != 0);
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("a watch for POLLOUT and one for POLLIN on the same fd are both served") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  int sv[2];
+  REQUIRE(::pipe2(sv, O_CLOEXEC | O_NONBLOCK) == 0);
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) == 0);
+  ::close(sv[0]);
+  ::close(sv[1]);
+  int in = 0, out = 0;
+  l.watch(fds[0], POLLIN, [&](short) { ++in; });
+  l.watch(fds[0], POLLOUT, [&](short) {
+    ++out;
+    CHECK(::write(fds[1], "x", 1) == 1);  // makes fds[0] readable
+  });
+  ctx.run();
+  CHECK(in == 1);
+  CHECK(out == 1);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST_CASE("a cancelled watch lets go of its fd: io_context::run() returns") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  pipe_fds p;
+  int owner = 0;
+  int calls = 0;
+  l.watch(p.r, POLLIN, [&](short) { ++calls; }, &owner);
+  net::post(ctx, [&] { l.cancel(&owner); });
+  ctx.run();
+  CHECK(calls == 0);
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("timers run in order on the io_context; a cleared one never runs") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  std::vector<int> fired;
+  l.set_timeout(20ms, [&] { fired.push_back(20); });
+  const timer_id cleared = l.set_timeout(1ms, [&] { fired.push_back(-1); });
+  l.set_timeout(5ms, [&] {
+    fired.push_back(5);
+    l.set_timeout(0ms, [&] { fired.push_back(0); });
+  });
+  l.clear_timeout(cleared);
+  ctx.run();
+  CHECK(fired == std::vector<int>{5, 0, 20});
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("post() from another thread runs on the io_context while the loop is held") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  const auto me = std::this_thread::get_id();
+  int posted = 0;
+  l.hold();  // ctx.run() must not return before the thread's posts
+  std::thread t([&] {
+    for (int i = 0; i < 100; ++i)
+      l.post([&] {
+        CHECK(std::this_thread::get_id() == me);
+        if (++posted == 100) l.release();
+      });
+  });
+  ctx.run();
+  t.join();
+  CHECK(posted == 100);
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("an fd writable and an fd readable over a pipe run with only io_context::run()") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  pipe_fds p;
+  REQUIRE(::fcntl(p.w, F_SETFL, O_NONBLOCK) == 0);
+  REQUIRE(::fcntl(p.r, F_SETFL, O_NONBLOCK) == 0);
+  // Twice the pipe's buffer: the writable must wait for POLLOUT, the
+  // readable for POLLIN.
+  const std::string chunk(4096, 'x');
+  const int chunks = 64;
+  must_call cb(chunks);
+  must_call end_cb(1);
+  std::size_t got = 0;
+  bool ended = false;
+  writable_options wo;
+  wo.event_loop = &l;
+  readable_options ro;
+  ro.event_loop = &l;
+  auto out = make_fd_writable(p.w, false, wo);
+  auto in = make_fd_readable(p.r, false, ro);
+  in->on(event::data, [&](std::string_view c) { got += c.size(); });
+  in->on(event::end, [&] { ended = true; });
+  for (int i = 0; i < chunks; ++i) out->write(chunk, cb.cb());
+  out->end(end_cb.cb([&](std::error_code) { p.close_w(); }));
+  ctx.run();
+  CHECK(got == chunk.size() * chunks);
+  CHECK(ended);
+  CHECK_FALSE(l.alive());
+}
+
+namespace {
+// Reads as a regular file does: every chunk in the next turn, through an
+// immediate, for ever. The loop always has an immediate queued.
+class endless_source final : public source {
+ public:
+  void attach(loop& l) override { loop_ = &l; }
+  void read(std::size_t) override {
+    loop_->set_immediate([this] { push(std::string_view(chunk_, sizeof chunk_)); }, this);
+  }
+  std::error_code destroy(std::error_code err) noexcept override {
+    loop_->cancel(this);
+    return err;
+  }
+
+ private:
+  loop* loop_ = nullptr;
+  char chunk_[4096] = {};
+};
+}  // namespace
+
+TEST_CASE("a flowing readable does not starve the io_context's timers and handlers") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  readable_options ro;
+  ro.event_loop = &l;
+  std::unique_ptr<readable> in;
+  SUBCASE("over /dev/zero") {
+    const int zero = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    REQUIRE(zero >= 0);
+    in = make_fd_readable(zero, true, ro);
+  }
+  SUBCASE("over a source that reads in immediates, as a regular file does") {
+    in = std::make_unique<readable>(std::make_unique<endless_source>(), ro);
+  }
+  std::size_t got = 0;
+  in->on(event::data, [&](std::string_view c) { got += c.size(); });
+  // A chain of posted handlers and a timer: each only runs if the readable
+  // lets the io_context take turns. Without it, ctx.run() never returns.
+  int hops = 0;
+  std::function<void()> hop = [&] {
+    if (++hops < 100) net::post(ctx, hop);
+  };
+  net::post(ctx, hop);
+  bool timer_fired = false;
+  net::steady_timer timer(ctx, 5ms);
+  timer.async_wait([&](boost::system::error_code ec) {
+    CHECK_FALSE(ec);
+    timer_fired = true;
+  });
+  // Stop when both have run.
+  std::function<void()> check = [&] {
+    if (hops >= 100 && timer_fired)
+      in->destroy();
+    else
+      net::post(ctx, check);
+  };
+  net::post(ctx, check);
+  ctx.run();
+  CHECK(hops == 100);
+  CHECK(timer_fired);
+  CHECK(got > 0);
+  CHECK(in->destroyed());
+}
+
+TEST_CASE("a loop attached to an io_context still runs its close hooks when it goes") {
+  net::io_context ctx;
+  asio::attachment a;
+  int calls = 0;
+  loop::close_hook hook;
+  hook.owner = &calls;
+  hook.fn = [](loop::close_hook& h, loop&) noexcept { ++*static_cast<int*>(h.owner); };
+  {
+    loop l;
+    a = asio::attach(ctx, l);
+    l.add_close_hook(hook);
+    pipe_fds p;
+    l.watch(p.r, POLLIN, [](short) {});
+    l.set_timeout(1h, [] {});
+    // The loop goes with a watch and a timer on the io_context.
+    l.cancel(nullptr);
+  }
+  CHECK(calls == 1);
+  ctx.run();  // the aborted waits complete and touch nothing
+  a.detach();
+}
+
+TEST_CASE("detaching hands the loop back to loop::run()") {
+  net::io_context ctx;
+  loop l;
+  int ticks = 0;
+  {
+    auto a = asio::attach(ctx, l);
+    l.next_tick([&] { ++ticks; });
+  }
+  CHECK(asio::context_of(l) == nullptr);
+  l.set_timeout(1ms, [&] { ++ticks; });
+  l.run();
+  CHECK(ticks == 2);
+  ctx.run();  // the posted turn finds the engine detached
+  CHECK(ticks == 2);
+}
+
+TEST_CASE("loop::run() on an attached loop runs the io_context until the loop is done") {
+  net::io_context ctx;
+  loop l;
+  auto a = asio::attach(ctx, l);
+  int calls = 0;
+  l.set_timeout(1ms, [&] { ++calls; });
+  l.set_immediate([&] { ++calls; });
+  l.run();
+  CHECK(calls == 2);
+  CHECK_FALSE(l.alive());
+}
