@@ -11,11 +11,14 @@
 #include <stdexcept>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "sluice/errors.h"
+#include "sluice/loop.h"
 #include "sluice/sinks/memory_sink.h"
 #include "sluice/sinks/null_sink.h"
 #include "sluice/stream/writable.h"
@@ -672,4 +675,48 @@ TEST_CASE("a write callback that throws ends the program with std::terminate") {
   REQUIRE(waitpid(child, &status, 0) == child);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 42);
+}
+
+namespace {
+// A sink whose writev fails after `landed` of its chunks were written whole
+// (a short write, then ENOSPC): inside the call, or when told to.
+struct part_landed_sink : sink {
+  std::optional<write_done> done;
+  bool sync = false;
+  std::size_t landed = 0;
+  void write(std::string_view, write_done d) override { start(d); }
+  void writev(const write_batch&, write_done d) override { start(d); }
+  bool has_writev() const noexcept override { return true; }
+  void start(write_done d) {
+    done.emplace(d);
+    if (sync) fail();
+  }
+  void fail() {
+    const write_done d = *done;
+    done.reset();
+    d(std::make_error_code(std::errc::no_space_on_device), landed);
+  }
+};
+}  // namespace
+
+TEST_CASE("a writev that fails after some chunks landed calls those back with success, the others with the error") {
+  loop l;
+  std::string seen;
+  auto s = std::make_unique<part_landed_sink>();
+  part_landed_sink& sk = *s;
+  sk.landed = 2;
+  SUBCASE("sync sink") { sk.sync = true; }
+  SUBCASE("async sink") {}
+  writable w(std::move(s), {.event_loop = &l});
+  w.on(event::error, [&](std::error_code ec) { seen += "error " + code_name(ec) + "; "; });
+  w.on(event::close, [&] { seen += "close"; });
+  auto note = [&](const char* name) {
+    return [&seen, name](std::error_code ec) { seen += std::string(name) + " " + (ec ? code_name(ec) : "ok") + "; "; };
+  };
+  w.cork();
+  for (const char* name : {"a", "b", "c", "d"}) w.write(std::string_view(name), note(name));
+  w.uncork();
+  if (!sk.sync) sk.fail();
+  l.run();
+  CHECK(seen == "a ok; b ok; c ENOSPC; d ENOSPC; error ENOSPC; close");
 }

@@ -53,7 +53,7 @@ void fd_sink::resume() noexcept {
 void fd_sink::complete() noexcept {
   const write_done done = *done_;
   done_.reset();
-  done(error_);
+  done(error_, out_.landed());
 }
 
 std::error_code fd_sink::destroy(std::error_code err) noexcept {

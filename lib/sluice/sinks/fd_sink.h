@@ -21,6 +21,10 @@ namespace sluice {
 /// - Any other errno becomes the stream's error (a system_category code).
 ///   EPIPE never kills the process: SIGPIPE is blocked around writes to pipes
 ///   and suppressed with MSG_NOSIGNAL on sockets.
+/// - A writev that fails partway (a short write, then ENOSPC) calls back the
+///   chunks written whole with success and the others with the error; on a
+///   regular file the bytes of the chunk it stopped in are cut off again
+///   (ftruncate), so that the file ends where a whole chunk ends.
 ///
 ///     sluice::writable out(std::make_unique<sluice::fd_sink>(STDOUT_FILENO));
 class fd_sink : public sink {

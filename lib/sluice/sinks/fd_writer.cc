@@ -29,6 +29,7 @@ fd_writer::kind fd_writer::kind_of(int fd) noexcept {
   if (::fstat(fd, &st) == 0) {
     if (S_ISFIFO(st.st_mode)) return kind::pipe;
     if (S_ISSOCK(st.st_mode)) return kind::socket;
+    if (S_ISREG(st.st_mode)) return kind::regular;
   }
   return kind::other;
 }
@@ -47,14 +48,14 @@ fd_writer::fd_writer(int fd) : fd_(fd), kind_(kind_of(fd)) {
 void fd_writer::start(std::string_view chunk) noexcept {
   single_ = chunk;
   single_call_ = true;
-  chunks_left_ = 1;
+  chunks_ = chunks_left_ = 1;
   pos_offset_ = 0;
 }
 
 void fd_writer::start(const write_batch& batch) noexcept {
   single_call_ = false;
   pos_ = batch.begin();
-  chunks_left_ = batch.size();
+  chunks_ = chunks_left_ = batch.size();
   pos_offset_ = 0;
 }
 
@@ -138,10 +139,27 @@ bool fd_writer::write_some(std::error_code& error) noexcept {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
       error = {errno, std::system_category()};
+      cut_torn_chunk();
       return true;
     }
     advance(static_cast<std::size_t>(n), want);
   }
+}
+
+// After a failed write that stopped inside a chunk: on a regular file, cuts
+// that chunk's bytes off again, so that the file ends on a chunk boundary.
+// Only when the file still ends where this write left it: bytes another
+// process appended since then are not ours to cut.
+void fd_writer::cut_torn_chunk() noexcept {
+  if (pos_offset_ == 0 || kind_ != kind::regular) return;
+  const off_t end = ::lseek(fd_, 0, SEEK_CUR);
+  struct stat st {};
+  if (end < 0 || ::fstat(fd_, &st) != 0 || st.st_size != end) return;
+  const off_t whole = end - static_cast<off_t>(pos_offset_);
+  if (::ftruncate(fd_, whole) != 0) return;
+  ::lseek(fd_, whole, SEEK_SET);  // a file without O_APPEND goes on from there
+  bytes_written_ -= pos_offset_;
+  pos_offset_ = 0;
 }
 
 ssize_t fd_writer::write_iov(const iovec* iov, int n) noexcept {

@@ -19,6 +19,13 @@ namespace sluice::detail {
 /// partial writes resumed where the kernel stopped, EINTR retried, SIGPIPE
 /// kept from killing the process. Any other errno is the call's error.
 ///
+/// A call that fails after part of it was written (a short write, then
+/// ENOSPC or EFBIG) knows which of its chunks landed whole: landed(). On a
+/// regular file the bytes of the chunk it was in the middle of are cut off
+/// again (ftruncate), so that the file ends where a whole chunk (normally a
+/// line) ends, and a program that appends to it later does not glue its
+/// first line onto a torn one. On a pipe or socket those bytes are gone.
+///
 /// It never waits: write_some() returns when the fd would block, and the
 /// caller decides how to wait (fd_sink watches the fd through its loop; the
 /// worker thread of file_worker polls). Used by one thread at a time.
@@ -38,7 +45,7 @@ class fd_writer {
   void start(write_batch::iterator first, std::size_t count) noexcept {
     single_call_ = false;
     pos_ = first;
-    chunks_left_ = count;
+    chunks_ = chunks_left_ = count;
     pos_offset_ = 0;
   }
 
@@ -51,16 +58,22 @@ class fd_writer {
   /// For a thread of its own, never for a loop's.
   std::error_code write_all() noexcept;
 
+  /// The chunks of the current call that were written whole, from its
+  /// first: all of them once it succeeded; after an error, those before the
+  /// chunk it failed in.
+  std::size_t landed() const noexcept { return chunks_ - chunks_left_; }
+
   int fd() const noexcept { return fd_; }
   std::size_t syscalls() const noexcept { return syscalls_; }
   std::size_t bytes_written() const noexcept { return bytes_written_; }
 
  private:
-  enum class kind { other, pipe, socket };
+  enum class kind { other, regular, pipe, socket };
   static kind kind_of(int fd) noexcept;
   std::size_t fill_iov() noexcept;
   void advance(std::size_t n, std::size_t filled) noexcept;
   ssize_t write_iov(const iovec* iov, int n) noexcept;
+  void cut_torn_chunk() noexcept;
 
   int fd_;
   kind kind_ = kind::other;
@@ -73,6 +86,7 @@ class fd_writer {
   write_batch::iterator pos_;
   std::size_t pos_offset_ = 0;
   std::size_t chunks_left_ = 0;
+  std::size_t chunks_ = 0;  // in the call
   struct position {
     write_batch::iterator pos;
     std::size_t offset;
@@ -83,7 +97,7 @@ class fd_writer {
   std::size_t iov_count_ = 0;
 
   std::size_t syscalls_ = 0;
-  std::size_t bytes_written_ = 0;
+  std::size_t bytes_written_ = 0;  // that stayed: cut_torn_chunk() takes back what it cuts
 };
 
 }  // namespace sluice::detail

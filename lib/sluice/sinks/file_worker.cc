@@ -82,6 +82,7 @@ void worker_thread::write(worker_slot& s) noexcept {
     else
       out.start(s.batch);
     s.error = out.write_all();
+    s.landed = out.landed();
     // Written by this thread only: plain stores, for readers elsewhere.
     syscalls.store(out.syscalls(), std::memory_order_relaxed);
     bytes.store(out.bytes_written(), std::memory_order_relaxed);
@@ -97,6 +98,7 @@ void worker_thread::write(worker_slot& s) noexcept {
 // fit the current file, rotating between them; but blocking, as a regular
 // file's writes do anyway.
 std::error_code worker_thread::write_log(worker_slot& s) noexcept {
+  log->begin_call();
   std::error_code ec = std::exchange(log_error, {});
   if (!ec && (word.load(std::memory_order_relaxed) & reopen_asked)) ec = reopen_log();
   if (!ec) ec = s.single ? log->start(s.chunk) : log->start(s.batch);
@@ -106,6 +108,8 @@ std::error_code worker_thread::write_log(worker_slot& s) noexcept {
     if (ec || !log->more()) break;
     ec = log->start_part();
   }
+  // A sync that fails fails every chunk (they may not stay), as in log_file_sink.
+  s.landed = ec ? log->landed() : 0;
   log->end_call();
   if (!ec) ec = log->file().sync_if_due();
   publish_log();

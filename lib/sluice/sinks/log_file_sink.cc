@@ -48,6 +48,7 @@ std::uint64_t log_file_sink::bytes_written() const noexcept { return log_.file()
 
 void log_file_sink::write(std::string_view chunk, write_done done) {
   done_.emplace(done);
+  log_.begin_call();
   std::error_code ec = before_part();
   if (ec || (ec = log_.start(chunk))) return finish(ec);
   pump();
@@ -55,6 +56,7 @@ void log_file_sink::write(std::string_view chunk, write_done done) {
 
 void log_file_sink::writev(const write_batch& batch, write_done done) {
   done_.emplace(done);
+  log_.begin_call();
   std::error_code ec = before_part();
   if (ec || (ec = log_.start(batch))) return finish(ec);
   pump();
@@ -95,13 +97,16 @@ void log_file_sink::pump() noexcept {
   finish(ec);
 }
 
+// Only a write that failed has landed chunks to tell of: an error met after
+// the bytes (a sync) fails them all, since they may not stay.
 void log_file_sink::finish(std::error_code ec) noexcept {
   account();
+  const std::size_t landed = ec ? log_.landed() : 0;
   log_.end_call();
   after_call(ec);
   const write_done done = *done_;
   done_.reset();
-  done(ec);
+  done(ec, landed);
 }
 
 // After a call, before its callback: an error met during it, the every_bytes

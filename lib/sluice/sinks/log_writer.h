@@ -18,6 +18,7 @@ namespace sluice::detail {
 /// Splits a call into parts that each fit the current file, rotating
 /// between them, so that no chunk is split across two files:
 ///
+///     w.begin_call();
 ///     ec = w.start(batch);                // rotates first if needed
 ///     while (!ec) {
 ///       ec = w.out().write_all();         // or write_some() and a wait
@@ -37,17 +38,23 @@ class log_writer {
   fd_writer& out() noexcept { return out_; }
   const fd_writer& out() const noexcept { return out_; }
 
+  /// A new call begins: nothing of it has landed yet (see landed()).
+  void begin_call() noexcept {
+    before_ = 0;
+    out_started_ = false;
+  }
   /// Starts a call of one chunk, rotating first if it would not fit.
   std::error_code start(std::string_view chunk) noexcept {
     left_ = 0;
     if (const std::error_code ec = follow(file_->prepare(chunk.size()))) return ec;
     out_.start(chunk);
+    out_started_ = true;
     return {};
   }
   /// Starts a call over `batch` (one chunk or more): its first part.
   std::error_code start(const write_batch& batch) noexcept {
     next_ = batch.begin();
-    left_ = batch.size();
+    left_ = chunks_ = batch.size();
     return start_part();
   }
   /// Chunks of the call are left after the part out() writes now.
@@ -56,13 +63,19 @@ class log_writer {
   /// after a rotation if even the first does not. The rest wait for the
   /// next part.
   std::error_code start_part() noexcept {
+    before_ = chunks_ - left_;
+    out_started_ = false;
     if (const std::error_code ec = follow(file_->prepare((*next_).size()))) return ec;
     const write_batch::iterator first = next_;
     const std::size_t n = file_->fitting(next_, left_);
     out_.start(first, n);
+    out_started_ = true;
     left_ -= n;
     return {};
   }
+  /// The chunks of the call written whole, from its first (see
+  /// fd_writer::landed()): the earlier parts', and the current part's.
+  std::size_t landed() const noexcept { return before_ + (out_started_ ? out_.landed() : 0); }
 
   /// After a call's last part, written or failed: other writers of the
   /// log may go on (see log_file's lock).
@@ -70,7 +83,9 @@ class log_writer {
 
   /// Gives the file the bytes out() has written since last asked.
   void account() noexcept {
-    file_->wrote(out_.bytes_written() - seen_);
+    // Less than seen only when out() cut a torn chunk that was counted
+    // already; the file's size then counts it until the next rotation.
+    if (out_.bytes_written() > seen_) file_->wrote(out_.bytes_written() - seen_);
     seen_ = out_.bytes_written();
   }
   /// Closes the file and opens the path again (see log_file::reopen()).
@@ -88,9 +103,13 @@ class log_writer {
   std::unique_ptr<log_file> file_;  // rotation, reopen and fsync live there
   fd_writer out_;
   std::size_t seen_ = 0;  // out_.bytes_written() already given to file_
-  // The call in flight: the chunks after the part that out_ writes now.
+  // The call in flight: the chunks after the part that out_ writes now, the
+  // call's chunks, those of the parts before this one.
   write_batch::iterator next_;
   std::size_t left_ = 0;
+  std::size_t chunks_ = 0;
+  std::size_t before_ = 0;
+  bool out_started_ = false;  // out_ is on this call's current part
 };
 
 }  // namespace sluice::detail

@@ -17,9 +17,16 @@ class loop;
 /// Completes a sink's write or writev: call it exactly once, with no error
 /// or with the reason the bytes did not land. It may be called from inside
 /// the sink call (a synchronous sink) or later from the loop.
+///
+/// A writev that failed after some of its chunks were written whole says
+/// how many with `landed` (counted from the first): their callbacks hear
+/// success, the others the error, so that a caller who retries what failed
+/// duplicates nothing. (Differs from Node, whose _writev callback takes one
+/// error for every chunk.)
 class write_done {
  public:
   void operator()(std::error_code ec = {}) const noexcept;
+  void operator()(std::error_code ec, std::size_t landed) const noexcept;
 
  private:
   friend class writable;

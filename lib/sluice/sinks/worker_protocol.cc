@@ -57,7 +57,7 @@ void worker_slot::complete() noexcept {
   done.reset();
   const bool outer = completing;  // a sink call that failed at once completes inside another
   completing = true;
-  d(error);
+  d(error, landed);
   completing = outer;
 }
 

@@ -185,8 +185,10 @@ struct worker_slot {
   write_batch batch;
   loop* home = nullptr;  // the producer's loop, set once by attach()
   int cpu = -1;          // where the producer ran when it pushed
-  // Written by the worker before it sets `written`.
+  // Written by the worker before it sets `written`: the round's error, and
+  // the chunks written whole before it (see write_done).
   std::error_code error;
+  std::size_t landed = 0;
 
   // The producer's own, touched from its thread only.
   std::optional<write_done> done;

@@ -119,6 +119,7 @@ void worker_sink::hand_over(write_done done) {
     if (s.held) s.home->release();
     s.held = false;
     s.error = {EBADF, std::system_category()};
+    s.landed = 0;
     s.complete();
   }
 }

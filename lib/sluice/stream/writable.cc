@@ -19,7 +19,10 @@ namespace wf = detail::wflag;
 using detail::write_queue;
 using detail::write_req;
 
-void write_done::operator()(std::error_code ec) const noexcept { w_->on_write(ec); }
+void write_done::operator()(std::error_code ec) const noexcept { w_->on_write(ec, 0); }
+void write_done::operator()(std::error_code ec, std::size_t landed) const noexcept {
+  w_->on_write(ec, ec ? landed : 0);
+}
 void final_done::operator()(std::error_code ec) const noexcept { w_->on_finish(ec); }
 
 // The sink's hook for errors met outside its calls (sinks/sink.h).
@@ -240,7 +243,7 @@ void writable::do_write(bool writev, std::size_t len) {
   state_.write_len = len;
   state_.set(wf::writing | wf::sync | wf::expect_write_cb);
   if (state_.has(wf::destroyed)) {
-    on_write(make_error_code(errc::destroyed));
+    on_write(make_error_code(errc::destroyed), 0);
   } else if (writev) {
     sink_->writev(write_batch(writing_.first(), writing_.size(), writing_.bytes()), write_done(this));
   } else {
@@ -251,8 +254,9 @@ void writable::do_write(bool writev, std::size_t len) {
 
 // Node: onwrite(). The sink finished the call in flight. A sink that finished
 // synchronously (inside write()) has its callbacks deferred to the next tick,
-// so that they, and 'drain', never run inside write().
-void writable::on_write(std::error_code er) noexcept {
+// so that they, and 'drain', never run inside write(). On an error, the
+// first `landed` requests were written whole (see write_done).
+void writable::on_write(std::error_code er, std::size_t landed) noexcept {
   if (!state_.has(wf::expect_write_cb)) {
     error_or_destroy(make_error_code(errc::multiple_callback), false);
     return;
@@ -273,11 +277,12 @@ void writable::on_write(std::error_code er) noexcept {
   if (er) {
     // The readable side of a duplex learns of the error too.
     detail::destroy_impl::check_error(readable_side_, this, er);
+    landed = std::min(landed, n);
     if (is_sync) {
       failed_.splice_back(completed);
-      call_soon([this, er, n] { on_write_error(er, failed_, n); });
+      call_soon([this, er, n, landed] { on_write_error(er, failed_, n, landed); });
     } else {
-      on_write_error(er, completed, n);
+      on_write_error(er, completed, n, landed);
     }
     return;
   }
@@ -315,11 +320,13 @@ void writable::on_write(std::error_code er) noexcept {
   }
 }
 
-// Node: onwriteError().
-void writable::on_write_error(std::error_code er, write_queue& reqs, std::size_t n) noexcept {
+// Node: onwriteError(). Differs from Node: the requests that landed before
+// the error hear success (see write_done).
+void writable::on_write_error(std::error_code er, write_queue& reqs, std::size_t n, std::size_t landed) noexcept {
   SLUICE_ASSERT(state_.pending_cb > 0);
   --state_.pending_cb;
-  call_back(reqs, n, er);
+  if (landed > 0) call_back(reqs, landed, {});
+  call_back(reqs, n - landed, er);
   error_buffer();
   error_or_destroy(er, false);
 }

@@ -185,8 +185,8 @@ class writable : public virtual emitter, public detail::stream_side {
   void write_now(detail::write_req& req, std::size_t len);
   void start_coalescing();
   void do_write(bool writev, std::size_t len);
-  void on_write(std::error_code ec) noexcept;
-  void on_write_error(std::error_code ec, detail::write_queue& reqs, std::size_t n) noexcept;
+  void on_write(std::error_code ec, std::size_t landed) noexcept;
+  void on_write_error(std::error_code ec, detail::write_queue& reqs, std::size_t n, std::size_t landed) noexcept;
   void after_write(detail::write_queue& reqs, std::size_t n) noexcept;
   void call_back(detail::write_queue& reqs, std::size_t n, std::error_code ec) noexcept;
   void error_buffer() noexcept;

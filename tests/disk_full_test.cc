@@ -1,0 +1,249 @@
+// A file that fills up in the middle of a batch (issue 10, defect 4): the
+// lines that landed hear success, the others the error, and the file ends on
+// a line boundary. The disk fills up through RLIMIT_FSIZE (with SIGXFSZ
+// ignored, a write past it is cut short, and the next fails with EFBIG), as
+// it would through ENOSPC, without a small filesystem of its own.
+#include "support/printers.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "sluice/errors.h"
+#include "sluice/factories.h"
+#include "sluice/loop.h"
+#include "sluice/sinks/file_worker.h"
+#include "sluice/stream/writable.h"
+#include "support/temp_dir.h"
+#include "support/writable_events.h"
+
+using namespace sluice;
+using sluice::test::on;
+using sluice::test::slurp;
+using sluice::test::temp_dir;
+
+namespace {
+
+// Files this process writes cannot grow past `bytes` while it lives.
+struct file_size_limit {
+  rlimit old{};
+  struct sigaction old_xfsz {};
+  explicit file_size_limit(rlim_t bytes) {
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    REQUIRE(::sigaction(SIGXFSZ, &ign, &old_xfsz) == 0);
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+    REQUIRE((old.rlim_max == RLIM_INFINITY || old.rlim_max > bytes));
+    rlimit r = old;
+    r.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &r) == 0);
+  }
+  ~file_size_limit() {
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    ::sigaction(SIGXFSZ, &old_xfsz, nullptr);
+  }
+  file_size_limit(const file_size_limit&) = delete;
+  file_size_limit& operator=(const file_size_limit&) = delete;
+};
+
+// Line i: numbered, of a length that varies, ending in a newline.
+std::string line(std::size_t i) {
+  std::string s = "line " + std::to_string(i) + " ";
+  s.append(5 + (i * 37) % 60, static_cast<char>('a' + i % 26));
+  s += '\n';
+  return s;
+}
+
+// What each write's callback heard.
+struct outcome {
+  std::vector<std::string> lines;
+  std::vector<int> calls;
+  std::vector<std::error_code> errors;
+
+  write_cb cb(std::string l) {
+    const std::size_t i = lines.size();
+    lines.push_back(std::move(l));
+    calls.push_back(0);
+    errors.emplace_back();
+    return [this, i](std::error_code ec) {
+      ++calls[i];
+      errors[i] = ec;
+    };
+  }
+
+  // Every callback called once; the successes first, then only errors
+  // (a line after a failed one never lands). Returns what the successes
+  // wrote, in order.
+  std::string check_landed() const {
+    std::string landed;
+    bool failed = false;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      INFO("write " << i);
+      CHECK(calls[i] == 1);
+      if (errors[i]) {
+        failed = true;
+      } else {
+        CHECK_FALSE(failed);
+        landed += lines[i];
+      }
+    }
+    CHECK(failed);  // the limit was reached
+    return landed;
+  }
+};
+
+// The file holds exactly the lines that heard success, and ends on a line.
+void check_file(const outcome& o, const std::string& path) {
+  const std::string landed = o.check_landed();
+  const std::string in_file = slurp(path);
+  CHECK(in_file.size() == landed.size());
+  CHECK(in_file == landed);
+  if (!in_file.empty()) CHECK(in_file.back() == '\n');
+}
+
+// The first error is the limit's.
+void check_first_error(const outcome& o) {
+  for (const std::error_code& ec : o.errors) {
+    if (!ec) continue;
+    CHECK(code_name(ec) == "EFBIG");
+    return;
+  }
+}
+
+// Writes `turns` turns of `per_turn` lines each (a writev per turn).
+void write_turns(writable& w, loop& l, outcome& o, std::size_t turns, std::size_t per_turn) {
+  w.on(event::error, [](std::error_code) {});  // the callbacks tell
+  std::size_t n = 0;
+  for (std::size_t t = 0; t < turns; ++t) {
+    for (std::size_t i = 0; i < per_turn; ++i, ++n) {
+      std::string s = line(n);
+      w.write(s, o.cb(s));
+    }
+    l.run();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a file that fills up inside a batch keeps only whole lines, and only they hear success") {
+  temp_dir dir;
+  for (const std::size_t limit : {1, 37, 1000, 1001, 4099}) {
+    CAPTURE(limit);
+    const std::string path = dir.file("out-" + std::to_string(limit) + ".log");
+    outcome o;
+    {
+      loop l;
+      file_size_limit full(limit);
+      auto w = make_file_writable(path, {}, on(l));
+      write_turns(*w, l, o, 5, 40);
+    }
+    check_file(o, path);
+    check_first_error(o);
+  }
+}
+
+TEST_CASE("a single line that does not fit is cut off again, and the lines before it stay") {
+  temp_dir dir;
+  const std::string path = dir.file("out.log");
+  outcome o;
+  {
+    loop l;
+    file_size_limit full(100);
+    auto w = make_file_writable(path, {.mode = file_options::open_mode::append}, on(l));
+    w->on(event::error, [](std::error_code) {});
+    const std::string first(60, 'a');
+    w->write(first + "\n", o.cb(first + "\n"));
+    l.run();
+    const std::string second(60, 'b');
+    w->write(second + "\n", o.cb(second + "\n"));  // a write(), not a writev: alone in its turn
+    l.run();
+  }
+  check_file(o, path);
+  CHECK(slurp(path) == std::string(60, 'a') + "\n");
+  check_first_error(o);
+}
+
+TEST_CASE("a file worker's batch that fills the file: whole lines only, and the truth to each callback") {
+  temp_dir dir;
+  for (const std::size_t limit : {1, 1000, 2047}) {
+    CAPTURE(limit);
+    const std::string path = dir.file("out-" + std::to_string(limit) + ".log");
+    outcome o;
+    {
+      loop l;
+      file_size_limit full(limit);
+      file_worker worker(path);
+      auto w = make_worker_writable(worker, on(l));
+      write_turns(*w, l, o, 5, 40);
+    }
+    check_file(o, path);
+    check_first_error(o);
+  }
+}
+
+TEST_CASE("a log file that fills up: whole lines only, and the truth to each callback") {
+  temp_dir dir;
+  for (const std::size_t limit : {1, 1000, 2047}) {
+    CAPTURE(limit);
+    const std::string path = dir.file("out-" + std::to_string(limit) + ".log");
+    outcome o;
+    {
+      loop l;
+      file_size_limit full(limit);
+      auto w = make_log_writable(path, {}, on(l));
+      write_turns(*w, l, o, 5, 40);
+    }
+    check_file(o, path);
+    check_first_error(o);
+  }
+}
+
+TEST_CASE("a log worker that fills its file: whole lines only, and the truth to each callback") {
+  temp_dir dir;
+  for (const std::size_t limit : {1, 1000, 2047}) {
+    CAPTURE(limit);
+    const std::string path = dir.file("out-" + std::to_string(limit) + ".log");
+    outcome o;
+    {
+      loop l;
+      file_size_limit full(limit);
+      file_worker worker(path, log_options{});
+      auto w = make_worker_writable(worker, on(l));
+      write_turns(*w, l, o, 5, 40);
+    }
+    check_file(o, path);
+    check_first_error(o);
+  }
+}
+
+TEST_CASE("a log batch that rotates, then fills the new file: the lines of the first part landed") {
+  temp_dir dir;
+  const std::string path = dir.file("app.log");
+  outcome o;
+  const std::string big = std::string(1500, 'x') + "\n";
+  {
+    loop l;
+    file_size_limit full(1000);
+    // A chunk larger than max_size goes whole into a fresh file: the batch
+    // is written in two parts, with a rotation between them, and the second
+    // part is cut short by the limit.
+    auto w = make_log_writable(path, {.max_size = 500, .keep = 1}, on(l));
+    w->on(event::error, [](std::error_code) {});
+    for (std::size_t i = 0; i < 8; ++i) {
+      std::string s = line(i);
+      w->write(s, o.cb(s));
+    }
+    w->write(big, o.cb(big));
+    l.run();
+  }
+  const std::string landed = o.check_landed();
+  CHECK(o.errors.back());
+  CHECK(slurp(path + ".1") == landed);
+  CHECK(slurp(path).empty());
+}
