@@ -65,7 +65,9 @@ function generate(seed, family) {
       words = ['readable', name, ...opts([[hwm, 0.5], ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1]])];
     } else if (flavour === 'duplex') {
       words = ['duplex', name, ...opts([[hwm, 0.4], ['writev', 0.2], ['final', 0.3], ['sync', 0.5],
-        ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1], ['noHalfOpen', 0.2]])];
+        ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1], ['noHalfOpen', 0.2],
+        // A pipeline stage must be readable or writable as its place asks (sluice checks that first).
+        ...(family === 'duplex' ? [['noReadable', 0.1], ['noWritable', 0.1]] : [])])];
     } else if (flavour === 'transform') {
       words = ['transform', name, ...opts([[hwm, 0.4], ['flush', 0.4], ['async', 0.4],
         ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1], ['noHalfOpen', 0.2]])];
@@ -158,6 +160,8 @@ function generate(seed, family) {
       for (let k = 1; k <= n; k++) middle(`t${k}`);
       // The last stream is a writable, or now and then a duplex (a transform, ...).
       if (R.chance(0.7)) add('writable', 'w'); else middle('w');
+      // Now and then the streams are used before they are connected.
+      if (R.chance(0.25)) for (let k = R.int(1, 5); k > 0; k--) lines.push(anyOp());
       if (shape === 3) lines.push(`pipe r ${n ? 't1' : 'w'}`);
       else if (shape !== 2) lines.push(`pipeline ${streams.map((s) => s.name).join(' ')}`);
       break;
