@@ -13,6 +13,7 @@
 import { Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished } from 'node:stream';
 import { pipeline as pipelinePromise } from 'node:stream/promises';
 import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 
 // The traces pin Node v20's behaviour, and stream internals shift between
 // releases (even within v20): refuse another major version, and say so when
@@ -419,34 +420,51 @@ async function tick() {
   throw new Error('tick: streams never went quiet');
 }
 
+// Runs one scenario's text and returns { trace, error }: the trace lines printed,
+// and the message of a malformed scenario (null after a clean run). Exported so that
+// gen.mjs runs many scenarios in one process; each run starts with no streams.
+export async function runScenario(text) {
+  trace.length = 0;
+  streams.clear();
+  try {
+    const steps = parse(text);
+    // Commands between ticks run back to back with no await: one synchronous turn.
+    for (const { run } of steps) {
+      if (run === 'tick') { await tick(); continue; }
+      try {
+        run();
+      } catch (err) {
+        if (err instanceof ScenarioError) throw err;
+        emit(`throw ${what(err)}`);
+      }
+    }
+    await tick(); // the implicit final tick
+  } catch (err) {
+    if (!(err instanceof ScenarioError)) throw err;
+    const lines = [...trace];
+    await tick(); // what the stopped run deferred must not run into the next one
+    return { trace: lines, error: err.message };
+  }
+  return { trace: [...trace], error: null };
+}
+
 async function main() {
   const file = process.argv[2];
   let text;
   try {
     text = !file || file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ScenarioError(`cannot read ${file ?? 'stdin'}: ${err.message}`);
+    process.stderr.write(`oracle.mjs: cannot read ${file ?? 'stdin'}: ${err.message}\n`);
+    process.exitCode = 2;
+    return;
   }
-  const steps = parse(text);
-  // Commands between ticks run back to back with no await: one synchronous turn.
-  for (const { run } of steps) {
-    if (run === 'tick') { await tick(); continue; }
-    try {
-      run();
-    } catch (err) {
-      if (err instanceof ScenarioError) throw err;
-      emit(`throw ${what(err)}`);
-    }
+  const { trace: lines, error } = await runScenario(text);
+  process.stdout.write(lines.map((l) => `${l}\n`).join(''));
+  if (error) {
+    process.stderr.write(`oracle.mjs: ${error}\n`);
+    process.exitCode = 2;
   }
-  await tick(); // the implicit final tick
 }
 
-try {
-  await main();
-} catch (err) {
-  if (!(err instanceof ScenarioError)) throw err;
-  process.stdout.write(trace.map((l) => `${l}\n`).join(''));
-  process.stderr.write(`oracle.mjs: ${err.message}\n`);
-  process.exitCode = 2;
-}
-if (process.exitCode !== 2) process.stdout.write(trace.map((l) => `${l}\n`).join(''));
+// Run as a script (not imported by gen.mjs).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -23,6 +23,7 @@ struct eos : std::enable_shared_from_this<eos> {
   bool writable_finished = false, readable_finished = false;
   bool closed = false;
   listener_id on_end_id = 0, on_finish_id = 0, on_error_id = 0, on_close_id = 0;
+  listener_id legacy_end_id = 0, legacy_close_id = 0;
 
   void call(std::error_code ec) {
     if (!callback) return;
@@ -46,6 +47,11 @@ struct eos : std::enable_shared_from_this<eos> {
     if (will_emit_close && (!stream.writable_side() || !stream.writable_side()->is_writable() || writable)) return;
     if (!writable || writable_finished) call({});
   }
+
+  // Node: onlegacyfinish(), for a stream without a writable side (whose
+  // `writable` property Node reads as undefined): its 'end' or 'close' is
+  // the finish that writable = true waits for.
+  void on_legacy_finish() { on_finish(); }
 
   // Node: onclose().
   void on_close() {
@@ -83,6 +89,8 @@ struct eos : std::enable_shared_from_this<eos> {
     e.off(event::end, on_end_id);
     if (on_error_id) e.off(event::error, on_error_id);
     e.off(event::close, on_close_id);
+    if (legacy_end_id) e.off(event::end, legacy_end_id);
+    if (legacy_close_id) e.off(event::close, legacy_close_id);
   }
 };
 
@@ -100,6 +108,14 @@ std::function<void()> finished(stream_ref stream, finished_cb cb, const finished
 
   // Node adds them with stream.on(): none of these changes a readable's mode.
   emitter& e = stream.events();
+  // Node's "legacy streams" branch: a readable asked for writable = true has
+  // no 'finish' to wait for. These run before on_end and on_close, as in Node,
+  // so 'end' reports ok rather than waiting forever, and 'close' does not
+  // report a premature close of a side that does not exist.
+  if (st->writable && !stream.writable_side()) {
+    st->legacy_end_id = e.on(event::end, [st] { st->on_legacy_finish(); });
+    st->legacy_close_id = e.on(event::close, [st] { st->on_legacy_finish(); });
+  }
   st->on_end_id = e.on(event::end, [st] { st->on_end(); });
   st->on_finish_id = e.on(event::finish, [st] { st->on_finish(); });
   if (options.error) st->on_error_id = e.on(event::error, [st](std::error_code err) { st->call(err); });

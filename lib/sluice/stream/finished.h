@@ -16,6 +16,8 @@ struct finished_options {
   /// (a duplex made with readable = false is not).
   std::optional<bool> readable{};
   /// Wait for the writable side's 'finish'. Unset: when it is writable.
+  /// True on a readable, which has no writable side: its 'end' or 'close'
+  /// counts as the finish (Node's branch for legacy streams).
   std::optional<bool> writable{};
   /// Report an 'error' as soon as it is emitted (Node: options.error).
   bool error = true;
