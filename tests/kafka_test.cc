@@ -247,6 +247,27 @@ TEST_CASE("destroy() mid-flight calls every callback once, from the loop, with l
   CHECK(purged + never_produced == n);
 }
 
+TEST_CASE("destroy() after end(): the end callback hears the stream was destroyed, every write's once") {
+  constexpr std::size_t n = 100;
+  reports r(n);
+  must_call ended;
+  bool finished = false;
+  {
+    auto out = make_kafka_writable(mock_options({{"linger.ms", "10000"}}));
+    out->on(event::finish, [&] { finished = true; });
+    for (std::size_t i = 0; i < n; ++i) out->write(message(i), r.cb(i));
+    out->end(ended.cb());
+    loop::current().run_until_idle();  // the final step now waits for the reports
+    CHECK(!finished);
+    out->destroy();
+    loop::current().run();
+  }
+  CHECK(!finished);
+  CHECK(ended.error() == make_error_code(errc::destroyed));
+  CHECK(r.each_once());
+  CHECK(r.count(make_kafka_error(RD_KAFKA_RESP_ERR__PURGE_QUEUE)) == n);
+}
+
 TEST_CASE("a stream deleted mid-flight calls every callback once, in its destructor") {
   constexpr std::size_t n = 100;
   reports r(n);

@@ -312,7 +312,7 @@ void kafka_sink::arm() {
   loop_->watch(event_fd_, POLLIN, [this](short) { serve(); }, this);
 }
 
-// The eventfd is readable (or destroy() purged): reads every report and
+// The eventfd is readable: reads every report and
 // error, retries the chunk that waits for room, completes the final when
 // nothing is left in flight, and watches again while something is.
 void kafka_sink::serve() {
@@ -374,24 +374,21 @@ void kafka_sink::retry_stalled() {
 void kafka_sink::purge() noexcept { rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT); }
 
 // Node: _destroy(err, cb). Purges what librdkafka holds; the reports of the
-// purged messages (_PURGE_QUEUE, _PURGE_INFLIGHT) are read on the next tick,
-// so that no callback runs inside destroy(). A chunk waiting for room was
-// never produced: its write fails with ERR_STREAM_DESTROYED.
+// purged messages (_PURGE_QUEUE, _PURGE_INFLIGHT) land in the queue and
+// wake the watch, so that serve() calls them back from the loop, never
+// inside destroy(). A chunk waiting for room was never produced: its write
+// fails with ERR_STREAM_DESTROYED.
 std::error_code kafka_sink::destroy(std::error_code err) noexcept {
   destroyed_ = true;
   if (!loop_) return err;
-  // The watch goes too: the serve() below reads the reports, and arms a
-  // new watch if some are still to come.
-  loop_->cancel(this);
-  armed_ = false;
   if (stalled_) {
     const write_done done = stalled_->done;
     stalled_.reset();
     loop_->next_tick([done] { done(make_error_code(errc::destroyed)); }, this);
   }
-  if (in_flight_ > 0 || final_) {
+  if (in_flight_ > 0) {
     purge();
-    loop_->next_tick([this] { serve(); }, this);
+    arm();
   }
   return err;
 }
