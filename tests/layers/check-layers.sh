@@ -14,7 +14,8 @@ layer_of() {
     sluice/function.h | sluice/errors.* | sluice/assert.*) echo 0 ;;
     sluice/loop.* | sluice/emitter.* | sluice/signals.*) echo 1 ;;
     sluice/queue/*) echo 2 ;;
-    sluice/sinks/* | sluice/sources/*) echo 3 ;;
+    sluice/kafka/kafka_writable.*) echo 6 ;;
+    sluice/sinks/* | sluice/sources/* | sluice/kafka/*) echo 3 ;;
     sluice/stream/*) echo 4 ;;
     sluice/lines/* | sluice/net/*) echo 5 ;;
     sluice/factories.* | sluice/sluice.h) echo 6 ;;

@@ -28,6 +28,14 @@ class write_done {
   void operator()(std::error_code ec = {}) const noexcept;
   void operator()(std::error_code ec, std::size_t landed) const noexcept;
 
+  /// sluice's own, for a sink whose writes settle after it completes them (a
+  /// message broker's delivery report): takes the callback of this call's
+  /// chunk out of the stream, which then calls nothing when the call
+  /// completes. The sink owns it from then on and calls it exactly once,
+  /// also when it is destroyed first. Only for write(), not writev(), and
+  /// before completing the call. Empty when the write has no callback.
+  write_cb take_callback() const noexcept;
+
  private:
   friend class writable;
   explicit write_done(writable* w) noexcept : w_(w) {}
