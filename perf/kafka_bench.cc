@@ -8,6 +8,7 @@
 //   kafka_bench [--messages N] [--runs R] [--size BYTES] [--set PROPERTY=VALUE ...]
 //   (SLUICE_BENCH_QUICK=1 in the environment: 200000 messages, 2 runs)
 #include <librdkafka/rdkafka.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -34,7 +35,16 @@ std::vector<std::pair<std::string, std::string>> config = {
 struct result {
   double seconds;
   std::size_t delivered;
+  double cpu_seconds;  // the whole process: librdkafka's and the mock brokers' threads too
 };
+
+// User + system CPU time of the process, all threads.
+double cpu_now() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 // ---- the baseline: producev until the queue is full, then poll for reports
 
@@ -64,15 +74,17 @@ result bare(std::size_t n, const std::string& payload) {
   rd_kafka_flush(rk, 10000);  // warm-up: connections, metadata
   delivered = 0;
 
+  const double c0 = cpu_now();
   const auto t0 = clock_type::now();
   for (std::size_t i = 0; i < n; ++i) {
     while (produce() == RD_KAFKA_RESP_ERR__QUEUE_FULL) rd_kafka_poll(rk, 1000);
   }
   rd_kafka_flush(rk, 60000);
   const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  const double c = cpu_now() - c0;
   rd_kafka_topic_destroy(rkt);
   rd_kafka_destroy(rk);
-  return {s, delivered};
+  return {s, delivered, c};
 }
 
 // ---- sluice: write() until it says stop, again at 'drain'; end()
@@ -93,11 +105,12 @@ result sink(std::size_t n, const std::string& payload) {
   };
   out->on(sluice::event::drain, pump);
 
+  const double c0 = cpu_now();
   const auto t0 = clock_type::now();
   pump();
   l.run();
   const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-  return {s, delivered};
+  return {s, delivered, cpu_now() - c0};
 }
 
 }  // namespace
@@ -121,6 +134,8 @@ int main(int argc, char** argv) {
 
   double best_bare = 1e300;
   double best_sink = 1e300;
+  double cpu_bare = 1e300;
+  double cpu_sink = 1e300;
   for (int r = 0; r < runs; ++r) {
     // Alternated, so that a busy moment of the machine hits both.
     const result b = bare(n, payload);
@@ -129,11 +144,18 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kafka_bench: delivered %zu (bare) and %zu (sluice) of %zu\n", b.delivered, k.delivered, n);
       return 1;
     }
-    std::printf("run %d: bare %.0f msg/s  sluice %.0f msg/s\n", r + 1, n / b.seconds, n / k.seconds);
+    std::printf("run %d: bare %.0f msg/s %.2f us CPU/msg  sluice %.0f msg/s %.2f us CPU/msg\n", r + 1, n / b.seconds,
+                b.cpu_seconds * 1e6 / n, n / k.seconds, k.cpu_seconds * 1e6 / n);
     best_bare = std::min(best_bare, b.seconds);
     best_sink = std::min(best_sink, k.seconds);
+    cpu_bare = std::min(cpu_bare, b.cpu_seconds);
+    cpu_sink = std::min(cpu_sink, k.cpu_seconds);
   }
   std::printf("kafka %zu x %zu B, best of %d: bare producev %.0f msg/s, sluice writable %.0f msg/s, ratio %.2fx\n", n,
               size, runs, n / best_bare, n / best_sink, best_bare / best_sink);
+  // CPU per message (process-wide, the mock brokers included) depends less
+  // on what else the machine runs than wall time does.
+  std::printf("kafka CPU per message, best of %d: bare %.2f us, sluice %.2f us, ratio %.2fx\n", runs,
+              cpu_bare * 1e6 / n, cpu_sink * 1e6 / n, cpu_bare / cpu_sink);
   return 0;
 }

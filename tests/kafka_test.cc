@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/errors.h"
@@ -65,6 +66,8 @@ struct reports {
 
 // The Kafka protocol's ApiKey of a Produce request.
 constexpr std::int16_t produce_api_key = 0;
+
+std::string frame_buffer;
 
 std::string message(std::size_t i) { return "message " + std::to_string(i); }
 
@@ -281,20 +284,81 @@ TEST_CASE("a stream deleted mid-flight calls every callback once, in its destruc
   CHECK(!loop::current().alive());
 }
 
-TEST_CASE("produce() sends a key and headers on a framed stream") {
-  must_call delivered(2);
-  {
-    auto options = mock_options();
-    options.framed = true;
-    auto out = make_kafka_writable(options);
-    produce(*out, "user-42", "hello", {{"host", "web1"}, {"level", "info"}}, delivered.cb());
-    produce(*out, "", "no key, no header", delivered.cb());
-    out->end();
-    loop::current().run();
-    CHECK(out->writable_finished());
+namespace {
+
+// `n` messages of partition 0 of "logs", read from the producer's mock
+// cluster by a consumer of its own (bounded: 100 polls at most). The
+// messages go before the consumer, as librdkafka wants.
+struct consumed {
+  rd_kafka_t* consumer = nullptr;
+  std::vector<rd_kafka_message_t*> messages;
+  consumed(writable& w, std::size_t n) {
+    char errstr[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", rd_kafka_mock_cluster_bootstraps(mock_of(w)), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "group.id", "kafka_test", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof errstr);
+    consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    REQUIRE(consumer);
+    rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(parts, "logs", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(consumer, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+    for (int polls = 0; polls < 100 && messages.size() < n; ++polls) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, 100);
+      if (m && m->err) rd_kafka_message_destroy(m);
+      else if (m) messages.push_back(m);
+    }
   }
-  CHECK(delivered.error(0) == std::error_code{});
-  CHECK(delivered.error(1) == std::error_code{});
+  ~consumed() {
+    for (auto* m : messages) rd_kafka_message_destroy(m);
+    rd_kafka_consumer_close(consumer);
+    rd_kafka_destroy(consumer);
+  }
+};
+
+std::string_view header(rd_kafka_message_t* m, const char* name) {
+  rd_kafka_headers_t* hdrs = nullptr;
+  const void* value = nullptr;
+  std::size_t size = 0;
+  if (rd_kafka_message_headers(m, &hdrs) || rd_kafka_header_get_last(hdrs, name, &value, &size)) return "(none)";
+  return {static_cast<const char*>(value), size};
+}
+
+}  // namespace
+
+TEST_CASE("produce() sends a key and headers on a framed stream; write() a bare value") {
+  must_call delivered(3);
+  auto options = mock_options();
+  options.framed = true;
+  options.partition = 0;
+  auto out = make_kafka_writable(options);
+  produce(*out, "user-42", "hello", {{"host", "web1"}, {"level", "info"}}, delivered.cb());
+  produce(*out, "", "no key, no header", delivered.cb());
+  encode_kafka_message(frame_buffer, "k", "framed by hand");
+  out->write(frame_buffer, delivered.cb());
+  out->end();
+  loop::current().run();
+  CHECK(out->writable_finished());
+  CHECK(delivered.calls() == 3);
+  for (int i = 0; i < delivered.calls(); ++i) CHECK(delivered.error(i) == std::error_code{});
+
+  consumed read(*out, 3);
+  auto& got = read.messages;
+  REQUIRE(got.size() == 3);
+  auto key = [](rd_kafka_message_t* m) { return std::string_view(static_cast<const char*>(m->key), m->key_len); };
+  auto value = [](rd_kafka_message_t* m) {
+    return std::string_view(static_cast<const char*>(m->payload), m->len);
+  };
+  CHECK(key(got[0]) == "user-42");
+  CHECK(value(got[0]) == "hello");
+  CHECK(header(got[0], "host") == "web1");
+  CHECK(header(got[0], "level") == "info");
+  CHECK(got[1]->key == nullptr);
+  CHECK(value(got[1]) == "no key, no header");
+  CHECK(header(got[1], "host") == "(none)");
+  CHECK(key(got[2]) == "k");
+  CHECK(value(got[2]) == "framed by hand");
 }
 
 TEST_CASE("a chunk that is no frame fails on a framed stream, and produce() refuses an unframed one") {

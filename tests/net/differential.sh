@@ -42,10 +42,16 @@ play() {
     cat "$tmp/server.err" >&2
     return 1
   fi
-  timeout 30 $client client "$scenario" "$port" >"$tmp/client.out" 2>"$tmp/client.err" || true
-  wait "$pid" || true
+  local client_rc=0 server_rc=0
+  timeout 30 $client client "$scenario" "$port" >"$tmp/client.out" 2>"$tmp/client.err" || client_rc=$?
+  wait "$pid" || server_rc=$?
   echo "## $scenario"
   cat "$tmp/server.out" "$tmp/client.out"
+  # A peer that fails (a sanitizer's report, a hang) fails the comparison.
+  if [ "$server_rc$client_rc" != 00 ]; then
+    echo "exit: server $server_rc, client $client_rc"
+    cat "$tmp/server.err" "$tmp/client.err"
+  fi
 }
 
 trace_of() {

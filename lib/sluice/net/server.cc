@@ -31,22 +31,21 @@ server::~server() {
 
 server& server::listen(std::uint16_t port, std::string_view host) {
   detail::sockaddr_any at;
-  if (const std::error_code ec = detail::tcp_address(host, port, at)) {
-    fail_soon(ec);
-    return *this;
-  }
-  bind_and_listen(at);
-  return *this;
+  return listen_at(detail::tcp_address(host, port, at), at);
 }
 
 server& server::listen(std::string_view path) {
   detail::sockaddr_any at;
-  if (const std::error_code ec = detail::unix_address(path, at)) {
-    fail_soon(ec);
-    return *this;
-  }
-  bind_and_listen(at);
+  listen_at(detail::unix_address(path, at), at);
   if (fd_ >= 0) unix_path_ = path;
+  return *this;
+}
+
+server& server::listen_at(std::error_code bad_address, const detail::sockaddr_any& at) {
+  if (bad_address)
+    fail_soon(bad_address);
+  else
+    bind_and_listen(at);
   return *this;
 }
 

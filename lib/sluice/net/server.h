@@ -97,6 +97,7 @@ class server : public emitter {
  private:
   friend class socket;
 
+  server& listen_at(std::error_code bad_address, const detail::sockaddr_any& at);
   void bind_and_listen(const detail::sockaddr_any& at);
   void fail_soon(std::error_code ec);
   void wait_for_connection();

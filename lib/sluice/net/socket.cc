@@ -285,21 +285,19 @@ std::size_t socket::chunks_written() const noexcept { return sink_->chunks(); }
 
 socket& socket::connect(std::uint16_t port, std::string_view host) {
   detail::sockaddr_any to;
-  if (const std::error_code ec = detail::tcp_address(host, port, to)) {
-    // Node: a failed lookup destroys the socket on a later tick.
-    connecting_ = true;
-    event_loop().next_tick([this, ec] { after_connect(ec); }, tag());
-    return *this;
-  }
-  start_connect(to);
-  return *this;
+  return connect_to(detail::tcp_address(host, port, to), to);
 }
 
 socket& socket::connect(std::string_view path) {
   detail::sockaddr_any to;
-  if (const std::error_code ec = detail::unix_address(path, to)) {
+  return connect_to(detail::unix_address(path, to), to);
+}
+
+socket& socket::connect_to(std::error_code bad_address, const detail::sockaddr_any& to) {
+  if (bad_address) {
+    // Node: a failed lookup destroys the socket on a later tick.
     connecting_ = true;
-    event_loop().next_tick([this, ec] { after_connect(ec); }, tag());
+    event_loop().next_tick([this, bad_address] { after_connect(bad_address); }, tag());
     return *this;
   }
   start_connect(to);

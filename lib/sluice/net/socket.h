@@ -123,6 +123,7 @@ class socket : public duplex {
   friend class server;
 
   void init(const socket_options& options);
+  socket& connect_to(std::error_code bad_address, const detail::sockaddr_any& to);
   void start_connect(const detail::sockaddr_any& to);
   void after_connect(std::error_code ec) noexcept;
   void connected() noexcept;
