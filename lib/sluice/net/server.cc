@@ -63,6 +63,13 @@ void server::bind_and_listen(const detail::sockaddr_any& at) {
   if (at.family() != AF_UNIX) {
     const int on = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    // A server per thread on one port: the kernel spreads the connections.
+    if (options_.reuse_port && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
+      const std::error_code ec = last_error();
+      ::close(fd);
+      fail_soon(ec);
+      return;
+    }
   }
   if (::bind(fd, at.get(), at.length) != 0 || ::listen(fd, options_.backlog) != 0) {
     const std::error_code ec = last_error();

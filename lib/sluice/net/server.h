@@ -28,6 +28,10 @@ struct server_options {
   socket_options connection{};
   /// listen(2)'s backlog (Node's default: 511).
   int backlog = 511;
+  /// SO_REUSEPORT on a TCP listener (Node's `reusePort`, v22): several
+  /// servers, one per thread, listen on one port and the kernel spreads the
+  /// connections over them (see tests/examples/thread_per_core.cc).
+  bool reuse_port = false;
   /// Node: server.maxConnections. A connection past it is closed at once.
   std::optional<std::size_t> max_connections{};
   /// After an accept error that says the process or system is out of
