@@ -124,6 +124,17 @@ TEST_CASE_FIXTURE(on_asio, "a watch for POLLOUT and one for POLLIN on the same f
   ::close(fds[1]);
 }
 
+TEST_CASE_FIXTURE(on_asio, "a watch on a closed fd fires with POLLNVAL, as poll() says") {
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  short seen = 0;
+  l.watch(fds[0], POLLIN, [&](short revents) { seen = revents; });
+  ctx.run();
+  CHECK((seen & POLLNVAL) != 0);
+}
+
 TEST_CASE_FIXTURE(on_asio, "a cancelled watch lets go of its fd: io_context::run() returns") {
   pipe_fds p;
   int owner = 0;
