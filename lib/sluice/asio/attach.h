@@ -42,8 +42,18 @@ class engine final : public loop_driver {
     fd_state& s = slot(fd);
     if (!s.desc) {
       // The fd stays the caller's: let_go() releases it, never closes it.
-      s.desc.emplace(ctx_, fd);
+      boost::system::error_code ec;
+      s.desc.emplace(ctx_);
+      s.desc->assign(fd, ec);
       ++s.gen;
+      if (ec) {
+        // Not an fd epoll takes (closed: EBADF): poll() would say POLLNVAL.
+        s.desc.reset();
+        boost::asio::post(ctx_, [r = ref(this), fd] {
+          if (r.e->loop_) r.e->loop_->on_ready(fd, POLLNVAL);
+        });
+        return;
+      }
     }
     if (events & POLLIN) start_wait(fd, s, 0);
     if (events & POLLOUT) start_wait(fd, s, 1);
