@@ -7,6 +7,7 @@
 //   memory_bench [--count N]
 #include <fcntl.h>
 #include <malloc.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +23,7 @@
 
 #include "sluice/factories.h"
 #include "sluice/loop.h"
+#include "sluice/net/socket.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/null_sink.h"
 #include "sluice/sources/fd_source.h"
@@ -114,6 +116,15 @@ int main(int argc, char** argv) {
                                                 sluice::duplex_options{});
       },
       [&](sluice::duplex& d) { d.write("first write\n"); });
+  // A connected socket, as a server holds one per client: the fd is one end
+  // of a socketpair, shared by all (the socket is destroyed without closing
+  // it here: each adopts a dup).
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return 1;
+  measure(
+      "net::socket (connected)", sizeof(sluice::net::socket), n,
+      [&] { return std::make_unique<sluice::net::socket>(::dup(pair[0]), sluice::net::socket_options{.event_loop = &l}); },
+      [&](sluice::net::socket& s) { s.write("first write\n"); });
   l.run_until_idle();
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 
 namespace sluice {
@@ -20,6 +21,15 @@ constexpr std::size_t iov_max = IOV_MAX;
 #else
 constexpr std::size_t iov_max = 1024;
 #endif
+
+// The iovecs of one writev are scratch: filled and used within one
+// write_some(), on one thread. One array per thread serves every fd_writer
+// on it, where one per writer cost each stream 16 KiB (IOV_MAX iovecs): a
+// server holds a writer per connection.
+iovec* scratch_iov() noexcept {
+  thread_local std::array<iovec, iov_max> iov;
+  return iov.data();
+}
 }  // namespace
 
 namespace detail {
@@ -42,7 +52,6 @@ void fd_writer::reset(int fd) noexcept {
 fd_writer::fd_writer(int fd) : fd_(fd), kind_(kind_of(fd)) {
   struct sigaction sa {};
   if (::sigaction(SIGPIPE, nullptr, &sa) == 0) ignore_sigpipe_ = sa.sa_handler == SIG_IGN;
-  iov_.resize(iov_max);
 }
 
 void fd_writer::start(std::string_view chunk) noexcept {
@@ -59,17 +68,17 @@ void fd_writer::start(const write_batch& batch) noexcept {
   pos_offset_ = 0;
 }
 
-// Fills iov_ from the current position, merging chunks that are adjacent in
+// Fills `iov` from the current position, merging chunks that are adjacent in
 // memory, up to IOV_MAX entries. Returns the bytes it covers, and leaves in
 // fill_end_ the position just past them, for a write that takes them all.
-std::size_t fd_writer::fill_iov() noexcept {
+std::size_t fd_writer::fill_iov(iovec* iov, std::size_t& count) noexcept {
   std::size_t total = 0;
-  iov_count_ = 0;
+  count = 0;
   if (chunks_left_ == 0) return 0;
   if (single_call_) {
     const std::string_view c = single_.substr(pos_offset_);
-    iov_[0] = {const_cast<char*>(c.data()), c.size()};
-    iov_count_ = c.empty() ? 0 : 1;
+    iov[0] = {const_cast<char*>(c.data()), c.size()};
+    count = c.empty() ? 0 : 1;
     fill_end_ = {pos_, 0, 0};
     return c.size();
   }
@@ -78,7 +87,7 @@ std::size_t fd_writer::fill_iov() noexcept {
   std::size_t left = chunks_left_;
   std::string_view c = *it;
   c.remove_prefix(pos_offset_);
-  iovec* const first = iov_.data();
+  iovec* const first = iov;
   std::size_t used = 0;      // iovecs filled; first[used - 1] is being extended
   const char* cur_end = nullptr;
   for (;;) {
@@ -96,7 +105,7 @@ std::size_t fd_writer::fill_iov() noexcept {
     if (--left == 0) break;
     c = *it;
   }
-  iov_count_ = used;
+  count = used;
   fill_end_ = {it, 0, left};
   return total;
 }
@@ -128,13 +137,15 @@ void fd_writer::advance(std::size_t n, std::size_t filled) noexcept {
 
 bool fd_writer::write_some(std::error_code& error) noexcept {
   for (;;) {
-    const std::size_t want = fill_iov();
+    iovec* const iov = scratch_iov();
+    std::size_t count = 0;
+    const std::size_t want = fill_iov(iov, count);
     if (want == 0) {
       // Nothing left (or only empty chunks): the call is done.
       chunks_left_ = 0;
       return true;
     }
-    const ssize_t n = write_iov(iov_.data(), static_cast<int>(iov_count_));
+    const ssize_t n = write_iov(iov, static_cast<int>(count));
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;

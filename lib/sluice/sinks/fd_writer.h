@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <string_view>
 #include <system_error>
-#include <vector>
 
 #include "sluice/sinks/sink.h"
 
@@ -70,7 +69,7 @@ class fd_writer {
  private:
   enum class kind { other, regular, pipe, socket };
   static kind kind_of(int fd) noexcept;
-  std::size_t fill_iov() noexcept;
+  std::size_t fill_iov(iovec* iov, std::size_t& count) noexcept;
   void advance(std::size_t n, std::size_t filled) noexcept;
   ssize_t write_iov(const iovec* iov, int n) noexcept;
   void cut_torn_chunk() noexcept;
@@ -93,8 +92,6 @@ class fd_writer {
     std::size_t left;
   };
   position fill_end_{};
-  std::vector<iovec> iov_;  // IOV_MAX entries, filled up to iov_count_
-  std::size_t iov_count_ = 0;
 
   std::size_t syscalls_ = 0;
   std::size_t bytes_written_ = 0;  // that stayed: cut_torn_chunk() takes back what it cuts
