@@ -44,6 +44,28 @@ wait_for_content() {
   return 1
 }
 
+# Feeds sluice-log [OPTION]... LOG through a FIFO from the function FEED, run
+# in the background, and sends it SIG once LOG has content: its exit status
+# in $status, its standard error in $tmp/err.
+feed_and_signal() {  # feed_and_signal SIG FEED LOG [OPTION]...
+  local sig=$1 feed=$2 log=$3 fifo gen pid
+  shift 3
+  fifo=$(mktemp -u "$tmp/feed.XXXXXX")
+  mkfifo "$fifo"
+  $feed >"$fifo" &
+  gen=$!
+  bg_pids+=("$gen")
+  "$slog" "$@" "$log" <"$fifo" 2>"$tmp/err" &
+  pid=$!
+  bg_pids+=("$pid")
+  wait_for_content "$log"
+  kill -"$sig" "$pid"
+  wait "$pid"
+  status=$?
+  kill "$gen" 2>/dev/null
+  wait "$gen" 2>/dev/null
+}
+
 # The generator: lines 1..N as 'line 0000001 abc...' (a varying tail, so
 # that a torn or merged line cannot pass for a good one), written in batches
 # of B lines with a pause of S seconds after each, to standard output.
@@ -196,19 +218,8 @@ check "SIGTERM mid-stream: the bytes --stats counts are the files' bytes" \
 check "SIGTERM mid-stream: 0 < k < $total (the signal came mid-stream)" test "${k:-0}" -gt 0 -a "${k:-0}" -lt $total
 
 # SIGINT does the same.
-mkfifo "$tmp/int-in"
-python3 "$tmp/gen.py" 100000 100 0.01 >"$tmp/int-in" &
-gen_pid=$!
-bg_pids+=("$gen_pid")
-"$slog" --stats "$tmp/int.log" <"$tmp/int-in" 2>"$tmp/err" &
-log_pid=$!
-bg_pids+=("$log_pid")
-wait_for_content "$tmp/int.log"
-kill -INT "$log_pid"
-wait "$log_pid"
-status=$?
-kill "$gen_pid" 2>/dev/null
-wait "$gen_pid" 2>/dev/null
+feed_slowly() { python3 "$tmp/gen.py" 100000 100 0.01; }
+feed_and_signal INT feed_slowly "$tmp/int.log" --stats
 check "SIGINT exits 0" test $status -eq 0
 k=$(python3 "$tmp/verify.py" --partial-last 0 "$tmp/int.log")
 check "SIGINT: lines 1..k land, as --stats says" same "${k:-x}" "$(stats_lines "$tmp/err")"
@@ -263,18 +274,8 @@ done
 
 # The unfinished last line is written when the signal comes, as at the end
 # of the input.
-mkfifo "$tmp/partial-in"
-(printf 'one\ntwo\nno newline yet'; sleep 30) >"$tmp/partial-in" &
-gen_pid=$!
-bg_pids+=("$gen_pid")
-"$slog" --stats "$tmp/partial.log" <"$tmp/partial-in" 2>"$tmp/err" &
-log_pid=$!
-bg_pids+=("$log_pid")
-wait_for_content "$tmp/partial.log"
-kill -TERM "$log_pid"
-wait "$log_pid"
-status=$?
-kill "$gen_pid" 2>/dev/null
+feed_unfinished() { printf 'one\ntwo\nno newline yet'; sleep 30; }
+feed_and_signal TERM feed_unfinished "$tmp/partial.log" --stats
 check "SIGTERM with an unfinished line exits 0" test $status -eq 0
 check "SIGTERM with an unfinished line: it is written, with a newline" \
   same "$(od -c <"$tmp/partial.log")" "$(printf 'one\ntwo\nno newline yet\n' | od -c)"
