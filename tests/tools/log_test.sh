@@ -479,9 +479,14 @@ check "a FILE past ulimit -f says why" grep -qx "sluice-log: $tmp/limited.log: F
 # needs in turn finds none: the signals' eventfds, FILE, the loop's eventfd.
 seq 10 >"$tmp/ten"
 emfile=0
+# UBSan checks a vptr through a pipe of its own: with no fd left it reports
+# valid objects as bad ('invalid vptr', 'memory cannot be printed'). Those
+# lines are the sanitizer's, not sluice-log's.
+sanitizer_noise='runtime error: .* address 0x[0-9a-f]+ which does not point to an object of type|^0x[0-9a-f]+: note: |^<memory cannot be printed>$'
 for n in 4 5 6 7 8 9 10 12 16; do
-  (ulimit -n $n && exec "$slog" "$tmp/fds-$n.log") <"$tmp/ten" 2>"$tmp/err"
+  (ulimit -n $n && exec "$slog" "$tmp/fds-$n.log") <"$tmp/ten" 2>"$tmp/err-raw"
   status=$?
+  grep -Ev "$sanitizer_noise" "$tmp/err-raw" >"$tmp/err"
   check "ulimit -n $n: exits 0 or 1, never aborts (got $status)" test $status -eq 0 -o $status -eq 1
   if [ $status -eq 1 ]; then
     check "ulimit -n $n: says why in one line" grep -qx 'sluice-log: .*Too many open files' "$tmp/err"
