@@ -307,6 +307,91 @@ TEST_CASE("no line is split across files, with random line lengths and batches")
   }
 }
 
+TEST_CASE("two writers rotating one log: every line once, in each one's order, no file over max_size") {
+  temp_dir dir;
+  const std::string path = dir.file("app.log");
+  loop l;
+  constexpr std::uint64_t max = 500;
+  constexpr int n = 400;
+  must_call cb_a(n), cb_b(n), ended_a, ended_b;
+  // Two sinks, two open files on one path: as two processes would have.
+  auto a = make_log_writable(path, {.max_size = max, .keep = 1000}, on(l));
+  auto b = make_log_writable(path, {.max_size = max, .keep = 1000}, on(l));
+  auto tagged = [](char who, int i) { return std::string(1, who) + " " + line(i); };
+  for (int i = 0; i < n; i += 3) {
+    for (int j = i; j < std::min(n, i + 3); ++j) a->write(tagged('a', j), cb_a.cb());
+    l.run_until_idle();
+    for (int j = i; j < std::min(n, i + 3); ++j) b->write(tagged('b', j), cb_b.cb());
+    l.run_until_idle();
+  }
+  a->end(ended_a.cb());
+  b->end(ended_b.cb());
+  l.run();
+  CHECK(ended_a.error() == std::error_code{});
+  CHECK(ended_b.error() == std::error_code{});
+  CHECK(sink_of(*a).rotations() + sink_of(*b).rotations() + 1 == files_oldest_first(path).size());
+  int next_a = 0, next_b = 0;
+  bool whole = true, in_order = true;
+  for (const auto& f : files_oldest_first(path)) {
+    const std::string s = slurp(f);
+    CHECK_MESSAGE(s.size() <= max, f << ": " << s.size() << " bytes");
+    whole = whole && (s.empty() || s.back() == '\n');
+    std::istringstream in(s);
+    for (std::string got; std::getline(in, got);) {
+      int& next = got[0] == 'a' ? next_a : next_b;
+      in_order = in_order && got + "\n" == tagged(got[0], next);
+      ++next;
+    }
+  }
+  CHECK(whole);
+  CHECK(in_order);
+  CHECK(next_a == n);
+  CHECK(next_b == n);
+}
+
+TEST_CASE("what is not a regular file is written without rotation: a symlink (to a file, to /dev/null), a FIFO") {
+  temp_dir dir;
+  const std::string path = dir.file("app.log");
+  loop l;
+  must_call cb(100), ended;
+  std::string expected;
+  for (int i = 0; i < 100; ++i) expected += line(i);
+  // 100 lines through a log of 200 bytes at most: no rotation, no file renamed.
+  auto write_100 = [&] {
+    auto w = make_log_writable(path, {.max_size = 200, .keep = 2}, on(l));
+    write_lines(*w, cb, 0, 100);
+    w->end(ended.cb());
+    l.run();
+    CHECK(sink_of(*w).rotations() == 0);
+    CHECK_FALSE(exists(path + ".1"));
+  };
+  SUBCASE("a symlink to a file") {
+    spit(dir.file("target"), "");
+    REQUIRE(::symlink("target", path.c_str()) == 0);
+    write_100();
+    CHECK(fs::is_symlink(path));
+    CHECK(slurp(dir.file("target")) == expected);
+  }
+  SUBCASE("a symlink to /dev/null") {
+    REQUIRE(::symlink("/dev/null", path.c_str()) == 0);
+    write_100();
+    CHECK(fs::read_symlink(path) == "/dev/null");
+  }
+  SUBCASE("a FIFO") {
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    const int reader = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    REQUIRE(reader >= 0);
+    write_100();  // 100 short lines fit in the pipe
+    std::string got(expected.size() + 1, '\0');
+    CHECK(::read(reader, got.data(), got.size()) == static_cast<ssize_t>(expected.size()));
+    got.resize(expected.size());
+    CHECK(got == expected);
+    CHECK(fs::is_fifo(path));
+    ::close(reader);
+  }
+  CHECK(ended.error() == std::error_code{});
+}
+
 TEST_CASE("keep N: app.log.1 is the newest, files beyond N are deleted") {
   temp_dir dir;
   const std::string path = dir.file("app.log");

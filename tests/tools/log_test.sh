@@ -44,6 +44,28 @@ wait_for_content() {
   return 1
 }
 
+# Feeds sluice-log [OPTION]... LOG through a FIFO from the function FEED, run
+# in the background, and sends it SIG once LOG has content: its exit status
+# in $status, its standard error in $tmp/err.
+feed_and_signal() {  # feed_and_signal SIG FEED LOG [OPTION]...
+  local sig=$1 feed=$2 log=$3 fifo gen pid
+  shift 3
+  fifo=$(mktemp -u "$tmp/feed.XXXXXX")
+  mkfifo "$fifo"
+  $feed >"$fifo" &
+  gen=$!
+  bg_pids+=("$gen")
+  "$slog" "$@" "$log" <"$fifo" 2>"$tmp/err" &
+  pid=$!
+  bg_pids+=("$pid")
+  wait_for_content "$log"
+  kill -"$sig" "$pid"
+  wait "$pid"
+  status=$?
+  kill "$gen" 2>/dev/null
+  wait "$gen" 2>/dev/null
+}
+
 # The generator: lines 1..N as 'line 0000001 abc...' (a varying tail, so
 # that a torn or merged line cannot pass for a good one), written in batches
 # of B lines with a pause of S seconds after each, to standard output.
@@ -63,24 +85,29 @@ except BrokenPipeError:
 PY
 # The checker: the files given, oldest first, must hold lines 1..k exactly
 # (the generator's format), every file ending with a newline and none past
-# MAX bytes (0: no limit). Prints k.
+# MAX bytes (0: no limit). Prints k. With --partial-last first, the last
+# line may be the start of line k: what a signal found read of it.
 cat >"$tmp/verify.py" <<'PY'
 import sys
-limit = int(sys.argv[1])
+args = sys.argv[1:]
+partial_last = args[0] == "--partial-last"
+if partial_last:
+    args = args[1:]
+limit = int(args[0])
 tail = "abcdefghijklmnopqrstuvwxyz0123456789"
-i = 0
-for path in sys.argv[2:]:
+lines = []
+for path in args[1:]:
     data = open(path, "rb").read()
     if limit and len(data) > limit:
         sys.exit(f"{path}: {len(data)} bytes, more than {limit}")
     if data and not data.endswith(b"\n"):
         sys.exit(f"{path}: does not end with a newline")
-    for line in data.decode().split("\n")[:-1]:
-        i += 1
-        want = f"line {i:07d} {tail[:i % 37]}"
-        if line != want:
-            sys.exit(f"{path}: line {i} is {line!r}, expected {want!r}")
-print(i)
+    lines += [(path, line) for line in data.decode().split("\n")[:-1]]
+for i, (path, line) in enumerate(lines, 1):
+    want = f"line {i:07d} {tail[:i % 37]}"
+    if line != want and not (partial_last and i == len(lines) and want.startswith(line)):
+        sys.exit(f"{path}: line {i} is {line!r}, expected {want!r}")
+print(len(lines))
 PY
 # The kept files of FILE, oldest first: FILE.N ... FILE.1, FILE.
 kept_files() {
@@ -157,7 +184,9 @@ check "a line too long is named" \
   grep -qx 'sluice-log: standard input: line 3 is longer than 10 bytes (ERR_SLUICE_LINE_TOO_LONG)' "$tmp/err"
 check "the lines before the line too long land" same "$(cat "$tmp/long.log")" "$(printf 'short\n0123456789')"
 
-# ---- SIGTERM in the middle of a fast stream
+# ---- SIGTERM in the middle of a fast stream. The last line may be the part
+# of a line read when the signal came: it is written, as the end of the
+# input would write it.
 
 total=2000000
 mkdir "$tmp/term"
@@ -179,8 +208,9 @@ wait "$gen_pid" 2>/dev/null
 check "SIGTERM mid-stream exits 0" test $status -eq 0
 mapfile -t files < <(kept_files "$tmp/term/app.log")
 check "SIGTERM mid-stream: rotated many times (${#files[@]} files)" test "${#files[@]}" -gt 20
-k=$(python3 "$tmp/verify.py" 262144 "${files[@]}")
-check "SIGTERM mid-stream: lines 1..k, once each, in order, none torn, no file past 256K" test -n "$k"
+k=$(python3 "$tmp/verify.py" --partial-last 262144 "${files[@]}")
+check "SIGTERM mid-stream: lines 1..k, once each, in order, none torn but the last read, no file past 256K" \
+  test -n "$k"
 read_lines=$(stats_lines "$tmp/term/err")
 check "SIGTERM mid-stream: k ($k) is what --stats says was read ($read_lines)" same "$k" "$read_lines"
 check "SIGTERM mid-stream: the bytes --stats counts are the files' bytes" \
@@ -188,21 +218,10 @@ check "SIGTERM mid-stream: the bytes --stats counts are the files' bytes" \
 check "SIGTERM mid-stream: 0 < k < $total (the signal came mid-stream)" test "${k:-0}" -gt 0 -a "${k:-0}" -lt $total
 
 # SIGINT does the same.
-mkfifo "$tmp/int-in"
-python3 "$tmp/gen.py" 100000 100 0.01 >"$tmp/int-in" &
-gen_pid=$!
-bg_pids+=("$gen_pid")
-"$slog" --stats "$tmp/int.log" <"$tmp/int-in" 2>"$tmp/err" &
-log_pid=$!
-bg_pids+=("$log_pid")
-wait_for_content "$tmp/int.log"
-kill -INT "$log_pid"
-wait "$log_pid"
-status=$?
-kill "$gen_pid" 2>/dev/null
-wait "$gen_pid" 2>/dev/null
+feed_slowly() { python3 "$tmp/gen.py" 100000 100 0.01; }
+feed_and_signal INT feed_slowly "$tmp/int.log" --stats
 check "SIGINT exits 0" test $status -eq 0
-k=$(python3 "$tmp/verify.py" 0 "$tmp/int.log")
+k=$(python3 "$tmp/verify.py" --partial-last 0 "$tmp/int.log")
 check "SIGINT: lines 1..k land, as --stats says" same "${k:-x}" "$(stats_lines "$tmp/err")"
 
 # SIGTERM loses nothing that was read (issue 10, defect 1): not the stream's
@@ -255,18 +274,8 @@ done
 
 # The unfinished last line is written when the signal comes, as at the end
 # of the input.
-mkfifo "$tmp/partial-in"
-(printf 'one\ntwo\nno newline yet'; sleep 30) >"$tmp/partial-in" &
-gen_pid=$!
-bg_pids+=("$gen_pid")
-"$slog" --stats "$tmp/partial.log" <"$tmp/partial-in" 2>"$tmp/err" &
-log_pid=$!
-bg_pids+=("$log_pid")
-wait_for_content "$tmp/partial.log"
-kill -TERM "$log_pid"
-wait "$log_pid"
-status=$?
-kill "$gen_pid" 2>/dev/null
+feed_unfinished() { printf 'one\ntwo\nno newline yet'; sleep 30; }
+feed_and_signal TERM feed_unfinished "$tmp/partial.log" --stats
 check "SIGTERM with an unfinished line exits 0" test $status -eq 0
 check "SIGTERM with an unfinished line: it is written, with a newline" \
   same "$(od -c <"$tmp/partial.log")" "$(printf 'one\ntwo\nno newline yet\n' | od -c)"
@@ -470,9 +479,14 @@ check "a FILE past ulimit -f says why" grep -qx "sluice-log: $tmp/limited.log: F
 # needs in turn finds none: the signals' eventfds, FILE, the loop's eventfd.
 seq 10 >"$tmp/ten"
 emfile=0
+# UBSan checks a vptr through a pipe of its own: with no fd left it reports
+# valid objects as bad ('invalid vptr', 'memory cannot be printed'). Those
+# lines are the sanitizer's, not sluice-log's.
+sanitizer_noise='runtime error: .* address 0x[0-9a-f]+ which does not point to an object of type|^0x[0-9a-f]+: note: |^<memory cannot be printed>$'
 for n in 4 5 6 7 8 9 10 12 16; do
-  (ulimit -n $n && exec "$slog" "$tmp/fds-$n.log") <"$tmp/ten" 2>"$tmp/err"
+  (ulimit -n $n && exec "$slog" "$tmp/fds-$n.log") <"$tmp/ten" 2>"$tmp/err-raw"
   status=$?
+  grep -Ev "$sanitizer_noise" "$tmp/err-raw" >"$tmp/err"
   check "ulimit -n $n: exits 0 or 1, never aborts (got $status)" test $status -eq 0 -o $status -eq 1
   if [ $status -eq 1 ]; then
     check "ulimit -n $n: says why in one line" grep -qx 'sluice-log: .*Too many open files' "$tmp/err"
