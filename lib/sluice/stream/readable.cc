@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "sluice/assert.h"
 #include "sluice/errors.h"
 #include "sluice/stream/destroy.h"
 #include "sluice/stream/writable.h"
@@ -52,11 +53,13 @@ bool readable::unshift(std::string&& chunk) { return unshift_chunk({chunk, &chun
 
 // Node: Readable.prototype.push().
 bool readable::push_chunk(chunk_ref c) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "readable::push()");
   return !state_.has(rf::object_mode) ? readable_add_chunk_push_byte_mode(c) : readable_add_chunk_push_object_mode(c);
 }
 
 // Node: the `chunk === null` branch that opens both readableAddChunkPush*Mode().
 bool readable::push_eof() {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "readable::push_eof()");
   state_.clear(rf::reading);
   on_eof_chunk();
   return false;
@@ -64,6 +67,7 @@ bool readable::push_eof() {
 
 // Node: Readable.prototype.unshift().
 bool readable::unshift_chunk(chunk_ref c) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "readable::unshift()");
   return !state_.has(rf::object_mode) ? readable_add_chunk_unshift_byte_mode(c)
                                       : readable_add_chunk_unshift_object_mode(c);
 }
@@ -184,6 +188,7 @@ std::optional<std::string> readable::read(std::size_t n) { return read_impl(n, f
 // Node: Readable.prototype.read(). The source's read() is called before the
 // chunk is taken, because a synchronous source may fill the buffer.
 std::optional<std::string> readable::read_impl(std::size_t n, bool all) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "readable::read()");
   const std::size_t n_orig = n;
 
   if (!all && n > state_.high_water_mark) state_.high_water_mark = compute_new_high_water_mark(n);
@@ -775,6 +780,7 @@ void readable::end_readable_nt() noexcept {
 // A duplex's destroy is its writable side's (Node: Duplex.prototype.destroy
 // is Writable.prototype.destroy).
 readable& readable::destroy(std::error_code err) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "readable::destroy()");
   if (writable_side_)
     writable_side_->destroy(err);
   else

@@ -29,6 +29,10 @@ enum : std::uint32_t {
 /// from it and adds its own bits and counters.
 struct stream_state {
   std::uint32_t flags = sflag::emit_close | sflag::auto_destroy | sflag::constructed;
+  // The thread that uses the stream (detail::thread_tag()), 0 until its first
+  // call; set and checked only with SLUICE_ASSERTS (SLUICE_ASSERT_THREAD). It
+  // sits in the padding after `flags`, so the state is no bigger without it.
+  std::uint32_t owner_thread = 0;
   std::size_t length = 0;  // bytes (or chunks, in object mode) held
   std::size_t high_water_mark = 16384;
 
@@ -36,5 +40,8 @@ struct stream_state {
   void set(std::uint32_t bits) noexcept { flags |= bits; }
   void clear(std::uint32_t bits) noexcept { flags &= ~bits; }
 };
+
+static_assert(sizeof(stream_state) == 3 * sizeof(std::size_t) || sizeof(std::size_t) < 8,
+              "owner_thread must fit in the padding after flags");
 
 }  // namespace sluice::detail

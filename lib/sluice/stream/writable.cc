@@ -151,6 +151,7 @@ namespace {
 
 // Node: Writable.prototype.write() and _write().
 bool writable::write(std::string_view chunk, write_cb cb) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
   if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
   return accept(make_req(chunk), std::move(cb));
 }
@@ -165,6 +166,7 @@ bool writable::write(std::string_view chunk, write_cb cb) {
 // print()'s way in (writable_print.cc): the line it formatted into the
 // arena's free room becomes a request, as write() makes one from a copy.
 bool writable::write_formatted(std::string_view line, write_cb&& cb) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::print()");
   write_req& r = pool_.acquire();
   if (!line.empty()) {
     pool_.arena.commit(line.size());
@@ -182,6 +184,7 @@ bool writable::write(std::span<const std::byte> chunk, write_cb cb) {
 
 template <class Owned>
 bool writable::write_owned(Owned&& chunk, std::string_view bytes, write_cb cb) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
   if (bytes.size() <= detail::byte_arena::max_chunk) return write(bytes, std::move(cb));
   if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
   write_req& r = pool_.acquire();
@@ -467,6 +470,7 @@ writable& writable::end(std::string_view chunk, write_cb cb) { return end_impl(&
 
 // Node: Writable.prototype.end().
 writable& writable::end_impl(const std::string_view* chunk_or_null, write_cb cb) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::end()");
   std::error_code err;
   if (chunk_or_null) {
     const std::string_view chunk = *chunk_or_null;
@@ -596,6 +600,7 @@ void writable::call_finished_callbacks(std::error_code ec) noexcept {
 // ---- destroy (Node: Writable.prototype.destroy; the rest is destroy.cc)
 
 writable& writable::destroy(std::error_code err) {
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::destroy()");
   // Differs from Node in form only: the writes held for this turn (see
   // coalesce_writes()) would have been handed to _write already in Node, so
   // they are in flight, not buffered: they go to the sink before it is
