@@ -26,7 +26,8 @@ namespace sluice {
   X(line_too_long, "ERR_SLUICE_LINE_TOO_LONG", "line longer than the configured maximum") \
   X(missing_args, "ERR_MISSING_ARGS", "The \"streams\" argument must be specified")             \
   X(invalid_arg_type, "ERR_INVALID_ARG_TYPE",                                                 \
-    "The \"streams\" argument must be readable before the last stream and writable after the first")
+    "The \"streams\" argument must be readable before the last stream and writable after the first") \
+  X(buffer_full, "ERR_SLUICE_BUFFER_FULL", "write refused: the stream holds max_buffered already")
 
 /// Errors a stream reports through callbacks and the `error` event.
 /// Zero is success, as for every error_code.
