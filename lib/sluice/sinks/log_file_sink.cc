@@ -212,6 +212,7 @@ std::error_code log_file_sink::pump_sync() noexcept {
     if ((ec = start_part())) break;
   }
   account();
+  landed_sync_ = ec ? log_.landed() : 0;  // a failed sync fails them all
   if (!ec) ec = log_.file().sync_if_dirty();
   return ec;
 }
@@ -225,7 +226,9 @@ std::error_code log_file_sink::drain_sync() noexcept {
 }
 
 std::error_code log_file_sink::write_sync(const write_batch& batch) noexcept {
+  landed_sync_ = 0;
   if (closed_) return std::make_error_code(std::errc::bad_file_descriptor);
+  log_.begin_call();
   std::error_code ec = before_part();
   if (ec || (ec = log_.start(batch))) return ec;
   return pump_sync();
