@@ -247,3 +247,31 @@ TEST_CASE("a log batch that rotates, then fills the new file: the lines of the f
   CHECK(slurp(path + ".1") == landed);
   CHECK(slurp(path).empty());
 }
+
+TEST_CASE("a stream destroyed without end() whose last writes fill the file: the destructor's callbacks tell the truth") {
+  temp_dir dir;
+  for (const int kind : {0, 1, 2}) {
+    CAPTURE(kind);
+    const std::string path = dir.file("out-" + std::to_string(kind) + ".log");
+    outcome o;
+    {
+      loop l;
+      file_size_limit full(1000);
+      std::unique_ptr<file_worker> worker;
+      std::unique_ptr<writable> w;
+      if (kind == 0) w = make_file_writable(path, {}, on(l));
+      if (kind == 1) w = make_log_writable(path, {}, on(l));
+      if (kind == 2) {
+        worker = std::make_unique<file_worker>(path);
+        w = make_worker_writable(*worker, on(l));
+      }
+      for (std::size_t i = 0; i < 60; ++i) {
+        std::string s = line(i);
+        w->write(s, o.cb(s));
+      }
+      w.reset();  // never ran the loop: the destructor writes them (sluice/shutdown.h)
+    }
+    check_file(o, path);
+    check_first_error(o);
+  }
+}

@@ -27,7 +27,7 @@ namespace sluice {
   X(missing_args, "ERR_MISSING_ARGS", "The \"streams\" argument must be specified")             \
   X(invalid_arg_type, "ERR_INVALID_ARG_TYPE",                                                 \
     "The \"streams\" argument must be readable before the last stream and writable after the first") \
-  X(buffer_full, "ERR_SLUICE_BUFFER_FULL", "the stream holds max_buffered bytes: write refused") \
+  X(buffer_full, "ERR_SLUICE_BUFFER_FULL", "write refused: the stream holds max_buffered already") \
   X(write_timeout, "ERR_SLUICE_WRITE_TIMEOUT", "the socket's written data did not drain within its write deadline") \
   X(socket_closed_before_connection, "ERR_SOCKET_CLOSED_BEFORE_CONNECTION",                    \
     "Socket closed before the connection was established")

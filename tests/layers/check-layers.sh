@@ -11,7 +11,7 @@ cd "$lib"
 # The layers, bottom (0) to top. A path matches the first pattern that fits.
 layer_of() {
   case "$1" in
-    sluice/function.h | sluice/errors.* | sluice/assert.*) echo 0 ;;
+    sluice/function.h | sluice/errors.* | sluice/assert.* | sluice/syscalls.*) echo 0 ;;
     sluice/loop.* | sluice/emitter.* | sluice/signals.*) echo 1 ;;
     sluice/queue/*) echo 2 ;;
     sluice/kafka/kafka_writable.*) echo 6 ;;

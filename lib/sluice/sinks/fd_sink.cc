@@ -7,6 +7,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/loop.h"
+#include "sluice/syscalls.h"
 
 namespace sluice {
 
@@ -21,7 +22,7 @@ std::error_code fd_sink::close_fd() noexcept {
   if (!close_fd_ || fd_ < 0) return {};
   close_fd_ = false;
   // close() is not retried on EINTR: on Linux the fd is gone either way.
-  if (::close(fd_) != 0) return {errno, std::system_category()};
+  if (detail::sys.close(fd_) != 0) return {errno, std::system_category()};
   return {};
 }
 

@@ -42,6 +42,7 @@ class fd_sink : public sink {
   bool has_write_sync() const noexcept override { return true; }
   std::error_code drain_sync() noexcept override;
   std::error_code write_sync(const write_batch& batch) noexcept override;
+  std::size_t landed_sync() const noexcept override { return out_.landed(); }
 
   int fd() const noexcept { return fd_; }
   /// Counters for tools and tests: syscalls made and bytes written.

@@ -13,6 +13,8 @@
 #include <array>
 #include <cerrno>
 
+#include "sluice/syscalls.h"
+
 namespace sluice {
 
 namespace {
@@ -167,7 +169,7 @@ void fd_writer::cut_torn_chunk() noexcept {
   struct stat st {};
   if (end < 0 || ::fstat(fd_, &st) != 0 || st.st_size != end) return;
   const off_t whole = end - static_cast<off_t>(pos_offset_);
-  if (::ftruncate(fd_, whole) != 0) return;
+  if (sys.ftruncate(fd_, whole) != 0) return;
   ::lseek(fd_, whole, SEEK_SET);  // a file without O_APPEND goes on from there
   bytes_written_ -= pos_offset_;
   pos_offset_ = 0;
@@ -179,9 +181,9 @@ ssize_t fd_writer::write_iov(const iovec* iov, int n) noexcept {
     msghdr msg{};
     msg.msg_iov = const_cast<iovec*>(iov);
     msg.msg_iovlen = static_cast<std::size_t>(n);
-    return ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    return sys.sendmsg(fd_, &msg, MSG_NOSIGNAL);
   }
-  if (kind_ != kind::pipe || ignore_sigpipe_) return ::writev(fd_, iov, n);
+  if (kind_ != kind::pipe || ignore_sigpipe_) return sys.writev(fd_, iov, n);
 
   // A pipe whose reader is gone raises SIGPIPE, which would kill the process.
   // Block it for this thread around the write, and swallow the one this write
@@ -192,7 +194,7 @@ ssize_t fd_writer::write_iov(const iovec* iov, int n) noexcept {
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
   sigpending(&pending);
   const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-  const ssize_t r = ::writev(fd_, iov, n);
+  const ssize_t r = sys.writev(fd_, iov, n);
   const int saved = errno;
   if (r < 0 && saved == EPIPE && !was_pending) {
     const timespec zero{0, 0};

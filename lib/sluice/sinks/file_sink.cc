@@ -6,6 +6,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/sinks/open_file.h"
+#include "sluice/syscalls.h"
 
 namespace sluice {
 
@@ -30,7 +31,7 @@ std::unique_ptr<file_sink> file_sink::open(const std::string& path, const file_o
 // close it, so that a close error (NFS, quota) still reaches the caller.
 void file_sink::final(final_done done) {
   std::error_code ec;
-  if (fsync_at_end_ && ::fsync(fd()) != 0) ec = {errno, std::system_category()};
+  if (fsync_at_end_ && detail::sys.fsync(fd()) != 0) ec = {errno, std::system_category()};
   const std::error_code closed = close_fd();
   done(ec ? ec : closed);
 }

@@ -16,6 +16,7 @@
 #include "sluice/sinks/log_writer.h"
 #include "sluice/sinks/open_file.h"
 #include "sluice/sinks/worker_protocol.h"
+#include "sluice/syscalls.h"
 
 namespace sluice {
 namespace detail {
@@ -227,8 +228,8 @@ std::error_code file_worker::close() noexcept {
   core_->stop();
   thread_.join();
   if (core_->log) return close_error_ = core_->close_log();
-  if (fsync_at_close_ && ::fsync(fd_) != 0) close_error_ = {errno, std::system_category()};
-  if (close_fd_ && ::close(fd_) != 0 && !close_error_) close_error_ = {errno, std::system_category()};
+  if (fsync_at_close_ && detail::sys.fsync(fd_) != 0) close_error_ = {errno, std::system_category()};
+  if (close_fd_ && detail::sys.close(fd_) != 0 && !close_error_) close_error_ = {errno, std::system_category()};
   return close_error_;
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sluice/sinks/open_file.h"
+#include "sluice/syscalls.h"
 
 namespace sluice::detail {
 
@@ -19,12 +20,12 @@ std::error_code last_error() noexcept { return {errno, std::system_category()}; 
 // rename() and unlink() where a missing source is no failure: rotated files
 // may have gaps, and the log itself may have been removed under us.
 std::error_code rename_if_there(const std::string& from, const std::string& to) noexcept {
-  if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) return last_error();
+  if (sys.rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) return last_error();
   return {};
 }
 
 std::error_code unlink_if_there(const std::string& path) noexcept {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return last_error();
+  if (sys.unlink(path.c_str()) != 0 && errno != ENOENT) return last_error();
   return {};
 }
 
@@ -172,7 +173,7 @@ std::error_code log_file::close() noexcept {
   if (fd_ < 0) return {};
   locked_ = false;  // the lock goes with the fd
   // close() is not retried on EINTR: on Linux the fd is gone either way.
-  const int r = ::close(std::exchange(fd_, -1));
+  const int r = sys.close(std::exchange(fd_, -1));
   return r != 0 ? last_error() : std::error_code{};
 }
 
@@ -180,7 +181,7 @@ std::error_code log_file::sync() noexcept {
   ++fsyncs_;
   int r;
   do {
-    r = ::fsync(fd_);
+    r = sys.fsync(fd_);
   } while (r != 0 && errno == EINTR);
   if (r != 0) return last_error();
   unsynced_ = 0;

@@ -213,6 +213,7 @@ std::error_code log_file_sink::pump_sync() noexcept {
     if ((ec = start_part())) break;
   }
   account();
+  landed_sync_ = ec ? log_.landed() : 0;  // a failed sync fails them all
   log_.end_call();
   if (!ec) ec = log_.file().sync_if_dirty();
   return ec;
@@ -227,7 +228,9 @@ std::error_code log_file_sink::drain_sync() noexcept {
 }
 
 std::error_code log_file_sink::write_sync(const write_batch& batch) noexcept {
+  landed_sync_ = 0;
   if (closed_) return std::make_error_code(std::errc::bad_file_descriptor);
+  log_.begin_call();
   std::error_code ec = before_part();
   if (ec || (ec = log_.start(batch))) {
     log_.end_call();

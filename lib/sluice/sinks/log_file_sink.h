@@ -72,6 +72,7 @@ class log_file_sink : public sink {
   bool has_write_sync() const noexcept override { return true; }
   std::error_code drain_sync() noexcept override;
   std::error_code write_sync(const write_batch& batch) noexcept override;
+  std::size_t landed_sync() const noexcept override { return landed_sync_; }
 
   /// Closes the file and opens the path again, creating it. Between writes
   /// it happens now, and its error (also reported as the stream's) is
@@ -122,6 +123,7 @@ class log_file_sink : public sink {
   bool closed_ = false;   // by end or destroy: no more reopen, rotation or sync
   bool report_to_stream_ = false;  // see report_errors_to_stream()
   std::error_code pending_;  // met between calls, for the next call to report
+  std::size_t landed_sync_ = 0;  // see landed_sync()
 
   std::size_t syscalls_ = 0;
 };

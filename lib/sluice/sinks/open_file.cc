@@ -6,13 +6,14 @@
 #include <system_error>
 
 #include "sluice/errors.h"
+#include "sluice/syscalls.h"
 
 namespace sluice::detail {
 
 int open_fd(const std::string& path, int flags, mode_t permissions) noexcept {
   int fd;
   do {
-    fd = ::open(path.c_str(), flags | O_CLOEXEC, permissions);
+    fd = sys.open(path.c_str(), flags | O_CLOEXEC, permissions);
   } while (fd < 0 && errno == EINTR);
   return fd;
 }

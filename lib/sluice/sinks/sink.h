@@ -147,6 +147,9 @@ class sink {
   /// Writes `batch` (one chunk or more), blocking until every byte is written
   /// or the write fails. Called only after drain_sync(), with nothing in flight.
   virtual std::error_code write_sync(const write_batch& batch) noexcept;
+  /// After drain_sync() or write_sync() returned an error: the chunks of
+  /// that call, from its first, that were written whole (see write_done).
+  virtual std::size_t landed_sync() const noexcept { return 0; }
 
  protected:
   /// For an error met outside any call (a timer, a request from elsewhere):

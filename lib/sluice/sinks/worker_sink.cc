@@ -65,6 +65,8 @@ std::error_code worker_sink::write_sync(const write_batch& batch) noexcept {
   return s.error;
 }
 
+std::size_t worker_sink::landed_sync() const noexcept { return slot_->landed; }
+
 void worker_sink::attach(loop& l) { slot_->home = &l; }
 
 void worker_sink::write(std::string_view chunk, write_done done) {

@@ -35,6 +35,7 @@ class worker_sink : public sink {
   bool has_write_sync() const noexcept override { return true; }
   std::error_code drain_sync() noexcept override;
   std::error_code write_sync(const write_batch& batch) noexcept override;
+  std::size_t landed_sync() const noexcept override;
 
   // ---- for flush_sync() (sluice/factories.h), on the producer's thread:
   // the sink's part of it; flush_sync does the stream's.

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "sluice/loop.h"
+#include "sluice/syscalls.h"
 
 namespace sluice {
 
@@ -24,7 +25,7 @@ std::error_code fd_source::close_fd() noexcept {
   if (!close_fd_ || fd_ < 0) return {};
   close_fd_ = false;
   // close() is not retried on EINTR: on Linux the fd is gone either way.
-  if (::close(fd_) != 0) return {errno, std::system_category()};
+  if (detail::sys.close(fd_) != 0) return {errno, std::system_category()};
   return {};
 }
 
@@ -62,7 +63,7 @@ void fd_source::read_now() noexcept {
   }
   for (;;) {
     ++syscalls_;
-    const ssize_t n = ::read(fd_, buffer_.get(), chunk_size_);
+    const ssize_t n = detail::sys.read(fd_, buffer_.get(), chunk_size_);
     if (n > 0) {
       bytes_read_ += static_cast<std::size_t>(n);
       // Touch nothing after push(): a 'data' listener may have destroyed the

@@ -36,6 +36,10 @@ writable::writable(std::unique_ptr<sink> s, const writable_options& options)
   if (!sink_) throw stream_error(make_error_code(errc::method_not_implemented), "writable needs a sink");
   if (options.object_mode) state_.set(wf::object_mode);
   state_.high_water_mark = options.high_water_mark.value_or(options.object_mode ? 16 : 16384);
+  if (options.max_buffered) {
+    state_.max_buffered = *options.max_buffered;
+    state_.set(wf::capped);
+  }
   if (!options.auto_destroy) state_.clear(wf::auto_destroy);
   if (!options.emit_close) state_.clear(wf::emit_close);
   coalesce_ = sink_->coalesce_writes();
@@ -149,11 +153,38 @@ namespace {
   return false;
 }
 
-// Node: Writable.prototype.write() and _write().
+// Node: Writable.prototype.write() and _write(). One flag test for the
+// rare cases (ended, destroyed, capped), so that the cap costs nothing here.
 bool writable::write(std::string_view chunk, write_cb cb) {
   SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
-  if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
+  if (state_.has(wf::ending | wf::destroyed | wf::capped)) [[unlikely]]
+    return write_guarded(chunk, std::move(cb));
   return accept(make_req(chunk), std::move(cb));
+}
+
+// write() when the stream has ended, is destroyed or has a cap.
+[[gnu::noinline]] bool writable::write_guarded(std::string_view chunk, write_cb cb) {
+  if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
+  if (over_cap(chunk.size())) return refuse(std::move(cb));
+  return accept(make_req(chunk), std::move(cb));
+}
+
+// sluice's own: would a chunk of `bytes` take the stream past max_buffered?
+bool writable::over_cap(std::size_t bytes) const noexcept {
+  if (!state_.has(wf::capped)) return false;
+  const std::size_t len = state_.has(wf::object_mode) ? 1 : bytes;
+  return len > state_.max_buffered || state_.length > state_.max_buffered - len;
+}
+
+// sluice's own: a write refused for max_buffered. Nothing is buffered and
+// the stream goes on; the callback hears why on the next tick, and 'drain'
+// follows when what the stream holds is written, as after a false return
+// for the high-water mark.
+[[gnu::noinline]] bool writable::refuse(write_cb cb) {
+  ++state_.refused_writes;
+  if (state_.length > 0) state_.set(wf::need_drain);
+  call_back_soon(std::move(cb), make_error_code(errc::buffer_full));
+  return false;
 }
 
 // Node: the end of _write(): the request counts as pending from here on.
@@ -187,6 +218,7 @@ bool writable::write_owned(Owned&& chunk, std::string_view bytes, write_cb cb) {
   SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
   if (bytes.size() <= detail::byte_arena::max_chunk) return write(bytes, std::move(cb));
   if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
+  if (over_cap(bytes.size())) return refuse(std::move(cb));
   write_req& r = pool_.acquire();
   // Moving a std::string or vector keeps its buffer where it is.
   r.owned = new detail::owned_chunk{std::forward<Owned>(chunk)};

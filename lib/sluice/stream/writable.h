@@ -39,6 +39,22 @@ struct writable_options {
   bool auto_destroy = true;
   /// Emit 'close' after destroy (Node's emitClose).
   bool emit_close = true;
+  /// sluice's own hard cap, in bytes (objects, in object mode); unset means
+  /// none, as in Node. A write that would take writable_length() past it is
+  /// refused: write() returns false, nothing is buffered, and its callback
+  /// gets errc::buffer_full (ERR_SLUICE_BUFFER_FULL) on a later tick, as
+  /// any write callback does. The stream stays usable ('error' is not
+  /// emitted): once 'drain' comes, or the callbacks of what it holds, a
+  /// write is accepted again. A producer that ignores write()'s false
+  /// return (Node's #39144) so loses writes instead of memory:
+  /// refused_writes() counts them. A single chunk larger than the cap is
+  /// always refused. Unset, it costs write() nothing.
+  ///
+  ///     auto out = sluice::make_fd_writable(fd, false, {.max_buffered = 64 << 20});
+  ///     out->write(line, [](std::error_code ec) {
+  ///       if (ec == sluice::errc::buffer_full) ++dropped;  // the stream goes on
+  ///     });
+  std::optional<std::size_t> max_buffered{};
   /// The loop that runs the stream's deferred work; null means loop::current().
   loop* event_loop = nullptr;
 };
@@ -75,7 +91,9 @@ class writable : public virtual emitter, public detail::stream_side {
   /// arena (no allocation in steady state); larger views are copied once.
   /// Returns false once the stream holds high_water_mark or more, or after
   /// an error or destroy(); the chunk is accepted all the same, unless the
-  /// stream has ended or is destroyed, in which case `cb` gets the error.
+  /// stream has ended or is destroyed, in which case `cb` gets the error,
+  /// or unless it would take the stream past max_buffered (see
+  /// writable_options), in which case `cb` gets errc::buffer_full.
   bool write(std::string_view chunk, write_cb cb = {});
   bool write(std::span<const std::byte> chunk, write_cb cb = {});
   bool write(const char* chunk, write_cb cb = {}) { return write(std::string_view(chunk), std::move(cb)); }
@@ -144,6 +162,8 @@ class writable : public virtual emitter, public detail::stream_side {
   /// Node's `writable` property: true until end(), destroy() or an error
   /// (never, for a duplex made with writable = false).
   bool is_writable() const noexcept;
+  /// sluice's own: the writes refused for writable_options::max_buffered.
+  std::size_t refused_writes() const noexcept { return state_.refused_writes; }
   /// The first error the stream met, or none.
   std::error_code errored() const noexcept {
     return state_.has(detail::wflag::errored) ? errored_ : std::error_code{};
@@ -173,6 +193,9 @@ class writable : public virtual emitter, public detail::stream_side {
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool reject(write_cb cb);
+  bool write_guarded(std::string_view chunk, write_cb cb);
+  bool over_cap(std::size_t bytes) const noexcept;
+  bool refuse(write_cb cb);
   bool print_start(detail::print_room& room);
   bool print_commit(detail::print_room& room, std::size_t size, write_cb&& cb);
   bool write_formatted(std::string_view line, write_cb&& cb);

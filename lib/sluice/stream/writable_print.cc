@@ -64,6 +64,9 @@ bool writable::print_start(detail::print_room& room) {
 bool writable::print_commit(detail::print_room& room, std::size_t size, write_cb&& cb) {
   if (!room.heap.empty()) [[unlikely]]
     return write_heap_line(*this, room.heap, size, std::move(cb));
+  if (state_.has(detail::wflag::capped)) [[unlikely]] {
+    if (over_cap(size)) return refuse(std::move(cb));  // the room is left as it was
+  }
   return write_formatted({room.data, size}, std::move(cb));
 }
 

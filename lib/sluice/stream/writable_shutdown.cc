@@ -19,11 +19,16 @@ void writable::write_pending_sync() noexcept {
   std::error_code ec;
   if (!writing_.empty()) {
     ec = sink_->drain_sync();
+    // A call that failed partway: the requests written whole landed.
+    if (ec) writing_.move_front_to(landed_, sink_->landed_sync());
     (ec ? failed_ : landed_).splice_back(writing_);
   }
   if (!ec && !buffered_.empty()) {
     ec = sink_->write_sync(write_batch(buffered_.first(), buffered_.size(), buffered_.bytes()));
-    if (!ec) landed_.splice_back(buffered_);
+    if (ec)
+      buffered_.move_front_to(landed_, sink_->landed_sync());
+    else
+      landed_.splice_back(buffered_);
   }
   state_.set(wf::writing);
   if (ec) {

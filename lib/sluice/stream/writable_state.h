@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "sluice/stream/stream_state.h"
 
@@ -44,6 +45,9 @@ enum : std::uint32_t {
   flush_scheduled = 1u << 25,  // the end-of-turn flush is queued
   writecb = 1u << 26,  // the sink call in flight has a callback to call (Node: writecb !== nop)
   not_writable = 1u << 27,  // a duplex made with writable = false (Node: state.writable === false)
+  // sluice's own: max_buffered is set (fixed at construction). With ending
+  // and destroyed, the one flag test that keeps write()'s fast path.
+  capped = 1u << 28,
 };
 static_assert(std::uint32_t{sync} == std::uint32_t{sflag::first_side_bit});
 }  // namespace wflag
@@ -55,6 +59,10 @@ struct writable_state : stream_state {
   std::uint32_t corked = 0;    // nesting depth of cork()
   std::size_t pending_cb = 0;  // callbacks and finish steps still owed (Node: pendingcb)
   std::size_t write_len = 0;   // length of the request in flight (Node: writelen)
+  // sluice's own hard cap (writable_options::max_buffered): `length` never
+  // goes past it; the writes refused for it, counted.
+  std::size_t max_buffered = std::numeric_limits<std::size_t>::max();
+  std::size_t refused_writes = 0;
 };
 
 }  // namespace sluice::detail

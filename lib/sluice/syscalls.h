@@ -1,0 +1,37 @@
+// syscalls: the system calls through which the sinks and sources reach the
+// kernel's files (write, read, open, fsync, close, rename, unlink,
+// ftruncate), as one table of function pointers. The library never changes
+// it; a test swaps entries to make calls fail at chosen or random points
+// (tests/support/fault_injection.h), with no cost beyond the call through a
+// pointer that a shared library's call makes anyway.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+namespace sluice::detail {
+
+struct syscall_table {
+  ssize_t (*writev)(int fd, const iovec* iov, int count);
+  ssize_t (*sendmsg)(int fd, const msghdr* msg, int flags);
+  ssize_t (*read)(int fd, void* buf, size_t count);
+  int (*open)(const char* path, int flags, mode_t mode);
+  int (*close)(int fd);
+  int (*fsync)(int fd);
+  int (*rename)(const char* from, const char* to);
+  int (*unlink)(const char* path);
+  int (*ftruncate)(int fd, off_t length);
+};
+
+/// The calls in use: the C library's, unless a test has swapped some.
+/// The library's code reads it; tests change it only through
+/// swap_syscalls(), so that the library's copy is the one changed.
+extern syscall_table sys;
+/// The C library's calls, for a test to fall back on.
+extern const syscall_table real_syscalls;
+/// For tests: puts `table` in use and returns the table that was. Only
+/// while no stream or worker thread makes a call.
+syscall_table swap_syscalls(const syscall_table& table) noexcept;
+
+}  // namespace sluice::detail
