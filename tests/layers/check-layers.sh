@@ -17,6 +17,7 @@ layer_of() {
     sluice/sinks/* | sluice/sources/*) echo 3 ;;
     sluice/stream/*) echo 4 ;;
     sluice/lines/* | sluice/net/*) echo 5 ;;
+    sluice/syslog/*) echo 6 ;;
     sluice/factories.* | sluice/sluice.h) echo 6 ;;
     *) echo "" ;;
   esac
