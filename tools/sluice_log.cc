@@ -32,9 +32,13 @@
 #include <string_view>
 
 #include "close_stdout.h"
+#include "log_args.h"
 #include "sluice/sluice.h"
 
 namespace {
+
+using sluice_tools::parse_fsync;
+using sluice_tools::parse_size;
 
 constexpr const char* usage_text = R"(usage: sluice-log [OPTION]... FILE
 Appends the lines of standard input to FILE, rotating it by size, like
@@ -107,49 +111,6 @@ struct options {
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
 };
 
-// A whole number in [0, max] with an optional K, M or G suffix (1024-based),
-// or nothing when `s` is not one.
-bool parse_size(const char* s, bool suffix, std::uint64_t max, std::uint64_t& out) {
-  if (s[0] < '0' || s[0] > '9') return false;  // no sign, no space
-  errno = 0;
-  char* end = nullptr;
-  std::uint64_t v = std::strtoull(s, &end, 10);
-  if (errno) return false;
-  if (suffix && *end != '\0' && end[1] == '\0') {
-    unsigned shift = 0;
-    switch (*end) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      default: return false;
-    }
-    if (v > (max >> shift)) return false;
-    v <<= shift;
-    ++end;
-  }
-  if (*end != '\0' || v > max) return false;
-  out = v;
-  return true;
-}
-
-void parse_fsync(const std::string& p, sluice::log_options& log) {
-  using policy = sluice::log_options::fsync_policy;
-  std::uint64_t v = 0;
-  if (p == "never") {
-    log.fsync = policy::never;
-  } else if (p == "end") {
-    log.fsync = policy::at_end;
-  } else if (p.rfind("bytes=", 0) == 0 && parse_size(p.c_str() + 6, true, UINT64_MAX >> 1, v)) {
-    log.fsync = policy::every_bytes;
-    log.fsync_bytes = v;
-  } else if (p.rfind("ms=", 0) == 0 && parse_size(p.c_str() + 3, false, 86'400'000, v) && v >= 1) {
-    log.fsync = policy::every_ms;
-    log.fsync_interval = std::chrono::milliseconds(v);
-  } else {
-    usage_error("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '" + p + "'");
-  }
-}
-
 options parse_args(int argc, char** argv) {
   options o;
   enum { max_size = 256, keep, timestamp, fsync, max_line_length, stats, json };
@@ -183,7 +144,8 @@ options parse_args(int argc, char** argv) {
         o.timestamp = true;
         break;
       case fsync:
-        parse_fsync(optarg, o.log);
+        if (!parse_fsync(optarg, o.log))
+          usage_error(std::string("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '") + optarg + "'");
         break;
       case max_line_length:
         if (!parse_size(optarg, false, 1ull << 30, v) || v < 1)
