@@ -33,6 +33,7 @@
 
 #include "close_stdout.h"
 #include "log_args.h"
+#include "shutdown_signals.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -208,22 +209,9 @@ class log_tool {
 
   int run() {
     auto& loop = sluice::loop::current();
-    // The signals come to the loop: their tasks never run inside a line.
-    // Until the watches are in place they are held back (blocked, never
-    // lost), and the worker thread, started meanwhile, keeps them blocked
-    // for good, so that they all come to this thread. Under the watches
-    // lies a handler that does nothing: when quit() resets the watches (to
-    // let the loop end), the signals stay caught through the last sync and
-    // close, instead of falling back to SIG_DFL, which kills.
-    sigset_t handled, old_mask;
-    sigemptyset(&handled);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
-    ::pthread_sigmask(SIG_BLOCK, &handled, &old_mask);
-    struct sigaction ignore_quietly {};
-    ignore_quietly.sa_handler = [](int) {};
-    ignore_quietly.sa_flags = SA_RESTART;
-    sigemptyset(&ignore_quietly.sa_mask);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore_quietly, nullptr);
+    // The signals come to the loop: their tasks never run inside a line
+    // (see hold_shutdown_signals()).
+    const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
     term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); });
     int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); });
     hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });

@@ -20,6 +20,7 @@
 
 #include "close_stdout.h"
 #include "log_args.h"
+#include "shutdown_signals.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -173,15 +174,7 @@ class logd {
     auto& loop = sluice::loop::current();
     // As in sluice-log: the signals come to the loop, and the worker thread
     // keeps them blocked so that they all come to this one.
-    sigset_t handled, old_mask;
-    sigemptyset(&handled);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
-    ::pthread_sigmask(SIG_BLOCK, &handled, &old_mask);
-    struct sigaction ignore_quietly {};
-    ignore_quietly.sa_handler = [](int) {};
-    ignore_quietly.sa_flags = SA_RESTART;
-    sigemptyset(&ignore_quietly.sa_mask);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore_quietly, nullptr);
+    const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
     term_ = sluice::on_signal(loop, SIGTERM, [this] { stop(); });
     int_ = sluice::on_signal(loop, SIGINT, [this] { stop(); });
     hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });

@@ -139,6 +139,27 @@ n=$(sed -n 's/^sluice-logd: \([0-9]*\) messages, .* connections.*/\1/p' "$dir/er
 ok "SIGTERM under load: exit 0, every message read ($n) in the file, none torn"
 rm -f "$dir"/out.log*
 
+# --- SIGHUP reopens FILE (after an external rename)
+start --listen 127.0.0.1:0 "$dir/out.log"
+send_one() {
+  python3 - "$port" "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); m = sys.argv[2].encode()
+s.sendall(b"%d %s" % (len(m), m)); s.close()
+PY
+}
+send_one before
+for _ in $(seq 200); do [ -s "$dir/out.log" ] && break; sleep 0.05; done
+mv "$dir/out.log" "$dir/old.log"
+kill -HUP "$lp"
+for _ in $(seq 200); do [ -e "$dir/out.log" ] && break; sleep 0.05; done
+send_one after
+for _ in $(seq 200); do [ -s "$dir/out.log" ] && break; sleep 0.05; done
+stop
+[ "$(cat "$dir/old.log")" = before ] && [ "$(cat "$dir/out.log")" = after ] || fail "SIGHUP: old '$(cat "$dir/old.log")' new '$(cat "$dir/out.log" 2>/dev/null)'"
+ok "SIGHUP reopens FILE"
+rm -f "$dir"/out.log* "$dir/old.log"
+
 # --- rsyslog forwarding (omfwd, octet-counted) into sluice-logd
 if [ -x /usr/sbin/rsyslogd ]; then
   start --listen 127.0.0.1:0 "$dir/out.log"
