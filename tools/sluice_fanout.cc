@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "close_stdout.h"
-#include "parse_size.h"
+#include "log_args.h"
 #include "sluice/net/server.h"
 #include "sluice/sluice.h"
 #include "sluice/sources/fd_source.h"

@@ -35,9 +35,14 @@
 #include <system_error>
 
 #include "close_stdout.h"
+#include "log_args.h"
+#include "shutdown_signals.h"
 #include "sluice/sluice.h"
 
 namespace {
+
+using sluice_tools::parse_fsync;
+using sluice_tools::parse_size;
 
 constexpr const char* usage_text = R"(usage: sluice-log [OPTION]... FILE
 Appends the lines of standard input to FILE, rotating it by size, like
@@ -117,49 +122,6 @@ struct options {
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
 };
 
-// A whole number in [0, max] with an optional K, M or G suffix (1024-based),
-// or nothing when `s` is not one.
-bool parse_size(const char* s, bool suffix, std::uint64_t max, std::uint64_t& out) {
-  if (s[0] < '0' || s[0] > '9') return false;  // no sign, no space
-  errno = 0;
-  char* end = nullptr;
-  std::uint64_t v = std::strtoull(s, &end, 10);
-  if (errno) return false;
-  if (suffix && *end != '\0' && end[1] == '\0') {
-    unsigned shift = 0;
-    switch (*end) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      default: return false;
-    }
-    if (v > (max >> shift)) return false;
-    v <<= shift;
-    ++end;
-  }
-  if (*end != '\0' || v > max) return false;
-  out = v;
-  return true;
-}
-
-void parse_fsync(const std::string& p, sluice::log_options& log) {
-  using policy = sluice::log_options::fsync_policy;
-  std::uint64_t v = 0;
-  if (p == "never") {
-    log.fsync = policy::never;
-  } else if (p == "end") {
-    log.fsync = policy::at_end;
-  } else if (p.rfind("bytes=", 0) == 0 && parse_size(p.c_str() + 6, true, UINT64_MAX >> 1, v)) {
-    log.fsync = policy::every_bytes;
-    log.fsync_bytes = v;
-  } else if (p.rfind("ms=", 0) == 0 && parse_size(p.c_str() + 3, false, 86'400'000, v) && v >= 1) {
-    log.fsync = policy::every_ms;
-    log.fsync_interval = std::chrono::milliseconds(v);
-  } else {
-    usage_error("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '" + p + "'");
-  }
-}
-
 options parse_args(int argc, char** argv) {
   options o;
   enum { max_size = 256, keep, timestamp, fsync, max_line_length, stats, json };
@@ -193,7 +155,8 @@ options parse_args(int argc, char** argv) {
         o.timestamp = true;
         break;
       case fsync:
-        parse_fsync(optarg, o.log);
+        if (!parse_fsync(optarg, o.log))
+          usage_error(std::string("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '") + optarg + "'");
         break;
       case max_line_length:
         if (!parse_size(optarg, false, 1ull << 30, v) || v < 1)
@@ -256,22 +219,9 @@ class log_tool {
 
   int run() {
     auto& loop = sluice::loop::current();
-    // The signals come to the loop: their tasks never run inside a line.
-    // Until the watches are in place they are held back (blocked, never
-    // lost), and the worker thread, started meanwhile, keeps them blocked
-    // for good, so that they all come to this thread. Under the watches
-    // lies a handler that does nothing: when quit() resets the watches (to
-    // let the loop end), the signals stay caught through the last sync and
-    // close, instead of falling back to SIG_DFL, which kills.
-    sigset_t handled, old_mask;
-    sigemptyset(&handled);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
-    ::pthread_sigmask(SIG_BLOCK, &handled, &old_mask);
-    struct sigaction ignore_quietly {};
-    ignore_quietly.sa_handler = [](int) {};
-    ignore_quietly.sa_flags = SA_RESTART;
-    sigemptyset(&ignore_quietly.sa_mask);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore_quietly, nullptr);
+    // The signals come to the loop: their tasks never run inside a line
+    // (see hold_shutdown_signals()).
+    const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
     // Each watch takes an fd (an eventfd): with none left, say so and stop.
     std::error_code ec;
     term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); }, ec);

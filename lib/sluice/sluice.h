@@ -32,3 +32,6 @@
 #include "sluice/stream/stream_ref.h"
 #include "sluice/stream/transform.h"
 #include "sluice/stream/writable.h"
+#include "sluice/syslog/syslog_format.h"
+#include "sluice/syslog/syslog_frames.h"
+#include "sluice/syslog/syslog_writable.h"

@@ -1,0 +1,272 @@
+// The syslog writable's sink: frames each batch of messages into one buffer
+// and writes it to a net::socket; a lost connection is replaced after a
+// backoff, and the batch in flight is sent again from its first message the
+// kernel had not fully taken.
+#include "sluice/syslog/syslog_writable.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "sluice/errors.h"
+#include "sluice/net/socket.h"
+#include "sluice/sinks/sink.h"
+
+namespace sluice {
+namespace detail {
+
+class syslog_sink final : public sink {
+ public:
+  explicit syslog_sink(const syslog_options& o) : o_(o), format_(o.header, o.framing), backoff_(o.reconnect_min) {}
+  ~syslog_sink() override {
+    dying_ = true;
+    if (loop_) loop_->cancel(this);
+    if (retry_timer_) loop_->clear_timeout(retry_timer_);
+    if (give_up_timer_) loop_->clear_timeout(give_up_timer_);
+    sock_.reset();
+    old_.reset();
+  }
+
+  void attach(loop& l) override {
+    if (loop_) return;  // rehomed (its loop went away): nothing more is sent
+    loop_ = &l;
+    connect_now();
+  }
+
+  void write(std::string_view chunk, write_done done) override {
+    start_batch(done);
+    add(chunk);
+    go();
+  }
+  void writev(const write_batch& batch, write_done done) override {
+    start_batch(done);
+    for (std::string_view chunk : batch) add(chunk);
+    go();
+  }
+  bool has_writev() const noexcept override { return true; }
+  // A turn's messages go out in one write.
+  bool coalesce_writes() const noexcept override { return true; }
+
+  // Every message is in the kernel: close the connection (FIN) and call
+  // back once it is closed.
+  void final(final_done done) override {
+    ending_ = true;
+    cancel_timers();
+    if (!sock_ || sock_->destroyed()) {
+      done();
+      return;
+    }
+    final_.emplace(done);
+    sock_->end();
+  }
+  bool has_final() const noexcept override { return true; }
+
+  std::error_code destroy(std::error_code err) noexcept override {
+    destroyed_ = true;
+    cancel_timers();
+    final_.reset();
+    // The stream counts the batch in flight as dropped: not counted here.
+    if (done_ && loop_) loop_->next_tick([this] { complete(make_error_code(errc::destroyed), false); }, this);
+    if (sock_ && !sock_->destroyed()) sock_->destroy();
+    return err;
+  }
+
+  std::size_t sent() const noexcept { return sent_; }
+  std::size_t failed() const noexcept { return failed_; }
+  std::size_t reconnects() const noexcept { return reconnects_; }
+  bool connected() const noexcept { return connected_; }
+
+ private:
+  void start_batch(write_done done) {
+    done_.emplace(done);
+    buf_ = std::make_shared<std::string>();
+    ends_.clear();
+    first_unsent_ = 0;
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    now_ = now;
+  }
+
+  void add(std::string_view msg) {
+    format_.append(*buf_, msg, now_);
+    ends_.push_back(buf_->size());
+  }
+
+  void go() {
+    if (connected_)
+      send();
+    else
+      arm_give_up();
+  }
+
+  // Writes the batch from its first message not yet taken by the kernel.
+  void send() {
+    writing_ = true;
+    const std::size_t from = first_unsent_ == 0 ? 0 : ends_[first_unsent_ - 1];
+    base_ = sock_->bytes_written();
+    net::socket* s = sock_.get();
+    sock_->write(buf_, std::string_view(*buf_).substr(from), [this, s, from](std::error_code ec) {
+      if (dying_) return;
+      writing_ = false;
+      if (destroyed_) return;  // destroy() calls back
+      if (!ec) {
+        first_unsent_ = ends_.size();
+        complete({});
+        return;
+      }
+      // The messages the kernel took whole count as sent (they are in the
+      // loss window); the rest waits for the next connection.
+      const std::size_t taken = from + (s->bytes_written() - base_);
+      while (first_unsent_ < ends_.size() && ends_[first_unsent_] <= taken) ++first_unsent_;
+      if (first_unsent_ == ends_.size()) {
+        complete({});
+        return;
+      }
+      if (connected_) sock_->destroy();  // a write failed: this connection is done
+      arm_give_up();
+    });
+  }
+
+  void complete(std::error_code ec, bool count_failed = true) noexcept {
+    if (!done_) return;
+    const write_done done = *done_;
+    done_.reset();
+    if (ec) {
+      // For messages the kernel took whole, success stands.
+      sent_ += first_unsent_;
+      if (count_failed) failed_ += ends_.size() - first_unsent_;
+    } else {
+      sent_ += ends_.size();
+    }
+    buf_.reset();
+    done(ec);
+    // Touch nothing here: done() may have destroyed the stream and this sink.
+  }
+
+  void connect_now() {
+    retry_timer_ = 0;
+    if (destroyed_ || ending_) return;
+    old_ = std::move(sock_);  // never deleted inside its own event
+    net::socket_options so;
+    so.event_loop = loop_;
+    sock_ = std::make_unique<net::socket>(so);
+    net::socket* s = sock_.get();
+    s->on(event::connect, [this] { on_connect(); });
+    s->on(event::data, [](std::string_view) {});  // the receiver sends nothing we need; read to see its FIN
+    s->on(event::end, [this, s] {
+      // The receiver closed: it reads no more, so nothing more is written.
+      if (!final_ && !s->destroyed()) s->destroy();
+    });
+    s->on(event::error, [this](std::error_code ec) { last_error_ = ec; });
+    s->on(event::close, [this, s](const event_arg& a) { on_close(s, a.error); });
+    if (o_.unix_path.empty())
+      s->connect(o_.port, o_.host);
+    else
+      s->connect(std::string_view(o_.unix_path));
+  }
+
+  void on_connect() {
+    if (ever_connected_) ++reconnects_;
+    ever_connected_ = true;
+    connected_ = true;
+    backoff_ = o_.reconnect_min;
+    if (give_up_timer_) {
+      loop_->clear_timeout(give_up_timer_);
+      give_up_timer_ = 0;
+    }
+    if (done_ && !writing_) send();
+  }
+
+  void on_close(net::socket* s, std::error_code err) {
+    if (dying_ || s != sock_.get()) return;
+    connected_ = false;
+    if (final_) {
+      const final_done done = *final_;
+      final_.reset();
+      done(err);
+      return;
+    }
+    if (destroyed_ || ending_) return;
+    if (done_) arm_give_up();
+    retry_timer_ = loop_->set_timeout(backoff_, [this] { connect_now(); }, this);
+    backoff_ = std::min(backoff_ * 2, o_.reconnect_max);
+  }
+
+  // A batch waits for a connection: give_up_after bounds the wait.
+  void arm_give_up() {
+    if (!o_.give_up_after || give_up_timer_ || connected_ || !done_ || writing_) return;
+    give_up_timer_ = loop_->set_timeout(*o_.give_up_after, [this] {
+      give_up_timer_ = 0;
+      if (connected_ || writing_) return;
+      complete(last_error_ ? last_error_ : std::make_error_code(std::errc::timed_out));
+    }, this);
+  }
+
+  void cancel_timers() noexcept {
+    if (!loop_) return;
+    if (retry_timer_) loop_->clear_timeout(retry_timer_);
+    if (give_up_timer_) loop_->clear_timeout(give_up_timer_);
+    retry_timer_ = give_up_timer_ = 0;
+  }
+
+  syslog_options o_;
+  syslog_formatter format_;
+  loop* loop_ = nullptr;
+  std::unique_ptr<net::socket> sock_;
+  std::unique_ptr<net::socket> old_;
+  // The batch in flight: its frames, where each ends, and the first the
+  // kernel has not taken whole.
+  std::optional<write_done> done_;
+  std::shared_ptr<std::string> buf_;
+  std::vector<std::size_t> ends_;
+  std::size_t first_unsent_ = 0;
+  std::size_t base_ = 0;  // sock_->bytes_written() when its write started
+  timespec now_{};
+  std::optional<final_done> final_;
+  std::error_code last_error_;
+  std::chrono::milliseconds backoff_;
+  timer_id retry_timer_ = 0;
+  timer_id give_up_timer_ = 0;
+  std::size_t sent_ = 0;
+  std::size_t failed_ = 0;
+  std::size_t reconnects_ = 0;
+  bool connected_ = false;
+  bool ever_connected_ = false;
+  bool writing_ = false;
+  bool ending_ = false;
+  bool destroyed_ = false;
+  bool dying_ = false;
+};
+
+namespace {
+writable_options stream_options(const syslog_options& o) {
+  writable_options w = o.stream;
+  w.object_mode = true;
+  if (!w.high_water_mark) w.high_water_mark = 1024;
+  return w;
+}
+}  // namespace
+
+}  // namespace detail
+
+syslog_writable::syslog_writable(const syslog_options& options)
+    : writable(std::make_unique<detail::syslog_sink>(options), detail::stream_options(options)) {}
+
+syslog_writable::~syslog_writable() = default;
+
+const detail::syslog_sink& syslog_writable::transport() const noexcept {
+  return static_cast<const detail::syslog_sink&>(get_sink());
+}
+std::size_t syslog_writable::sent() const noexcept { return transport().sent(); }
+std::size_t syslog_writable::dropped() const noexcept { return dropped_ + transport().failed(); }
+std::size_t syslog_writable::reconnects() const noexcept { return transport().reconnects(); }
+bool syslog_writable::connected() const noexcept { return transport().connected(); }
+
+std::error_code syslog_writable::destroy_io(std::error_code err) noexcept {
+  // What the stream still holds will be called back with an error; the
+  // batch that gave up is counted by the sink.
+  dropped_ += writable_length();
+  return get_sink().destroy(err);
+}
+
+}  // namespace sluice

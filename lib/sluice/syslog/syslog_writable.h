@@ -1,0 +1,109 @@
+// syslog_writable: a writable whose chunks are syslog messages, sent as RFC
+// 5424 over TCP or a Unix stream socket (a net::socket), reconnecting while
+// the receiver is away.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include "sluice/stream/writable.h"
+#include "sluice/syslog/syslog_format.h"
+
+namespace sluice {
+
+namespace detail {
+class syslog_sink;
+}
+
+struct syslog_options {
+  /// The receiver: a TCP address (an IP literal or "localhost") and port,
+  /// or, when `unix_path` is set, a Unix stream socket.
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 514;
+  std::string unix_path;
+  syslog_framing framing = syslog_framing::octet_counting;
+  /// PRI (facility, severity), HOSTNAME, APP-NAME, PROCID and MSGID.
+  syslog_header header{};
+  /// After a failed connect or a lost connection, the next attempt waits
+  /// reconnect_min, then twice as long each time, up to reconnect_max. A
+  /// connection resets it.
+  std::chrono::milliseconds reconnect_min{100};
+  std::chrono::milliseconds reconnect_max{5000};
+  /// The bound on waiting: a message that has waited this long for a
+  /// connection fails, with the last connection error (ECONNREFUSED, ...):
+  /// its callback, and those of every message after it, say so, they are
+  /// counted in dropped(), and the stream is destroyed with that error.
+  /// Unset (the default): messages wait as long as it takes, and the
+  /// producer is held back by write() returning false (see below).
+  std::optional<std::chrono::milliseconds> give_up_after{};
+  /// The stream's options. Chunks are messages: the stream is in object
+  /// mode, and the high-water mark counts messages (1024 unless set).
+  writable_options stream{};
+};
+
+/// A writable that sends each chunk as one RFC 5424 message:
+/// "<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID - MSG", TIMESTAMP in UTC
+/// with microseconds, framed by octet counting ("LEN SP MSG", RFC 6587) or by
+/// LF. It connects at once, and the caller's thread never waits for the
+/// network: the socket is non-blocking and every step runs on the loop.
+///
+///     sluice::syslog_writable log({.port = 6514, .header = {.app_name = "api"}});
+///     if (!log.write("user 42 logged in")) log.once(sluice::event::drain, [&] { go_on(); });
+///     log.end([](std::error_code ec) { ... });  // every message sent, or ec says why not
+///     sluice::loop::current().run();
+///
+/// Unreachable receiver (refused, reset, closed by the peer): the writable
+/// reconnects with capped exponential backoff (reconnect_min ..
+/// reconnect_max). Meanwhile messages wait in the stream: past the
+/// high-water mark write() returns false, and 'drain' comes once they are
+/// sent on the new connection. That is the policy: the producer is held back
+/// by backpressure, nothing is dropped, unless give_up_after is set, which
+/// bounds the wait (see syslog_options). Memory is bounded only if the
+/// producer honours write() == false (or writable_options::max_buffered caps
+/// the stream, where the library has it).
+///
+/// A write's callback succeeds once its message is in the kernel's socket
+/// buffer. That is not delivery: plain TCP has a loss window. When a
+/// connection breaks, what sat in our socket's send buffer, in flight, and in
+/// the receiver's receive buffer (not yet read by it) is lost, and no error
+/// says which messages: at most about SO_SNDBUF + the peer's SO_RCVBUF bytes
+/// (a few hundred KiB on Linux loopback) of messages whose callbacks said
+/// success. A message the kernel had not fully taken when the connection
+/// broke is sent again, whole, on the next connection (the receiver drops the
+/// torn frame). Messages are stamped when the writable frames them, which is
+/// when they are written while connected, but the reconnection's time for
+/// messages that waited for one.
+///
+/// end(): the callback comes once every message is in the kernel and the
+/// connection is closed (FIN); or with the error that stopped it, each
+/// unsent message's callback then saying why (ERR_STREAM_DESTROYED for
+/// messages still queued).
+class syslog_writable : public writable {
+ public:
+  explicit syslog_writable(const syslog_options& options = {});
+  ~syslog_writable();
+
+  /// Messages handed to the kernel on some connection (callbacks that said
+  /// success).
+  std::size_t sent() const noexcept;
+  /// Messages whose callbacks said they were not sent (give_up_after, an
+  /// error, destroy()).
+  std::size_t dropped() const noexcept;
+  /// Connections made after the first.
+  std::size_t reconnects() const noexcept;
+  /// Whether a connection is up now.
+  bool connected() const noexcept;
+
+ private:
+  std::error_code destroy_io(std::error_code err) noexcept override;
+  const detail::syslog_sink& transport() const noexcept;
+
+  std::size_t dropped_ = 0;
+};
+
+}  // namespace sluice

@@ -1,0 +1,61 @@
+// The option values sluice-log and sluice-logd share: sizes with K/M/G
+// suffixes and the --fsync policies of sluice::log_options.
+#pragma once
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "sluice/sinks/log_options.h"
+
+namespace sluice_tools {
+
+// A whole number in [0, max] with an optional K, M or G suffix (1024-based),
+// or false when `s` is not one.
+inline bool parse_size(const char* s, bool suffix, std::uint64_t max, std::uint64_t& out) {
+  if (s[0] < '0' || s[0] > '9') return false;  // no sign, no space
+  errno = 0;
+  char* end = nullptr;
+  std::uint64_t v = std::strtoull(s, &end, 10);
+  if (errno) return false;
+  if (suffix && *end != '\0' && end[1] == '\0') {
+    unsigned shift = 0;
+    switch (*end) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      default: return false;
+    }
+    if (v > (max >> shift)) return false;
+    v <<= shift;
+    ++end;
+  }
+  if (*end != '\0' || v > max) return false;
+  out = v;
+  return true;
+}
+
+// never, end, bytes=SIZE or ms=T (1 to 86400000) into `log`; false for
+// anything else.
+inline bool parse_fsync(const std::string& p, sluice::log_options& log) {
+  using policy = sluice::log_options::fsync_policy;
+  std::uint64_t v = 0;
+  if (p == "never") {
+    log.fsync = policy::never;
+  } else if (p == "end") {
+    log.fsync = policy::at_end;
+  } else if (p.rfind("bytes=", 0) == 0 && parse_size(p.c_str() + 6, true, UINT64_MAX >> 1, v)) {
+    log.fsync = policy::every_bytes;
+    log.fsync_bytes = v;
+  } else if (p.rfind("ms=", 0) == 0 && parse_size(p.c_str() + 3, false, 86'400'000, v) && v >= 1) {
+    log.fsync = policy::every_ms;
+    log.fsync_interval = std::chrono::milliseconds(v);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sluice_tools
