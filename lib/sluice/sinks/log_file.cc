@@ -84,21 +84,24 @@ void log_file::check_kind() noexcept {
 // The lock, then the rotation if the chunk does not fit. After a rename,
 // the new file is locked and checked as any other.
 std::error_code log_file::prepare_shared(std::size_t next_chunk) noexcept {
-  // Bounded: each round is a rotation, ours or another process's.
-  for (int round = 0; round < 16; ++round) {
+  // Each round is a rotation, ours or another process's: the loop ends
+  // once the file fits. It must not give up and go on unlocked, or two
+  // writers would rotate at once and one rename would replace a file.
+  for (;;) {
     if (const std::error_code ec = lock_current()) return ec;
     if (!rotatable_ || fd_ < 0) return {};  // the path names something else now
     if (next_chunk == 0 || size_ == 0 || size_ + next_chunk <= options_.max_size) return {};
     if (const std::error_code ec = rotate()) return ec;
   }
-  return {};
 }
 
 // Holds flock(fd_) on the file the path names, following the path when
 // another writer rotated (or logrotate moved) the file under us; size_ is
 // then the file's own. Where flock is not supported, goes on without it.
 std::error_code log_file::lock_current() noexcept {
-  for (int round = 0; round < 16; ++round) {
+  // Until the lock held is on the file the path names: each round follows
+  // one move of it by another writer.
+  for (;;) {
     if (!locked_) {
       int r;
       do {
@@ -115,7 +118,6 @@ std::error_code log_file::lock_current() noexcept {
     if (const std::error_code ec = open_again(follows_)) return ec;
     if (!rotatable_) return {};
   }
-  return {};
 }
 
 void log_file::end_call() noexcept {
