@@ -4,8 +4,10 @@
 // it. Nothing bounds a deque: a subscriber that stops reading makes its
 // deque, and the server, grow for as long as it stalls.
 //
-//   asio_fanout_server      reads lines from standard input; prints
-//                           "asio-fanout: listening on 127.0.0.1:PORT" on stderr
+//   asio_fanout_server [SNDBUF]   reads lines from standard input; prints
+//                                 "asio-fanout: listening on 127.0.0.1:PORT" on stderr;
+//                                 SNDBUF sets each subscriber's SO_SNDBUF, as
+//                                 sluice-fanout's --send-buffer does
 #include <utility>  // Boost 1.74's Asio headers use std::exchange without it
 
 #include <boost/asio/buffer.hpp>
@@ -16,6 +18,7 @@
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <istream>
 #include <memory>
@@ -90,8 +93,8 @@ class session : public std::enable_shared_from_this<session> {
 
 class server {
  public:
-  explicit server(asio::io_context& io)
-      : acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), input_(io, ::dup(STDIN_FILENO)) {
+  server(asio::io_context& io, int sndbuf)
+      : sndbuf_(sndbuf), acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), input_(io, ::dup(STDIN_FILENO)) {
     std::fprintf(stderr, "asio-fanout: listening on 127.0.0.1:%u\n", acceptor_.local_endpoint().port());
     accept();
     read_line();
@@ -100,7 +103,10 @@ class server {
  private:
   void accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
-      if (!ec) std::make_shared<session>(std::move(s), room_)->start();
+      if (!ec) {
+        if (sndbuf_ > 0) s.set_option(asio::socket_base::send_buffer_size(sndbuf_));
+        std::make_shared<session>(std::move(s), room_)->start();
+      }
       if (!room_.ended) accept();
     });
   }
@@ -121,14 +127,15 @@ class server {
     });
   }
 
+  int sndbuf_;
   tcp::acceptor acceptor_;
   asio::posix::stream_descriptor input_;
   asio::streambuf buffer_;
   room room_;
 };
 
-int main() {
+int main(int argc, char** argv) {
   asio::io_context io(1);
-  server s(io);
+  server s(io, argc > 1 ? std::atoi(argv[1]) : 0);
   io.run();
 }

@@ -83,7 +83,7 @@ results+=("$(run pause "$fan" --listen 127.0.0.1:0 --send-buffer "$sndbuf" --pol
 results+=("$(run drop "$fan" --listen 127.0.0.1:0 --send-buffer "$sndbuf" --policy drop --max-buffered "$cap")")
 results+=("$(run disconnect "$fan" --listen 127.0.0.1:0 --send-buffer "$sndbuf" --policy disconnect --max-buffered "$cap" \
   --write-deadline "$deadline")")
-results+=("$(run asio-deque "$asio")")
+results+=("$(run asio-deque "$asio" "$(numfmt --from=iec "$sndbuf")")")
 
 sndbuf_bytes=$(numfmt --from=iec "$sndbuf")
 bound_mb=$(awk -v c="$cap_bytes" -v k="$sndbuf_bytes" 'BEGIN { printf "%.1f", 10 * (c + k) / 1048576 }')
