@@ -36,6 +36,7 @@ class slow_sink : public sink {
     open_ = true;
     step();
   }
+  void close_gate() { open_ = false; }
   const std::string& data() const { return data_; }
 
  private:
@@ -152,7 +153,7 @@ TEST_CASE("drop: a slow subscriber skips whole messages, is told how many, and t
   subscriber slow = make_subscriber(l, true);
   hub.add(*fast.w);
   hub.add(*slow.w);
-  must_call cbs(20);
+  must_call cbs(24);
   std::string expected;
   for (int i = 0; i < 10; ++i) {
     expected += numbered(i);
@@ -168,13 +169,23 @@ TEST_CASE("drop: a slow subscriber skips whole messages, is told how many, and t
     expected += numbered(i);
     hub.input().write(numbered(i), cbs.cb());
   }
+  l.run_until_idle();
+  // Stalled again: the last messages are dropped, and told before the end.
+  slow.slow->close_gate();
+  for (int i = 20; i < 24; ++i) {
+    expected += numbered(i);
+    hub.input().write(numbered(i), cbs.cb());
+  }
   hub.input().end();
+  l.run_until_idle();
+  slow.slow->open();
   l.run();
   CHECK(fast.data() == expected);
   std::string told = numbered(0) + numbered(1) + numbered(2) + "dropped 7\n";
-  for (int i = 10; i < 20; ++i) told += numbered(i);
+  for (int i = 10; i < 23; ++i) told += numbered(i);
+  told += "dropped 1\n";
   CHECK(slow.data() == told);
-  CHECK(hub.messages_dropped() == 7);
+  CHECK(hub.messages_dropped() == 8);
   CHECK(hub.cut_off() == 0);
 }
 

@@ -189,7 +189,13 @@ void fanout::end_subscriber(subscriber& s) {
     subscriber_done(s);
     return;
   }
-  if (!s.w->writable_ended()) s.w->end();
+  if (s.w->writable_ended()) return;
+  // drop: what it missed after its last message is told before its end.
+  if (s.untold != 0 && options_.drop_notice) {
+    s.w->write(options_.drop_notice(s.untold));
+    s.untold = 0;
+  }
+  s.w->end();
 }
 
 void fanout::subscriber_done(subscriber& s) noexcept {

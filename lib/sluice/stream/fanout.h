@@ -41,7 +41,8 @@ struct fanout_options {
   /// the fanout never makes one hold more.
   std::size_t max_buffered = 1024 * 1024;
   /// drop: makes the message that tells a subscriber how many messages it
-  /// missed, sent before the next one it gets. None: it is not told.
+  /// missed, sent before the next one it gets (or before its end, when the
+  /// input ends). None: it is not told.
   std::function<std::string(std::uint64_t dropped)> drop_notice{};
   /// end() of the input ends every subscriber, and the input's 'finish'
   /// comes once each has finished or closed.
