@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "sluice/sinks/file_worker.h"
 #include "sluice/stream/writable.h"
 #include "support/temp_dir.h"
+#include "support/write_ledger.h"
 #include "support/writable_events.h"
 
 using namespace sluice;
@@ -61,22 +63,7 @@ std::string line(std::size_t i) {
 }
 
 // What each write's callback heard.
-struct outcome {
-  std::vector<std::string> lines;
-  std::vector<int> calls;
-  std::vector<std::error_code> errors;
-
-  write_cb cb(std::string l) {
-    const std::size_t i = lines.size();
-    lines.push_back(std::move(l));
-    calls.push_back(0);
-    errors.emplace_back();
-    return [this, i](std::error_code ec) {
-      ++calls[i];
-      errors[i] = ec;
-    };
-  }
-
+struct outcome : sluice::test::write_ledger {
   // Every callback called once; the successes first, then only errors
   // (a line after a failed one never lands). Returns what the successes
   // wrote, in order.
@@ -169,56 +156,31 @@ TEST_CASE("a single line that does not fit is cut off again, and the lines befor
   check_first_error(o);
 }
 
-TEST_CASE("a file worker's batch that fills the file: whole lines only, and the truth to each callback") {
+TEST_CASE("a worker, log or log worker whose file fills up: whole lines only, and the truth to each callback") {
   temp_dir dir;
-  for (const std::size_t limit : {1, 1000, 2047}) {
-    CAPTURE(limit);
-    const std::string path = dir.file("out-" + std::to_string(limit) + ".log");
-    outcome o;
-    {
-      loop l;
-      file_size_limit full(limit);
-      file_worker worker(path);
-      auto w = make_worker_writable(worker, on(l));
-      write_turns(*w, l, o, 5, 40);
+  for (const char* kind : {"worker", "log", "log worker"}) {
+    for (const std::size_t limit : {1, 1000, 2047}) {
+      CAPTURE(kind);
+      CAPTURE(limit);
+      const std::string path = dir.file(std::string(kind) + "-" + std::to_string(limit) + ".log");
+      outcome o;
+      {
+        loop l;
+        file_size_limit full(limit);
+        std::unique_ptr<file_worker> worker;
+        std::unique_ptr<writable> w;
+        if (kind == std::string_view("log")) {
+          w = make_log_writable(path, {}, on(l));
+        } else {
+          worker = kind == std::string_view("worker") ? std::make_unique<file_worker>(path)
+                                                      : std::make_unique<file_worker>(path, log_options{});
+          w = make_worker_writable(*worker, on(l));
+        }
+        write_turns(*w, l, o, 5, 40);
+      }
+      check_file(o, path);
+      check_first_error(o);
     }
-    check_file(o, path);
-    check_first_error(o);
-  }
-}
-
-TEST_CASE("a log file that fills up: whole lines only, and the truth to each callback") {
-  temp_dir dir;
-  for (const std::size_t limit : {1, 1000, 2047}) {
-    CAPTURE(limit);
-    const std::string path = dir.file("out-" + std::to_string(limit) + ".log");
-    outcome o;
-    {
-      loop l;
-      file_size_limit full(limit);
-      auto w = make_log_writable(path, {}, on(l));
-      write_turns(*w, l, o, 5, 40);
-    }
-    check_file(o, path);
-    check_first_error(o);
-  }
-}
-
-TEST_CASE("a log worker that fills its file: whole lines only, and the truth to each callback") {
-  temp_dir dir;
-  for (const std::size_t limit : {1, 1000, 2047}) {
-    CAPTURE(limit);
-    const std::string path = dir.file("out-" + std::to_string(limit) + ".log");
-    outcome o;
-    {
-      loop l;
-      file_size_limit full(limit);
-      file_worker worker(path, log_options{});
-      auto w = make_worker_writable(worker, on(l));
-      write_turns(*w, l, o, 5, 40);
-    }
-    check_file(o, path);
-    check_first_error(o);
   }
 }
 

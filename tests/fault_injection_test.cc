@@ -27,6 +27,7 @@
 #include "sluice/stream/writable.h"
 #include "support/fault_injection.h"
 #include "support/temp_dir.h"
+#include "support/write_ledger.h"
 #include "support/writable_events.h"
 
 using namespace sluice;
@@ -56,22 +57,7 @@ struct schedule_result {
   bool failed = false;
 };
 
-// The lines written, and what their callbacks heard.
-struct ledger {
-  std::vector<std::string> lines;
-  std::vector<int> calls;
-  std::vector<std::error_code> errors;
-  write_cb cb(std::string l) {
-    const std::size_t i = lines.size();
-    lines.push_back(std::move(l));
-    calls.push_back(0);
-    errors.emplace_back();
-    return [this, i](std::error_code ec) {
-      ++calls[i];
-      errors[i] = ec;
-    };
-  }
-};
+using ledger = sluice::test::write_ledger;
 
 // The log's files, oldest first: app.log.<N> ... app.log.1, app.log.
 std::string log_contents(const std::string& path) {
