@@ -22,6 +22,7 @@
 #include "sluice/net/socket.h"
 #include "support/must_call.h"
 #include "support/temp_dir.h"
+#include "support/spin.h"
 
 namespace sluice::test {
 namespace {
@@ -30,22 +31,7 @@ using namespace std::chrono_literals;
 using net::server;
 using net::socket;
 
-// Turns the loop until `done()` or a bound of turns (each waits at most 5 ms
-// for an fd, or for a timer to come due): a hang fails the test instead of
-// blocking it.
-bool spin(loop& l, const std::function<bool()>& done, int turns = 4000) {
-  for (int i = 0; i < turns; ++i) {
-    if (done()) return true;
-    l.run_until_idle();
-    std::vector<pollfd> fds;
-    for (const auto& w : l.watched_fds()) fds.push_back({w.fd, w.events, 0});
-    if (::poll(fds.data(), fds.size(), 5) > 0)
-      for (const auto& p : fds)
-        if (p.revents) l.dispatch_ready(p.fd, p.revents);
-    l.run_until_idle();
-  }
-  return done();
-}
+using sluice::test::spin;
 
 struct net_world {
   sluice::loop loop;

@@ -30,25 +30,14 @@
 #include "sluice/syslog/syslog_frames.h"
 #include "sluice/syslog/syslog_writable.h"
 #include "support/temp_dir.h"
+#include "support/spin.h"
 
 namespace sluice::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-bool spin(loop& l, const std::function<bool()>& done, int turns = 4000) {
-  for (int i = 0; i < turns; ++i) {
-    if (done()) return true;
-    l.run_until_idle();
-    std::vector<pollfd> fds;
-    for (const auto& w : l.watched_fds()) fds.push_back({w.fd, w.events, 0});
-    if (::poll(fds.data(), fds.size(), 5) > 0)
-      for (const auto& p : fds)
-        if (p.revents) l.dispatch_ready(p.fd, p.revents);
-    l.run_until_idle();
-  }
-  return done();
-}
+using sluice::test::spin;
 
 const std::regex header_re(R"(<14>1 \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z host app 42 ID - )");
 

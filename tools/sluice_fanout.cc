@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "close_stdout.h"
+#include "nonblocking_stdin.h"
 #include "log_args.h"
 #include "sluice/net/server.h"
 #include "sluice/sluice.h"
@@ -278,7 +279,7 @@ class fanout_tool {
     else
       server_.listen(o_.port, o_.host);
     loop.run();
-    restore_stdin();
+    stdin_.restore();
     if (o_.stats) print_totals();
     return status_;
   }
@@ -316,7 +317,7 @@ class fanout_tool {
   void start_reading() {
     if (reading_ || stopping_) return;
     reading_ = true;
-    make_stdin_nonblocking();
+    stdin_.set();
     in_ = sluice::make_fd_readable(STDIN_FILENO, false);
     in_->on(sluice::event::error, [this](std::error_code e) { read_error_ = e; });
     sluice::for_each_line(
@@ -417,19 +418,6 @@ class fanout_tool {
                    sluice::to_string(o_.policy));
   }
 
-  // A pipe or socket is read without blocking, so that a quiet writer does
-  // not keep the loop (and the signals, and the subscribers) waiting.
-  void make_stdin_nonblocking() {
-    struct stat st {};
-    if (::fstat(STDIN_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)))
-      return;
-    const int flags = ::fcntl(STDIN_FILENO, F_GETFL);
-    if (flags < 0 || (flags & O_NONBLOCK)) return;
-    if (::fcntl(STDIN_FILENO, F_SETFL, flags | O_NONBLOCK) == 0) stdin_flags_ = flags;
-  }
-  void restore_stdin() {
-    if (stdin_flags_ >= 0) ::fcntl(STDIN_FILENO, F_SETFL, stdin_flags_);
-  }
 
   const options& o_;
   sluice::fanout hub_;
@@ -438,7 +426,7 @@ class fanout_tool {
   std::unordered_set<sluice::net::socket*> sockets_;
   sluice::signal_watch term_, int_;
   std::size_t subscribed_ = 0;
-  int stdin_flags_ = -1;
+  sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   int signals_ = 0;  // SIGTERM and SIGINT received
   bool listening_ = false;

@@ -35,6 +35,7 @@
 #include <system_error>
 
 #include "close_stdout.h"
+#include "nonblocking_stdin.h"
 #include "log_args.h"
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
@@ -247,7 +248,7 @@ class log_tool {
       in_->resume();
     });
 
-    make_stdin_nonblocking();
+    stdin_.set();
     in_ = sluice::make_fd_readable(STDIN_FILENO, false);
     in_->on(sluice::event::error, [this](std::error_code e) { read_error_ = e; });
     sluice::for_each_line(
@@ -255,7 +256,7 @@ class log_tool {
         [this](std::error_code e) { lines_done(e); },
         {.max_line_length = o_.max_line_length});
     loop.run();
-    restore_stdin();
+    stdin_.restore();
     // Every line is written (or the file failed): the last sync and the close.
     if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
     if (!failed_ && !finished_) {
@@ -372,19 +373,6 @@ class log_tool {
     hup_.reset();
   }
 
-  // A pipe or socket is read without blocking, so that a quiet writer does
-  // not keep the loop (and the signals) waiting in read().
-  void make_stdin_nonblocking() {
-    struct stat st {};
-    if (::fstat(STDIN_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return;
-    const int flags = ::fcntl(STDIN_FILENO, F_GETFL);
-    if (flags < 0 || (flags & O_NONBLOCK)) return;
-    if (::fcntl(STDIN_FILENO, F_SETFL, flags | O_NONBLOCK) == 0) stdin_flags_ = flags;
-  }
-
-  void restore_stdin() {
-    if (stdin_flags_ >= 0) ::fcntl(STDIN_FILENO, F_SETFL, stdin_flags_);
-  }
 
   const options& o_;
   std::unique_ptr<sluice::file_worker> worker_;
@@ -394,7 +382,7 @@ class log_tool {
   clock_stamp stamp_;
   std::size_t lines_ = 0;    // read and handed to the file
   std::size_t written_ = 0;  // of those, written
-  int stdin_flags_ = -1;
+  sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'
   bool input_stopped_ = false;  // SIGTERM or SIGINT: the input ends where the reading stopped
