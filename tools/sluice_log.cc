@@ -1,19 +1,29 @@
 // sluice-log: appends the lines of standard input to a log file, rotated by
-// size, like Apache's rotatelogs or daemontools' multilog. Standard input is
-// a readable over an fd_source split by for_each_line(); each line (with its
-// optional timestamp and its "\n") is one print() into the worker-backed log
-// writable: a file_worker made with log_options (the worker I/O thread
+// size, like Apache's rotatelogs or daemontools' multilog, or sends each line
+// as one message to a syslog receiver (TCP or a Unix socket) or to a Kafka
+// topic. Standard input is a readable over an fd_source split by
+// for_each_line(); each line (with its optional timestamp) is one print()
+// into the output writable.
+//
+// A file: a file_worker made with log_options (the worker I/O thread
 // rotates, reopens and syncs the file), and a worker_sink writable on this
 // thread's loop. A line is one chunk, and the worker rotates only between
-// chunks, so a line is never torn or split across two files. Signals arrive
-// through the loop (sluice/signals.h): SIGHUP asks the worker to reopen;
-// SIGTERM and SIGINT stop the reading (fd_source::stop()), which makes what
-// was read the whole input; its end end()s the writable, and once it has
-// finished (every line handed over is written) the worker is closed, which
-// syncs (per --fsync) and closes the file.
+// chunks, so a line is never torn or split across two files.
 //
-// The loop's thread only reads and splits: a slow disk holds the worker,
-// whose completions then come late, so 'drain' holds the reading back.
+// A network DEST: a syslog_writable (which reconnects on its own) or a Kafka
+// writable; a line is one message, and each write's callback says whether it
+// was sent, which the counts and the exit status report.
+//
+// Signals arrive through the loop (sluice/signals.h): SIGHUP asks the worker
+// to reopen; SIGTERM and SIGINT stop the reading (fd_source::stop()), which
+// makes what was read the whole input; its end end()s the writable, and once
+// it has finished (every line handed over is written or sent) the worker, if
+// any, is closed, which syncs (per --fsync) and closes the file. A network
+// DEST gets --grace to take the rest after the signal; then what is left is
+// dropped and counted.
+//
+// The loop's thread only reads and splits: a slow disk or receiver holds the
+// output, whose completions then come late, so 'drain' holds the reading back.
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -33,23 +43,70 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "close_stdout.h"
 #include "nonblocking_stdin.h"
 #include "log_args.h"
+#include "log_dest.h"
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
+#if SLUICE_LOG_KAFKA
+#include "sluice/kafka/kafka_writable.h"
+#endif
 
 namespace {
 
 using sluice_tools::parse_fsync;
 using sluice_tools::parse_size;
 
-constexpr const char* usage_text = R"(usage: sluice-log [OPTION]... FILE
-Appends the lines of standard input to FILE, rotating it by size, like
-rotatelogs or multilog.
+#if SLUICE_LOG_KAFKA
+#define SLUICE_LOG_KAFKA_NOTE ""
+#else
+#define SLUICE_LOG_KAFKA_NOTE "\n                    (this sluice-log is built without Kafka: see below)"
+#endif
 
-Options:
+constexpr const char* usage_text = R"(usage: sluice-log [OPTION]... DEST
+Appends the lines of standard input to a file, rotating it by size, like
+rotatelogs or multilog, or sends each line as one message to a syslog
+receiver or a Kafka topic.
+
+DEST is one of:
+  FILE              a file (a path; ./kafka:x for a file named kafka:x)
+  syslog://HOST:PORT
+                    a syslog receiver over TCP (rsyslog's imptcp, syslog-ng,
+                    sluice-logd); HOST is an IP address ([::1] for IPv6) or
+                    localhost: no name is looked up
+  syslog+unix:PATH  a syslog receiver on a Unix stream socket
+  kafka://BROKER[,BROKER...]/TOPIC
+                    a Kafka topic; BROKER is HOST:PORT (bootstrap.servers))"
+                                   SLUICE_LOG_KAFKA_NOTE R"(
+
+Options for every DEST:
+  --timestamp       start each line with the time it was read, RFC 3339 in
+                    UTC with microseconds and a space:
+                    2026-11-30T00:00:00.123456Z <line>
+  --max-line-length N
+                    the longest line accepted, in bytes (default 1048576)
+  --stats           at exit, print the counts on standard error:
+                    FILE:   'sluice-log: N lines, B bytes, R rotations,
+                            H reopens' (N: lines written, B: bytes written,
+                            timestamps and newlines included; a line the
+                            file refused is not counted)
+                    syslog: 'sluice-log: N lines, S sent, D dropped,
+                            R reconnects' (N: lines read, S: in the kernel's
+                            socket buffer, D: given up, R: connections made
+                            after the first)
+                    kafka:  'sluice-log: N lines, D delivered, F failed'
+                            (D: acknowledged by the broker)
+  --json            with --stats: print them as one JSON object instead:
+                    {"lines":N,"bytes":B,"rotations":R,"reopens":H},
+                    {"lines":N,"sent":S,"dropped":D,"reconnects":R} or
+                    {"lines":N,"delivered":D,"failed":F}
+  -h, --help        show this help
+
+Options for a FILE:
   --max-size SIZE   rotate before a line that would take FILE past SIZE bytes:
                     FILE -> FILE.1, FILE.1 -> FILE.2, ..., then a fresh FILE.
                     SIZE is a byte count with an optional suffix K, M or G
@@ -65,9 +122,6 @@ Options:
                     line lands once and no file passes SIZE.
   --keep N          rotated files to keep (FILE.1, the newest, to FILE.N;
                     older ones are removed). Default 5; 0 keeps none.
-  --timestamp       start each line with the time it was read, RFC 3339 in
-                    UTC with microseconds and a space:
-                    2026-11-30T00:00:00.123456Z <line>
   --fsync POLICY    when to fsync FILE:
                       never      leave it to the kernel (the default)
                       end        each file once, before it is closed (at
@@ -77,36 +131,74 @@ Options:
                                  before each file is closed
                       ms=T       at most T milliseconds (1 or more) after a
                                  write, and before each file is closed
-  --max-line-length N
-                    the longest line accepted, in bytes (default 1048576)
-  --stats           at exit, print 'sluice-log: N lines, B bytes, R rotations,
-                    H reopens' on standard error (N: lines written, B: bytes
-                    written, timestamps and newlines included; a line the
-                    file refused is not counted)
-  --json            with --stats: print them as one JSON object instead:
-                    {"lines":N,"bytes":B,"rotations":R,"reopens":H}
-  -h, --help        show this help
+
+Options for syslog:// and syslog+unix: (each line is sent as RFC 5424,
+'<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID - - LINE', stamped when sent):
+  --framing MODE    octet (the default): octet counting, 'LEN SP MSG' (RFC
+                    6587); lf: each message ends with a LF, for old
+                    receivers
+  --facility F      kern, user (the default), mail, daemon, auth, syslog,
+                    lpr, news, uucp, cron, authpriv, ftp, local0 .. local7,
+                    or 0 to 23
+  --severity S      emerg, alert, crit, err, warning, notice, info (the
+                    default), debug, or 0 to 7
+  --app-name NAME   APP-NAME (default '-', none; at most 48 characters)
+  --hostname NAME   HOSTNAME (default: this machine's name)
+  --give-up-after T a message that has waited T for the receiver is given
+                    up: it and every message after it are dropped (counted),
+                    and sluice-log exits 1. Default: wait as long as it
+                    takes. T is a whole number with ms, s (the default) or m.
+
+Options for a network DEST:
+  --grace T         after SIGTERM or SIGINT, wait at most T (default 5s; as
+                    --give-up-after) for the receiver to take the messages
+                    read; then drop the rest, counted, and exit 1
+  -X KEY=VALUE      kafka:// only, once or more: a librdkafka property
+                    (librdkafka's CONFIGURATION.md), as kcat's -X, e.g.
+                    -X acks=1 -X compression.codec=zstd; applied after
+                    bootstrap.servers from DEST, so they may replace it
 
 Lines: a line ends at "\n" or "\r\n" and is written with "\n" (so "\r\n"
-becomes "\n"); a last line without a newline is written with one. A line
-longer than the maximum is an error: the lines before it are written, then
-sluice-log stops with a message and exit status 1.
+becomes "\n"); a last line without a newline is written with one. To a
+network DEST a line is one message, without its "\n". A line longer than
+the maximum is an error: the lines before it are written, then sluice-log
+stops with a message and exit status 1.
 
 Signals: SIGHUP closes and reopens FILE (after an external rename, as
-logrotate does). SIGTERM and SIGINT stop the reading: every line read so far
-is written, then sluice-log exits 0, as at the end of the input. Once the
-shutdown has begun, SIGHUP, SIGTERM and SIGINT are caught and ignored to the
-end: the last sync and close of FILE are not cut short.
+logrotate does); it does nothing to a network DEST. SIGTERM and SIGINT stop
+the reading: every line read so far is written (or sent), then sluice-log
+exits 0, as at the end of the input. Once the shutdown has begun, SIGHUP,
+SIGTERM and SIGINT are caught and ignored to the end: the last sync and
+close of FILE are not cut short; to a network DEST, a second SIGTERM or
+SIGINT ends the --grace wait at once.
 
-Writing waits for the disk: when the file cannot keep up, standard input is
-not read until it can, so memory stays bounded.
+Backpressure: writing waits for the disk or the receiver. When the file
+cannot keep up, or while the syslog receiver is unreachable (sluice-log
+reconnects, waiting 100 ms, then twice as long each time, up to 5 s) and
+1024 messages wait, or while librdkafka's queue is full, standard input is
+not read, so memory stays bounded and the program writing to sluice-log is
+held back. Nothing is dropped unless --give-up-after, --grace or a Kafka
+delivery failure (message.timeout.ms, 5 minutes by default) says so; each
+dropped message is counted and reported.
+
+What a success means: to a FILE, the line is written (in the kernel; synced
+per --fsync); to syslog, the message is in the kernel's socket buffer
+(plain TCP can lose what is in flight when the connection breaks; see
+docs/shipping.md); to Kafka, the broker acknowledged it (per acks).
+
+Kafka: kafka:// needs sluice-log built with librdkafka (meson -Dkafka=auto
+or enabled, Debian's librdkafka-dev); without it, kafka:// is an error
+(exit 2).
 
 Exit status: 0 at the end of the input or on SIGTERM/SIGINT, with every line
-read in the file; 1 when FILE cannot be opened or written (reported as
-'sluice-log: FILE: <reason>'), when standard input cannot be read, or on a
-line too long; 2 on bad usage.
+read in the file or sent; 1 when FILE cannot be opened or written (reported
+as 'sluice-log: FILE: <reason>'), when standard input cannot be read, on a
+line too long, or when messages were dropped (reported as 'sluice-log:
+DEST: D of N messages not sent: <reason>'); 2 on bad usage.
 
 Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server.log
+         my-server 2>&1 | sluice-log --app-name my-server syslog://10.0.0.5:514
+         my-server 2>&1 | sluice-log -X acks=all kafka://k1:9092,k2:9092/logs
 )";
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -115,8 +207,12 @@ Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server
 }
 
 struct options {
-  std::string file;
+  sluice_tools::log_destination dest;
+  std::string dest_text;  // as given, for messages
   sluice::log_options log;
+  sluice::syslog_options syslog;
+  std::vector<std::pair<std::string, std::string>> kafka_config;  // -X, in order
+  std::chrono::milliseconds grace{5000};
   bool timestamp = false;
   bool stats = false;
   bool json = false;
@@ -125,7 +221,10 @@ struct options {
 
 options parse_args(int argc, char** argv) {
   options o;
-  enum { max_size = 256, keep, timestamp, fsync, max_line_length, stats, json };
+  enum {
+    max_size = 256, keep, timestamp, fsync, max_line_length, stats, json,
+    framing, facility, severity, app_name, hostname, give_up_after, grace,
+  };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
       {"keep", required_argument, nullptr, keep},
@@ -134,23 +233,37 @@ options parse_args(int argc, char** argv) {
       {"max-line-length", required_argument, nullptr, max_line_length},
       {"stats", no_argument, nullptr, stats},
       {"json", no_argument, nullptr, json},
+      {"framing", required_argument, nullptr, framing},
+      {"facility", required_argument, nullptr, facility},
+      {"severity", required_argument, nullptr, severity},
+      {"app-name", required_argument, nullptr, app_name},
+      {"hostname", required_argument, nullptr, hostname},
+      {"give-up-after", required_argument, nullptr, give_up_after},
+      {"grace", required_argument, nullptr, grace},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
+  // Which options were given, by kind, to check them against DEST.
+  const char* file_option = nullptr;    // --max-size, --keep, --fsync
+  const char* syslog_option = nullptr;  // --framing ... --give-up-after
+  const char* network_option = nullptr; // --grace
+  const char* kafka_option = nullptr;   // -X
   opterr = 0;  // the messages below say more
   int c;
   std::uint64_t v = 0;
-  while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
+  while ((c = ::getopt_long(argc, argv, ":hX:", long_options, nullptr)) != -1) {
     switch (c) {
       case max_size:
         if (!parse_size(optarg, true, UINT64_MAX >> 1, v))
           usage_error(std::string("--max-size wants a number of bytes, with K, M or G or none, got '") + optarg + "'");
         o.log.max_size = v;
+        file_option = "--max-size";
         break;
       case keep:
         if (!parse_size(optarg, false, 100'000, v))
           usage_error(std::string("--keep wants a whole number from 0 to 100000, got '") + optarg + "'");
         o.log.keep = static_cast<unsigned>(v);
+        file_option = "--keep";
         break;
       case timestamp:
         o.timestamp = true;
@@ -158,6 +271,7 @@ options parse_args(int argc, char** argv) {
       case fsync:
         if (!parse_fsync(optarg, o.log))
           usage_error(std::string("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '") + optarg + "'");
+        file_option = "--fsync";
         break;
       case max_line_length:
         if (!parse_size(optarg, false, 1ull << 30, v) || v < 1)
@@ -171,6 +285,55 @@ options parse_args(int argc, char** argv) {
       case json:
         o.json = true;
         break;
+      case framing:
+        if (std::strcmp(optarg, "octet") == 0) o.syslog.framing = sluice::syslog_framing::octet_counting;
+        else if (std::strcmp(optarg, "lf") == 0) o.syslog.framing = sluice::syslog_framing::lf;
+        else usage_error(std::string("--framing wants octet or lf, got '") + optarg + "'");
+        syslog_option = "--framing";
+        break;
+      case facility:
+        if (!sluice_tools::parse_syslog_facility(optarg, o.syslog.header.facility))
+          usage_error(std::string("--facility wants a name (user, daemon, local0 ...) or 0 to 23, got '") + optarg +
+                      "'");
+        syslog_option = "--facility";
+        break;
+      case severity:
+        if (!sluice_tools::parse_syslog_severity(optarg, o.syslog.header.severity))
+          usage_error(std::string("--severity wants emerg, alert, crit, err, warning, notice, info, debug or 0 to 7, "
+                                  "got '") + optarg + "'");
+        syslog_option = "--severity";
+        break;
+      case app_name:
+        if (optarg[0] == '\0') usage_error("--app-name is empty");
+        o.syslog.header.app_name = optarg;
+        syslog_option = "--app-name";
+        break;
+      case hostname:
+        if (optarg[0] == '\0') usage_error("--hostname is empty");
+        o.syslog.header.hostname = optarg;
+        syslog_option = "--hostname";
+        break;
+      case give_up_after: {
+        std::chrono::milliseconds t{};
+        if (!sluice_tools::parse_duration(optarg, t) || t.count() == 0)
+          usage_error(std::string("--give-up-after wants a time above 0, e.g. 30s, 500ms or 2m, got '") + optarg + "'");
+        o.syslog.give_up_after = t;
+        syslog_option = "--give-up-after";
+        break;
+      }
+      case grace:
+        if (!sluice_tools::parse_duration(optarg, o.grace))
+          usage_error(std::string("--grace wants a time, e.g. 5s, 500ms or 0, got '") + optarg + "'");
+        network_option = "--grace";
+        break;
+      case 'X': {
+        const char* eq = std::strchr(optarg, '=');
+        if (!eq || eq == optarg || eq[1] == '\0')
+          usage_error(std::string("-X wants KEY=VALUE (a librdkafka property), got '") + optarg + "'");
+        o.kafka_config.emplace_back(std::string(optarg, static_cast<std::size_t>(eq - optarg)), std::string(eq + 1));
+        kafka_option = "-X";
+        break;
+      }
       case 'h':
         std::fputs(usage_text, stdout);
         std::exit(0);
@@ -183,10 +346,32 @@ options parse_args(int argc, char** argv) {
     }
   }
   if (o.json && !o.stats) usage_error("--json goes with --stats");
-  if (optind == argc) usage_error("missing FILE");
-  if (argc - optind > 1) usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
-  o.file = argv[optind];
-  if (o.file.empty()) usage_error("FILE is empty");
+  if (optind == argc) usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH or kafka://...)");
+  if (argc - optind > 1) usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
+  o.dest_text = argv[optind];
+  if (o.dest_text.empty()) usage_error("DEST is empty");
+  std::string why;
+  if (!sluice_tools::parse_log_destination(o.dest_text, o.dest, why)) usage_error(why);
+  using kind = sluice_tools::log_destination::kind;
+  const kind k = o.dest.type;
+  auto only = [&](const char* opt, const char* what) {
+    if (opt) usage_error(std::string(opt) + " applies to " + what + " only, not to '" + o.dest_text + "'");
+  };
+  if (k != kind::file) only(file_option, "a FILE");
+  if (k != kind::syslog_tcp && k != kind::syslog_unix) only(syslog_option, "syslog:// and syslog+unix:");
+  if (k != kind::kafka) only(kafka_option, "kafka://");
+  if (k == kind::file) only(network_option, "a network DEST (syslog://, syslog+unix:, kafka://)");
+#if !SLUICE_LOG_KAFKA
+  if (k == kind::kafka)
+    usage_error("kafka:// needs Kafka support, and this sluice-log was built without it (build it with "
+                "librdkafka: Debian's librdkafka-dev, meson -Dkafka=enabled)");
+#endif
+  if (k == kind::syslog_tcp) {
+    o.syslog.host = o.dest.host;
+    o.syslog.port = o.dest.port;
+  } else if (k == kind::syslog_unix) {
+    o.syslog.unix_path = o.dest.file;
+  }
   return o;
 }
 
@@ -225,22 +410,19 @@ class log_tool {
     const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
     // Each watch takes an fd (an eventfd): with none left, say so and stop.
     std::error_code ec;
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_reading(); }, ec);
-    if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { stop_reading(); }, ec);
-    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); }, ec);
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_signal(); }, ec);
+    if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { stop_signal(); }, ec);
+    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { if (worker_) worker_->request_reopen(); }, ec);
     if (ec) {
       std::fprintf(stderr, "sluice-log: cannot handle signals: %s\n", ec.message().c_str());
       return 1;
     }
 
-    worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
+    // The worker's thread, and librdkafka's, start with the signals held,
+    // and so keep them blocked.
+    const bool opened = network() ? open_network() : open_file();
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-    if (!worker_) {
-      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.file.c_str(), ec.message().c_str());
-      return 1;
-    }
-    if (o_.log.max_size != 0) note_if_not_rotated();
-    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 64 * 1024});
+    if (!opened) return status_;
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] {
       if (!waiting_ || !in_ || stopping_) return;
@@ -257,19 +439,78 @@ class log_tool {
         {.max_line_length = o_.max_line_length});
     loop.run();
     stdin_.restore();
-    // Every line is written (or the file failed): the last sync and the close.
-    if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
-    if (!failed_ && !finished_) {
-      // Nothing left to do and the file never finished: a bug, not a state to hide.
-      std::fprintf(stderr, "sluice-log: %s: the log did not finish\n", o_.file.c_str());
-      status_ = 1;
+    if (network()) {
+      report_unsent();
+    } else {
+      // Every line is written (or the file failed): the last sync and the close.
+      if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
+      if (!failed_ && !finished_) {
+        // Nothing left to do and the file never finished: a bug, not a state to hide.
+        std::fprintf(stderr, "sluice-log: %s: the log did not finish\n", o_.dest_text.c_str());
+        status_ = 1;
+      }
     }
     if (o_.stats) print_stats();
     return status_;
   }
 
  private:
+  bool network() const noexcept { return o_.dest.network(); }
+
+  bool open_file() {
+    std::error_code ec;
+    worker_ = sluice::file_worker::open_log(o_.dest.file, o_.log, ec);
+    if (!worker_) {
+      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest.file.c_str(), ec.message().c_str());
+      status_ = 1;
+      return false;
+    }
+    if (o_.log.max_size != 0) note_if_not_rotated();
+    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 64 * 1024});
+    return true;
+  }
+
+  // The syslog writable connects at once, and reconnects on its own: a
+  // receiver that is away is not an error (unless --give-up-after).
+  bool open_network() {
+    if (o_.dest.type != sluice_tools::log_destination::kind::kafka) {
+      auto w = std::make_unique<sluice::syslog_writable>(o_.syslog);
+      syslog_ = w.get();
+      out_ = std::move(w);
+      return true;
+    }
+#if SLUICE_LOG_KAFKA
+    sluice::kafka_options k{.topic = o_.dest.topic, .config = {{"bootstrap.servers", o_.dest.brokers}}};
+    k.config.insert(k.config.end(), o_.kafka_config.begin(), o_.kafka_config.end());
+    std::error_code ec;
+    std::string why;
+    out_ = sluice::make_kafka_writable(k, {}, ec, &why);
+    // librdkafka refuses a property or a value: the command line is wrong.
+    if (!out_) usage_error(o_.dest_text + ": " + (why.empty() ? ec.message() : why));
+    return true;
+#else
+    return false;  // parse_args() refused kafka://
+#endif
+  }
+
   void print_stats() const {
+    if (syslog_) {
+      const std::size_t reconnects = syslog_->reconnects();
+      if (o_.json)
+        std::fprintf(stderr, "{\"lines\":%zu,\"sent\":%zu,\"dropped\":%zu,\"reconnects\":%zu}\n", lines_, written_,
+                     unsent_, reconnects);
+      else
+        std::fprintf(stderr, "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects\n", lines_, written_,
+                     unsent_, reconnects);
+      return;
+    }
+    if (network()) {
+      if (o_.json)
+        std::fprintf(stderr, "{\"lines\":%zu,\"delivered\":%zu,\"failed\":%zu}\n", lines_, written_, unsent_);
+      else
+        std::fprintf(stderr, "sluice-log: %zu lines, %zu delivered, %zu failed\n", lines_, written_, unsent_);
+      return;
+    }
     const auto bytes = static_cast<unsigned long long>(worker_->bytes_written());
     if (o_.json)
       std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", written_, bytes,
@@ -283,33 +524,36 @@ class log_tool {
   // --max-size will not apply, once.
   void note_if_not_rotated() const {
     struct stat st {};
-    if (::lstat(o_.file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+    if (::lstat(o_.dest.file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
     const char* kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
                        : S_ISFIFO(st.st_mode) ? "a FIFO"
                        : S_ISCHR(st.st_mode)  ? "a character device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                        : S_ISBLK(st.st_mode)  ? "a block device"
                                               : "not a regular file";
-    std::fprintf(stderr, "sluice-log: %s: %s: written without rotation\n", o_.file.c_str(), kind);
+    std::fprintf(stderr, "sluice-log: %s: %s: written without rotation\n", o_.dest.file.c_str(), kind);
   }
 
-  // One line: one chunk, so that rotation never splits it.
+  // One line: one chunk, so that rotation never splits it; to a network
+  // DEST, one message, without its newline.
   bool on_line(std::string_view line) {
     if (stopping_) return false;
     ++lines_;
-    // --stats counts what landed: a line the file refused is not written.
+    // The counts say what landed: each callback comes once, with the truth.
     auto landed = [this](std::error_code ec) {
       if (!ec) ++written_;
+      else ++unsent_;
     };
+    const bool net = network();
     bool more;
     if (o_.timestamp) {
       long usec = 0;
       const std::string_view secs = stamp_.seconds(usec);
-      more = out_->vprint("{}.{:06}Z {}\n", fmt::make_format_args(secs, usec, line), landed);
+      more = out_->vprint(net ? "{}.{:06}Z {}" : "{}.{:06}Z {}\n", fmt::make_format_args(secs, usec, line), landed);
     } else {
-      more = out_->vprint("{}\n", fmt::make_format_args(line), landed);
+      more = out_->vprint(net ? "{}" : "{}\n", fmt::make_format_args(line), landed);
     }
-    if (!more && !waiting_ && !out_->errored()) {
+    if (!more && !waiting_ && !out_->errored() && !out_->destroyed()) {
       // Backpressure: no more input until 'drain'. The rest of the chunk in
       // hand is still split and written (at most a read's worth).
       waiting_ = true;
@@ -319,7 +563,9 @@ class log_tool {
   }
 
   void lines_done(std::error_code ec) {
-    if (stopping_ || failed_) return;  // the reading was stopped on purpose
+    // The reading was stopped on purpose, or the file failed; a network DEST
+    // that failed still ends its stream, whose callbacks then count the rest.
+    if (stopping_ || (failed_ && !network())) return;
     if (ec == sluice::errc::line_too_long) {
       std::fprintf(stderr, "sluice-log: standard input: line %zu is longer than %zu bytes (%s)\n", lines_ + 1,
                    o_.max_line_length, sluice::code_name(ec).c_str());
@@ -339,18 +585,56 @@ class log_tool {
   // as at the end of the input: the stream's read-ahead, then the
   // splitter's unfinished line as a last line; then lines_done() ends the
   // output. Destroying the stream here would drop both (issue 10, defect 1).
+  // A network DEST has --grace to take it all; a second signal ends the
+  // wait.
+  void stop_signal() {
+    if (network() && !finished_) {
+      if (grace_timer_ != 0) return give_up("a second signal ended the wait");
+      grace_timer_ = sluice::loop::current().set_timeout(o_.grace, [this] {
+        grace_timer_ = 0;
+        give_up("the receiver did not take them within --grace " + std::to_string(o_.grace.count()) +
+                "ms of the signal");
+      });
+    }
+    stop_reading();
+  }
+
   void stop_reading() {
-    if (!in_ || input_stopped_ || stopping_ || failed_) return;
+    if (!in_ || input_stopped_ || stopping_ || (failed_ && !network())) return;
     input_stopped_ = true;
     static_cast<sluice::fd_source&>(in_->get_source()).stop();
+  }
+
+  // Whatever waits in the network stream is dropped: each callback says so,
+  // and counts. The lines read but not yet split are let through too, into
+  // the destroyed stream, to be counted the same way.
+  void give_up(std::string why) {
+    if (gave_up_) return;
+    gave_up_ = true;
+    if (grace_timer_ != 0) sluice::loop::current().clear_timeout(grace_timer_);
+    grace_timer_ = 0;
+    if (reason_.empty()) reason_ = std::move(why);
+    if (!out_->destroyed()) out_->destroy();
+    release_input();
+  }
+
+  // The reading ends where it is, and a paused input flows again: what it
+  // holds still comes out, as lines.
+  void release_input() {
+    stop_reading();
+    if (waiting_ && in_ && !in_->destroyed()) {
+      waiting_ = false;
+      in_->resume();
+    }
   }
 
   void finish_output() {
     stopping_ = true;
     if (in_ && !in_->destroyed()) in_->destroy();
     out_->end([this](std::error_code ec) {
-      if (ec) return output_failed(ec);
-      finished_ = true;
+      if (ec && !network()) return output_failed(ec);
+      if (ec && reason_.empty()) reason_ = ec.message();
+      finished_ = !ec;
       quit();
     });
   }
@@ -358,37 +642,70 @@ class log_tool {
   void output_failed(std::error_code ec) {
     if (failed_) return;
     failed_ = true;
-    stopping_ = true;
     status_ = 1;
-    std::fprintf(stderr, "sluice-log: %s: %s\n", o_.file.c_str(), ec.message().c_str());
+    if (network()) {
+      // The stream is destroyed with `ec` (--give-up-after, a Kafka delivery
+      // failure): the rest of what was read is counted as not sent, and
+      // report_unsent() names `ec`.
+      reason_ = ec.message();
+      give_up(reason_);
+      return;
+    }
+    std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest_text.c_str(), ec.message().c_str());
     // Nothing more can be written: stop reading too.
     if (in_ && !in_->destroyed()) in_->destroy();
     quit();
   }
 
-  // The signal watches keep the loop running; without them it ends.
+  // Every callback has come: "D of N messages not sent" unless all were.
+  void report_unsent() {
+    if (written_ + unsent_ != lines_) {
+      // Nothing left to do and a callback never came: a bug, not a state to hide.
+      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages never reported\n", o_.dest_text.c_str(),
+                   lines_ - written_ - unsent_, lines_);
+      status_ = 1;
+    }
+    if (unsent_ != 0) {
+      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages not sent: %s\n", o_.dest_text.c_str(), unsent_, lines_,
+                   reason_.empty() ? "unknown" : reason_.c_str());
+      status_ = 1;
+    } else if (!finished_ && status_ == 0) {
+      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest_text.c_str(),
+                   reason_.empty() ? "the stream did not finish" : reason_.c_str());
+      status_ = 1;
+    }
+  }
+
+  // The signal watches and the grace timer keep the loop running; without
+  // them it ends.
   void quit() {
     term_.reset();
     int_.reset();
     hup_.reset();
+    if (grace_timer_ != 0) sluice::loop::current().clear_timeout(grace_timer_);
+    grace_timer_ = 0;
   }
-
 
   const options& o_;
   std::unique_ptr<sluice::file_worker> worker_;
   std::unique_ptr<sluice::writable> out_;  // its sink may outlive worker_
+  sluice::syslog_writable* syslog_ = nullptr;  // out_, for syslog://
   std::unique_ptr<sluice::readable> in_;
   sluice::signal_watch term_, int_, hup_;
+  sluice::timer_id grace_timer_ = 0;
   clock_stamp stamp_;
-  std::size_t lines_ = 0;    // read and handed to the file
-  std::size_t written_ = 0;  // of those, written
+  std::size_t lines_ = 0;    // read and handed to the output
+  std::size_t written_ = 0;  // of those, written or sent
+  std::size_t unsent_ = 0;   // of those, refused or dropped
   sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'
   bool input_stopped_ = false;  // SIGTERM or SIGINT: the input ends where the reading stopped
   bool stopping_ = false;  // end of input, or an error: no more lines
-  bool finished_ = false;  // every line is in the file
-  bool failed_ = false;    // the file failed
+  bool finished_ = false;  // every line is in the file, or sent
+  bool failed_ = false;    // the file failed, or the network stream gave up with an error
+  bool gave_up_ = false;   // the network stream was destroyed: what it held is dropped
+  std::string reason_;     // why messages were not sent
   std::error_code read_error_;
 };
 
@@ -398,8 +715,8 @@ int main(int argc, char** argv) {
   sluice_tools::reserve_std_fds();
   sluice_tools::close_stdout_at_exit("sluice-log");
   const options o = parse_args(argc, argv);
-  // FILE may be a pipe (or /dev/stdout on one): a reader that goes away, or a file past `ulimit -f`, is
-  // an error to report, not a reason to die.
+  // FILE may be a pipe (or /dev/stdout on one), DEST a socket: a reader that goes away, or a file past
+  // `ulimit -f`, is an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGXFSZ, SIG_IGN);
   // Resources that run out where the streams cannot turn it into an error
