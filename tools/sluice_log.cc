@@ -24,7 +24,9 @@
 //
 // The loop's thread only reads and splits: a slow disk or receiver holds the
 // output, whose completions then come late, so 'drain' holds the reading back.
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -53,7 +55,7 @@
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
 #if SLUICE_LOG_KAFKA
-#include "sluice/kafka/kafka_writable.h"
+#include "log_kafka.h"
 #endif
 
 namespace {
@@ -160,9 +162,9 @@ Options for a network DEST:
 
 Lines: a line ends at "\n" or "\r\n" and is written with "\n" (so "\r\n"
 becomes "\n"); a last line without a newline is written with one. To a
-network DEST a line is one message, without its "\n". A line longer than
-the maximum is an error: the lines before it are written, then sluice-log
-stops with a message and exit status 1.
+network DEST a line is one message, without its "\n".
+A line longer than the maximum is an error: the lines before it are
+written, then sluice-log stops with a message and exit status 1.
 
 Signals: SIGHUP closes and reopens FILE (after an external rename, as
 logrotate does); it does nothing to a network DEST. SIGTERM and SIGINT stop
@@ -335,7 +337,11 @@ options parse_args(int argc, char** argv) {
         break;
       }
       case 'h':
-        std::fputs(usage_text, stdout);
+        // The help is longer than stdout's buffer: a failed write's errno
+        // is gone by the exit's close, so it is checked here.
+        errno = 0;
+        if (std::fputs(usage_text, stdout) == EOF || std::fflush(stdout) != 0)
+          std::exit(sluice_tools::close_stdout("sluice-log", errno) ? 0 : 1);
         std::exit(0);
       case ':':
         usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
@@ -480,18 +486,43 @@ class log_tool {
       return true;
     }
 #if SLUICE_LOG_KAFKA
+    std::string why;
+    const sluice_log_make_kafka_fn make = load_kafka_module(why);
+    if (!make) usage_error(o_.dest_text + ": cannot load sluice-log's Kafka module: " + why);
     sluice::kafka_options k{.topic = o_.dest.topic, .config = {{"bootstrap.servers", o_.dest.brokers}}};
     k.config.insert(k.config.end(), o_.kafka_config.begin(), o_.kafka_config.end());
-    std::error_code ec;
-    std::string why;
-    out_ = sluice::make_kafka_writable(k, {}, ec, &why);
+    out_.reset(make(&k, &why));
     // librdkafka refuses a property or a value: the command line is wrong.
-    if (!out_) usage_error(o_.dest_text + ": " + (why.empty() ? ec.message() : why));
+    if (!out_) usage_error(o_.dest_text + ": " + why);
     return true;
 #else
     return false;  // parse_args() refused kafka://
 #endif
   }
+
+#if SLUICE_LOG_KAFKA
+  // The Kafka module (log_kafka.h): beside sluice-log in the build tree,
+  // else where it is installed (SLUICE_LOG_KAFKA_MODULE, from $ORIGIN,
+  // sluice-log's directory, as its RUNPATH). It stays loaded to the exit.
+  static sluice_log_make_kafka_fn load_kafka_module(std::string& why) {
+    char exe[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("./sluice-log");
+    dir.erase(dir.rfind('/'));
+    std::string installed = SLUICE_LOG_KAFKA_MODULE;
+    if (installed.rfind("$ORIGIN", 0) == 0) installed.replace(0, 7, dir);
+    for (const std::string& path : {dir + "/sluice-log-kafka.so", installed}) {
+      void* module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!module) {
+        why = ::dlerror();
+        continue;
+      }
+      if (void* f = ::dlsym(module, "sluice_log_make_kafka")) return reinterpret_cast<sluice_log_make_kafka_fn>(f);
+      why = path + ": no sluice_log_make_kafka";
+    }
+    return nullptr;
+  }
+#endif
 
   void print_stats() const {
     if (syslog_) {
