@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# sluice-log's network destinations as a user meets them, on loopback only:
+# syslog:// and syslog+unix: into a real sluice-logd (every line arrives
+# once, whole, in order; the header options), SIGTERM under load (every line
+# sluice-log read reached sluice-logd, the unfinished last one too), a
+# receiver that is down at start (standard input is held back, then all
+# arrives), the receiver away at SIGTERM (--grace, then the drops counted,
+# exit 1), --give-up-after, bad usage (exit 2), kafka:// on librdkafka's mock
+# cluster (when built with Kafka), and a real rsyslogd (when installed).
+# Every wait is bounded.
+#
+#   log_dest_test.sh SLUICE_LOG SLUICE_LOGD kafka|nokafka
+set -uo pipefail
+slog=$(realpath "${1:?usage: log_dest_test.sh SLUICE_LOG SLUICE_LOGD kafka|nokafka}")
+logd=$(realpath "${2:?}")
+kafka=${3:?}
+
+passed=0 failed=0
+tmp=$(mktemp -d)
+bg_pids=()
+cleanup() {
+  for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+check() {  # check NAME COMMAND...: the command must succeed
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name"
+  fi
+}
+same() { [ "$1" = "$2" ] || { echo "  got:      $(printf '%q' "$1" | head -c 300)"; echo "  expected: $(printf '%q' "$2" | head -c 300)"; return 1; }; }
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# Starts sluice-logd with "$@" (its stderr in $tmp/logd.err); sets $lp and,
+# for a TCP address, $port. Waits (up to 30 s) for every 'listening on'.
+start_logd() {
+  : >"$tmp/logd.err"
+  "$logd" "$@" 2>"$tmp/logd.err" &
+  lp=$!
+  bg_pids+=("$lp")
+  local want
+  want=$(printf '%s\n' "$@" | grep -c -- '^--listen$')
+  for _ in $(seq 600); do
+    [ "$(grep -c 'listening on' "$tmp/logd.err")" -ge "$want" ] && break
+    sleep 0.05
+  done
+  port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/logd.err" | head -1)
+}
+stop_logd() {
+  kill -TERM "$lp"
+  wait "$lp"
+}
+
+# Waits (up to 30 s) until FILE has N lines.
+wait_lines() {
+  for _ in $(seq 600); do
+    [ "$(wc -l <"$1" 2>/dev/null || echo 0)" -ge "$2" ] && return
+    sleep 0.05
+  done
+}
+
+# The MSG of each RFC 5424 line sluice-logd wrote: what follows
+# '<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD '.
+msgs() { cut -d' ' -f8- "$1"; }
+
+# A JSON field of sluice-log's --stats --json line in FILE.
+stat() { python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
+
+# ---- usage
+
+"$slog" --help >"$tmp/out" 2>"$tmp/err"
+check "--help exits 0" test $? -eq 0
+for word in 'syslog://HOST:PORT' 'syslog+unix:PATH' 'kafka://BROKER' '--framing' '--facility' '--severity' \
+    '--app-name' '--hostname' '--give-up-after' '--grace' '-X KEY=VALUE' '"delivered"' '"reconnects"'; do
+  check "--help documents $word" grep -qF -- "$word" "$tmp/out"
+done
+
+mkdir "$tmp/usage"
+for args in "--max-size 1M syslog://127.0.0.1:514" "--keep 3 syslog+unix:/x" "--fsync end kafka://k:9092/t" \
+    "--framing lf f" "--facility user f" "--app-name a f" "--give-up-after 1s f" "--grace 1s f" "-X acks=1 f" \
+    "-X acks=1 syslog://127.0.0.1:514" "syslog://example.com:514" "syslog://127.0.0.1" "syslog://127.0.0.1:0" \
+    "syslog://127.0.0.1:65536" "syslog://[::1:514" "syslog:127.0.0.1:514" "syslog+unix:" "kafka://k:9092" \
+    "kafka:///t" "kafka://k:9092/" "kafka://k:9092/a/b" "kafka:k/t" "--framing octets syslog://127.0.0.1:514" \
+    "--facility local8 syslog://127.0.0.1:514" "--severity 8 syslog://127.0.0.1:514" \
+    "--give-up-after 0 syslog://127.0.0.1:514" "--grace soon syslog://127.0.0.1:514" "-X acks kafka://k:9092/t" \
+    "-X =1 kafka://k:9092/t" "syslog://127.0.0.1:514 f"; do
+  # shellcheck disable=SC2086
+  (cd "$tmp/usage" && "$slog" $args </dev/null >"$tmp/out" 2>"$tmp/err")
+  status=$?
+  check "'$args' exits 2 (got $status)" test $status -eq 2
+  check "'$args' says why in one line, then where to look" \
+    same "$(grep -c '^sluice-log: ' "$tmp/err"):$(grep -c -- '--help' "$tmp/err")" "1:1"
+  check "'$args' creates no file" same "$(ls -A "$tmp/usage")" ""
+done
+"$slog" --max-size 1M syslog://127.0.0.1:514 </dev/null 2>"$tmp/err"
+check "a FILE option with a network DEST is named" grep -q -- "--max-size applies to a FILE only" "$tmp/err"
+"$slog" syslog://example.com:514 </dev/null 2>"$tmp/err"
+check "a host name is refused, saying why" grep -q "no name lookup" "$tmp/err"
+"$slog" kafka:k/t </dev/null 2>"$tmp/err"
+check "a near-miss DEST points at ./ for a file of that name" grep -qF "./kafka:k/t" "$tmp/err"
+
+if [ "$kafka" = kafka ]; then
+  "$slog" -X no.such.property=1 kafka://127.0.0.1:1/t </dev/null 2>"$tmp/err"
+  check "an unknown -X property exits 2 (got $?)" test $? -eq 2
+  check "an unknown -X property: librdkafka's reason" grep -q 'No such configuration property: "no.such.property"' "$tmp/err"
+else
+  "$slog" kafka://127.0.0.1:9092/t </dev/null 2>"$tmp/err"
+  check "kafka:// without Kafka built exits 2 (got $?)" test $? -eq 2
+  check "kafka:// without Kafka built says so" grep -q "built without it" "$tmp/err"
+fi
+
+# ---- syslog:// into sluice-logd: every line once, whole, in order
+
+seq 1 50000 | sed 's/$/ a line of the log/' >"$tmp/lines"
+start_logd --listen 127.0.0.1:0 "$tmp/tcp.log"
+timeout 60 "$slog" --stats --json "syslog://127.0.0.1:$port" <"$tmp/lines" 2>"$tmp/err"
+check "syslog://: exit 0 (got $?)" test $? -eq 0
+wait_lines "$tmp/tcp.log" 50000
+stop_logd
+check "syslog://: the 50000 lines arrive, once each, in order" cmp -s <(msgs "$tmp/tcp.log") "$tmp/lines"
+check "syslog://: --json says 50000 sent, none dropped" \
+  same "$(stat "$tmp/err" lines) $(stat "$tmp/err" sent) $(stat "$tmp/err" dropped) $(stat "$tmp/err" reconnects)" "50000 50000 0 0"
+check "syslog://: the default header: user.info, no APP-NAME" \
+  grep -qE '^<14>1 [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{6}Z [^ ]+ - [0-9]+ - - 1 a line of the log$' "$tmp/tcp.log"
+
+# ---- syslog+unix: with LF framing and the header options; --timestamp
+
+start_logd --listen "unix:$tmp/logd.sock" "$tmp/unix.log"
+printf 'first\nsecond\r\nwith\ttab\nlast, no newline' |
+  timeout 60 "$slog" --framing lf --facility local0 --severity warning --app-name web --hostname h1 \
+    --timestamp --stats "syslog+unix:$tmp/logd.sock" 2>"$tmp/err"
+check "syslog+unix:: exit 0 (got $?)" test $? -eq 0
+check "syslog+unix:: --stats" same "$(cat "$tmp/err")" "sluice-log: 4 lines, 4 sent, 0 dropped, 0 reconnects"
+wait_lines "$tmp/unix.log" 4
+stop_logd
+check "syslog+unix:: the header options (local0.warning = 132, HOSTNAME, APP-NAME)" \
+  same "$(cut -d' ' -f1,3,4 "$tmp/unix.log" | sort -u)" "<132>1 h1 web"
+check "syslog+unix:: the lines in order, stamped, CRLF and the last line whole" \
+  same "$(msgs "$tmp/unix.log" | sed -E 's/^[0-9T:.-]{26}Z //')" "$(printf 'first\nsecond\nwith\ttab\nlast, no newline')"
+check "syslog+unix:: --timestamp stamps the message" \
+  test "$(msgs "$tmp/unix.log" | grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{6}Z ')" -eq 4
+
+# ---- SIGTERM under load: every line sluice-log read reached sluice-logd,
+# the unfinished last one included, in order; exit 0.
+
+cat >"$tmp/gen.py" <<'PY'
+import os, sys
+# Numbered lines as fast as the pipe takes them, in writes that end
+# mid-line, until the reader goes away.
+i, buf = 0, bytearray()
+try:
+    while True:
+        while len(buf) < 50000:
+            buf += b"%d load line\n" % i
+            i += 1
+        n = os.write(1, buf[:40001])
+        del buf[:n]
+except (BrokenPipeError, OSError):
+    pass
+PY
+start_logd --listen 127.0.0.1:0 "$tmp/term.log"
+python3 "$tmp/gen.py" 2>/dev/null | "$slog" --stats --json "syslog://127.0.0.1:$port" 2>"$tmp/err" &
+sp=$!
+bg_pids+=("$sp")
+wait_lines "$tmp/term.log" 20000
+kill -TERM "$sp"
+wait "$sp"
+status=$?
+check "SIGTERM under load: exit 0 (got $status)" test $status -eq 0
+read_lines=$(stat "$tmp/err" lines)
+check "SIGTERM under load: --json says every line read was sent" same "$(stat "$tmp/err" sent)" "$read_lines"
+wait_lines "$tmp/term.log" "$read_lines"
+stop_logd
+check "SIGTERM under load: sluice-logd has every line read ($read_lines)" \
+  same "$(wc -l <"$tmp/term.log")" "$read_lines"
+check "SIGTERM under load: in order, whole; the last may be the unfinished line" python3 - "$tmp/term.log" <<'PY'
+import sys
+msgs = [l.rstrip("\n").split(" ", 7)[7] for l in open(sys.argv[1])]
+for i, m in enumerate(msgs[:-1]):
+    assert m == "%d load line" % i, (i, m)
+last = "%d load line" % (len(msgs) - 1)
+assert last.startswith(msgs[-1]) and msgs[-1], msgs[-1]
+PY
+
+# ---- a receiver down at start: standard input is held back (the writer
+# stays blocked), then everything arrives once it is up.
+
+port=$(free_port)
+cat >"$tmp/writer.py" <<'PY'
+import sys
+# 2 MB of lines: more than the pipe and sluice-log's buffers can hold.
+for i in range(150000):
+    sys.stdout.buffer.write(b"%d held back\n" % i)
+sys.stdout.flush()
+open(sys.argv[1], "wb").close()
+PY
+rm -f "$tmp/writer.done"
+python3 "$tmp/writer.py" "$tmp/writer.done" 2>/dev/null | "$slog" --stats --json "syslog://127.0.0.1:$port" 2>"$tmp/err" &
+sp=$!
+bg_pids+=("$sp")
+sleep 1  # sluice-log connects and is refused, meanwhile (not an assertion)
+check "receiver down: the writer is held back (its input is not read)" test ! -e "$tmp/writer.done"
+check "receiver down: sluice-log waits" kill -0 "$sp"
+start_logd --listen "127.0.0.1:$port" "$tmp/late.log"
+for _ in $(seq 600); do kill -0 "$sp" 2>/dev/null || break; sleep 0.05; done
+wait "$sp"
+status=$?
+check "receiver up later: exit 0 (got $status)" test $status -eq 0
+check "receiver up later: all 150000 sent" same "$(stat "$tmp/err" sent) $(stat "$tmp/err" dropped)" "150000 0"
+wait_lines "$tmp/late.log" 150000
+stop_logd
+check "receiver up later: every line arrived once, in order" cmp -s <(msgs "$tmp/late.log") <(seq 0 149999 | sed 's/$/ held back/')
+
+# ---- the receiver away at SIGTERM: --grace, then the rest is dropped,
+# counted, and the exit is 1; a second signal ends the wait.
+
+# The input stays open (a FIFO held by fd 7), as a service's would.
+port=$(free_port)
+mkfifo "$tmp/in"
+"$slog" --stats --json --grace 1s "syslog://127.0.0.1:$port" <"$tmp/in" 2>"$tmp/err" &
+sp=$!
+bg_pids+=("$sp")
+exec 7>"$tmp/in"
+seq 1 10 >&7
+sleep 0.3
+kill -TERM "$sp"
+wait "$sp"
+status=$?
+exec 7>&-
+check "away at SIGTERM: exit 1 after --grace (got $status)" test $status -eq 1
+check "away at SIGTERM: the drops are reported with their count" \
+  grep -qx "sluice-log: syslog://127.0.0.1:$port: 10 of 10 messages not sent: the receiver did not take them within --grace 1000ms of the signal" "$tmp/err"
+check "away at SIGTERM: --json counts them" same "$(stat "$tmp/err" sent) $(stat "$tmp/err" dropped)" "0 10"
+
+# Many lines waiting, past the high-water mark, input paused: a second
+# SIGINT ends a long --grace at once, and every line read is counted.
+python3 "$tmp/writer.py" "$tmp/writer2.done" 2>/dev/null | "$slog" --stats --json --grace 10m "syslog://127.0.0.1:$port" 2>"$tmp/err" &
+sp=$!
+bg_pids+=("$sp")
+sleep 0.5
+kill -INT "$sp"
+sleep 0.3
+kill -INT "$sp"
+for _ in $(seq 600); do kill -0 "$sp" 2>/dev/null || break; sleep 0.05; done
+wait "$sp"
+status=$?
+check "a second SIGINT ends --grace: exit 1 (got $status)" test $status -eq 1
+n=$(stat "$tmp/err" lines)
+check "a second SIGINT: every line read is counted as dropped ($n)" \
+  same "$(stat "$tmp/err" sent) $(stat "$tmp/err" dropped)" "0 $n"
+check "a second SIGINT: says why" grep -q "of $n messages not sent: a second signal ended the wait" "$tmp/err"
+
+# ---- --give-up-after: the receiver never comes
+
+seq 1 3000 | timeout 60 "$slog" --give-up-after 300ms "syslog://127.0.0.1:$port" 2>"$tmp/err"
+check "--give-up-after: exit 1 (got $?)" test $? -eq 1
+check "--give-up-after: the count and the connect error" \
+  grep -qx "sluice-log: syslog://127.0.0.1:$port: 3000 of 3000 messages not sent: Connection refused" "$tmp/err"
+
+# ---- kafka:// on librdkafka's mock cluster
+
+if [ "$kafka" = kafka ]; then
+  mock=(-X test.mock.num.brokers=1 -X log_level=3)
+  timeout 120 "$slog" "${mock[@]}" --stats --json kafka://127.0.0.1:9092/logs <"$tmp/lines" 2>"$tmp/err"
+  check "kafka://: exit 0 (got $?)" test $? -eq 0
+  check "kafka://: --json: every line delivered" \
+    same "$(stat "$tmp/err" lines) $(stat "$tmp/err" delivered) $(stat "$tmp/err" failed)" "50000 50000 0"
+  # A small librdkafka queue: write() false drives the backpressure.
+  timeout 120 "$slog" "${mock[@]}" -X queue.buffering.max.messages=100 --stats kafka://127.0.0.1:9092/logs \
+    <"$tmp/lines" 2>"$tmp/err"
+  check "kafka:// with a full queue: exit 0 (got $?)" test $? -eq 0
+  check "kafka:// with a full queue: every line delivered" \
+    same "$(tail -1 "$tmp/err")" "sluice-log: 50000 lines, 50000 delivered, 0 failed"
+  # No broker at all: SIGTERM, --grace, then the purged messages are counted.
+  "$slog" -X log_level=0 --stats --json --grace 500ms kafka://127.0.0.1:1/logs <"$tmp/in" 2>"$tmp/err" &
+  sp=$!
+  bg_pids+=("$sp")
+  exec 7>"$tmp/in"
+  seq 1 100 >&7
+  sleep 0.5
+  kill -TERM "$sp"
+  wait "$sp"
+  status=$?
+  exec 7>&-
+  check "kafka:// broker away at SIGTERM: exit 1 (got $status)" test $status -eq 1
+  check "kafka:// broker away at SIGTERM: 100 failed, reported" \
+    same "$(stat "$tmp/err" delivered) $(stat "$tmp/err" failed) $(grep -c '100 of 100 messages not sent' "$tmp/err")" "0 100 1"
+else
+  echo "SKIP kafka://: sluice-log is built without Kafka"
+fi
+
+# ---- a real rsyslogd (imptcp -> omfile, each message as received)
+
+if [ -x /usr/sbin/rsyslogd ]; then
+  port=$(free_port)
+  cat >"$tmp/rsyslog.conf" <<EOF
+global(workDirectory="$tmp" parser.escapeControlCharactersOnReceive="off")
+module(load="imptcp")
+template(name="raw" type="string" string="%rawmsg%\n")
+ruleset(name="r") { action(type="omfile" file="$tmp/rsyslog.log" template="raw") }
+input(type="imptcp" address="127.0.0.1" port="$port" ruleset="r")
+EOF
+  # rsyslogd (8.2302) may send SIGTERM to its parent: ignored while it runs.
+  trap '' TERM
+  (trap - TERM; exec /usr/sbin/rsyslogd -n -f "$tmp/rsyslog.conf" -i "$tmp/rsyslog.pid") 2>"$tmp/rsyslogd.err" &
+  rp=$!
+  bg_pids+=("$rp")
+  seq 1 2000 | sed 's/$/ to rsyslog/' >"$tmp/rlines"
+  timeout 60 "$slog" --app-name app "syslog://127.0.0.1:$port" <"$tmp/rlines" 2>"$tmp/err"
+  check "rsyslogd: exit 0 (got $?)" test $? -eq 0
+  wait_lines "$tmp/rsyslog.log" 2000
+  kill -TERM "$rp"
+  wait "$rp"
+  trap - TERM
+  check "rsyslogd: the 2000 lines arrive, once each, in order" cmp -s <(msgs "$tmp/rsyslog.log") "$tmp/rlines"
+else
+  echo "SKIP rsyslogd: not installed (apt-get install rsyslog)"
+fi
+
+echo "log_dest: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
