@@ -215,6 +215,7 @@ struct options {
   sluice::syslog_options syslog;
   std::vector<std::pair<std::string, std::string>> kafka_config;  // -X, in order
   std::chrono::milliseconds grace{5000};
+  std::string grace_text = "5s";  // as given, for messages
   bool timestamp = false;
   bool stats = false;
   bool json = false;
@@ -326,6 +327,7 @@ options parse_args(int argc, char** argv) {
       case grace:
         if (!sluice_tools::parse_duration(optarg, o.grace))
           usage_error(std::string("--grace wants a time, e.g. 5s, 500ms or 0, got '") + optarg + "'");
+        o.grace_text = optarg;
         network_option = "--grace";
         break;
       case 'X': {
@@ -627,8 +629,7 @@ class log_tool {
       if (grace_timer_ != 0) return give_up("a second signal ended the wait");
       grace_timer_ = sluice::loop::current().set_timeout(o_.grace, [this] {
         grace_timer_ = 0;
-        give_up("the receiver did not take them within --grace " + std::to_string(o_.grace.count()) +
-                "ms of the signal");
+        give_up("the receiver did not take them within --grace " + o_.grace_text + " of the signal");
       });
     }
     stop_reading();

@@ -246,7 +246,7 @@ status=$?
 exec 7>&-
 check "away at SIGTERM: exit 1 after --grace (got $status)" test $status -eq 1
 check "away at SIGTERM: the drops are reported with their count" \
-  grep -qx "sluice-log: syslog://127.0.0.1:$port: 10 of 10 messages not sent: the receiver did not take them within --grace 1000ms of the signal" "$tmp/err"
+  grep -qx "sluice-log: syslog://127.0.0.1:$port: 10 of 10 messages not sent: the receiver did not take them within --grace 1s of the signal" "$tmp/err"
 check "away at SIGTERM: --json counts them" same "$(stat "$tmp/err" sent) $(stat "$tmp/err" dropped)" "0 10"
 
 # Many lines waiting, past the high-water mark, input paused (standard
