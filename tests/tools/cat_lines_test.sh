@@ -13,21 +13,8 @@ slines=${2:?usage: cat_lines_test.sh SLUICE_CAT SLUICE_LINES}
 scat=$(realpath "$scat")
 slines=$(realpath "$slines")
 
-passed=0 failed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name"
-  fi
-}
-same() { [ "$1" = "$2" ] || { echo "  got:      $(printf '%q' "$1" | head -c 300)"; echo "  expected: $(printf '%q' "$2" | head -c 300)"; return 1; }; }
+# shellcheck source=check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 sha() { sha256sum | cut -d' ' -f1; }
 
 # ---- sluice-cat

@@ -11,26 +11,8 @@ set -uo pipefail
 fan=${1:?usage: fanout_test.sh SLUICE_FANOUT}
 fan=$(realpath "$fan")
 
-passed=0 failed=0
-tmp=$(mktemp -d)
-bg_pids=()
-cleanup() {
-  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name"
-  fi
-}
-same() { [ "$1" = "$2" ] || { echo "  got:      $(printf '%q' "$1" | head -c 300)"; echo "  expected: $(printf '%q' "$2" | head -c 300)"; return 1; }; }
+# shellcheck source=check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 # A subscriber: connects to ADDR (HOST:PORT or unix:PATH), waits SLEEP
 # seconds before reading (a stalled client), then reads to the end into OUT.

@@ -15,26 +15,8 @@ slog=$(realpath "${1:?usage: log_dest_test.sh SLUICE_LOG SLUICE_LOGD kafka|nokaf
 logd=$(realpath "${2:?}")
 kafka=${3:?}
 
-passed=0 failed=0
-tmp=$(mktemp -d)
-bg_pids=()
-cleanup() {
-  for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name"
-  fi
-}
-same() { [ "$1" = "$2" ] || { echo "  got:      $(printf '%q' "$1" | head -c 300)"; echo "  expected: $(printf '%q' "$2" | head -c 300)"; return 1; }; }
+# shellcheck source=check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -231,19 +213,27 @@ check "receiver up later: every line arrived once, in order" cmp -s <(msgs "$tmp
 # ---- the receiver away at SIGTERM: --grace, then the rest is dropped,
 # counted, and the exit is 1; a second signal ends the wait.
 
-# The input stays open (a FIFO held by fd 7), as a service's would.
+# sluice-log "$@" reads N lines from an input that stays open (a FIFO held
+# by fd 7), as a service's would, then gets SIGTERM; sets $status.
+term_with_input_open() {
+  local n=$1
+  shift
+  rm -f "$tmp/in"
+  mkfifo "$tmp/in"
+  "$slog" "$@" <"$tmp/in" 2>"$tmp/err" &
+  sp=$!
+  bg_pids+=("$sp")
+  exec 7>"$tmp/in"
+  seq 1 "$n" >&7
+  sleep 0.5  # time to read them (not an assertion)
+  kill -TERM "$sp"
+  wait_exit "$sp"
+  status=$?
+  exec 7>&-
+}
+
 port=$(free_port)
-mkfifo "$tmp/in"
-"$slog" --stats --json --grace 1s "syslog://127.0.0.1:$port" <"$tmp/in" 2>"$tmp/err" &
-sp=$!
-bg_pids+=("$sp")
-exec 7>"$tmp/in"
-seq 1 10 >&7
-sleep 0.3
-kill -TERM "$sp"
-wait_exit "$sp"
-status=$?
-exec 7>&-
+term_with_input_open 10 --stats --json --grace 1s "syslog://127.0.0.1:$port"
 check "away at SIGTERM: exit 1 after --grace (got $status)" test $status -eq 1
 check "away at SIGTERM: the drops are reported with their count" \
   grep -qx "sluice-log: syslog://127.0.0.1:$port: 10 of 10 messages not sent: the receiver did not take them within --grace 1s of the signal" "$tmp/err"
@@ -296,16 +286,7 @@ if [ "$kafka" = kafka ]; then
   check "kafka:// with a full queue: every line delivered" \
     same "$(tail -1 "$tmp/err")" "sluice-log: 50000 lines, 50000 delivered, 0 failed"
   # No broker at all: SIGTERM, --grace, then the purged messages are counted.
-  "$slog" -X log_level=0 --stats --json --grace 500ms kafka://127.0.0.1:1/logs <"$tmp/in" 2>"$tmp/err" &
-  sp=$!
-  bg_pids+=("$sp")
-  exec 7>"$tmp/in"
-  seq 1 100 >&7
-  sleep 0.5
-  kill -TERM "$sp"
-  wait_exit "$sp"
-  status=$?
-  exec 7>&-
+  term_with_input_open 100 -X log_level=0 --stats --json --grace 500ms kafka://127.0.0.1:1/logs
   check "kafka:// broker away at SIGTERM: exit 1 (got $status)" test $status -eq 1
   check "kafka:// broker away at SIGTERM: 100 failed, reported" \
     same "$(stat "$tmp/err" delivered) $(stat "$tmp/err" failed) $(grep -c '100 of 100 messages not sent' "$tmp/err")" "0 100 1"

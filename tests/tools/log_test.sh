@@ -12,26 +12,8 @@ slog=${1:?usage: log_test.sh SLUICE_LOG [FSYNC_SIGNAL_SO]}
 slog=$(realpath "$slog")
 fsync_signal=${2:+$(realpath "$2")}
 
-passed=0 failed=0
-tmp=$(mktemp -d)
-bg_pids=()
-cleanup() {
-  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name"
-  fi
-}
-same() { [ "$1" = "$2" ] || { echo "  got:      $(printf '%q' "$1" | head -c 300)"; echo "  expected: $(printf '%q' "$2" | head -c 300)"; return 1; }; }
+# shellcheck source=check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 # The N of --stats' 'sluice-log: N lines, ...' in a file of standard error.
 stats_lines() { sed -n 's/^sluice-log: \([0-9]*\) lines, .*/\1/p' "$1"; }
 # Waits (up to 60 s) until a file exists and is not empty.

@@ -8,20 +8,8 @@ set -uo pipefail
 devnull=${1:?usage: tools_test.sh SLUICE_DEVNULL SLUICE_TRACE}
 trace=${2:?usage: tools_test.sh SLUICE_DEVNULL SLUICE_TRACE}
 
-passed=0 failed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() {  # check NAME COMMAND...: the command must succeed
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name"
-  fi
-}
+# shellcheck source=check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 json_field() {  # json_field FILE KEY
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
