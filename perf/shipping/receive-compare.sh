@@ -40,46 +40,11 @@ for p in "$flood" "$logd"; do
   [ -x "$p" ] || { echo "receive-compare: $p not built (meson setup with -Dperf=true -Dtools=true)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-# rsyslogd 8.2302 may send SIGTERM to the process that started it.
-trap '' TERM
+# shellcheck source=rsyslog.sh
+. "$here/rsyslog.sh"
 
 total=$((senders * messages))
 bytes=$((total * (size + 1)))  # each message as one line
-
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# wait_port PORT: until something accepts on it (20 s at most).
-wait_port() {
-  local i
-  for ((i = 0; i < 400; i++)); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  return 1
-}
-
-# rsyslog_conf DIR PORT OUT TUNED: writes DIR/rsyslog.conf.
-rsyslog_conf() {
-  local dir=$1 port=$2 out=$3 tuned=$4
-  {
-    echo "global(workDirectory=\"$dir\" parser.escapeControlCharactersOnReceive=\"off\")"
-    [ "$tuned" = 1 ] && echo 'main_queue(queue.dequeueBatchSize="1024")'
-    echo 'module(load="imptcp")'
-    echo 'template(name="raw" type="string" string="%rawmsg%\n")'
-    if [ "$tuned" = 1 ]; then
-      echo "ruleset(name=\"r\") { action(type=\"omfile\" file=\"$out\" template=\"raw\" ioBufferSize=\"256k\") }"
-    else
-      echo "ruleset(name=\"r\") { action(type=\"omfile\" file=\"$out\" template=\"raw\") }"
-    fi
-    echo "input(type=\"imptcp\" address=\"127.0.0.1\" port=\"$port\" ruleset=\"r\")"
-  } >"$dir/rsyslog.conf"
-}
 
 # start NAME DIR OUT: starts the receiver, sets server_pid and port.
 start() {
@@ -97,11 +62,7 @@ start() {
       [ -n "$port" ] || { echo "receive-compare: sluice-logd did not start:" >&2; cat "$dir/err" >&2; exit 1; }
       ;;
     rsyslog*)
-      port=$(free_port)
-      rsyslog_conf "$dir" "$port" "$out" "$([ "$name" = rsyslog-tuned ] && echo 1 || echo 0)"
-      setsid "$rsyslogd" -n -f "$dir/rsyslog.conf" -i "$dir/rsyslog.pid" 2>"$dir/err" &
-      server_pid=$!
-      wait_port "$port" || { echo "receive-compare: rsyslogd did not start:" >&2; cat "$dir/err" >&2; exit 1; }
+      start_rsyslog "$dir" "$out" "$([ "$name" = rsyslog-tuned ] && echo 1 || echo 0)"
       ;;
   esac
 }

@@ -30,14 +30,8 @@ rsyslogd=${RSYSLOGD:-/usr/sbin/rsyslogd}
 bench=$build/perf/syslog_send_bench
 [ -x "$bench" ] || { echo "send-compare: $bench not built (meson setup with -Dperf=true; needs libspdlog-dev)" >&2; exit 1; }
 tmp=$(mktemp -d)
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-# rsyslogd 8.2302 may send SIGTERM to the process that started it.
-trap '' TERM
+# shellcheck source=rsyslog.sh
+. "$here/rsyslog.sh"
 
 echo "send-compare: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$bench" --messages "$messages" --size "$size" --runs "$runs"
@@ -46,20 +40,6 @@ if [ ! -x "$rsyslogd" ]; then
   echo "send-compare: $rsyslogd not found, rsyslog skipped" >&2
   exit 0
 fi
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$tmp/rsyslog.conf" <<CONF
-global(workDirectory="$tmp" parser.escapeControlCharactersOnReceive="off")
-main_queue(queue.dequeueBatchSize="1024")
-module(load="imptcp")
-template(name="raw" type="string" string="%rawmsg%\n")
-ruleset(name="r") { action(type="omfile" file="$tmp/out.log" template="raw" ioBufferSize="256k") }
-input(type="imptcp" address="127.0.0.1" port="$port" ruleset="r")
-CONF
-setsid "$rsyslogd" -n -f "$tmp/rsyslog.conf" -i "$tmp/rsyslog.pid" 2>"$tmp/err" &
-server_pid=$!
-for ((i = 0; i < 400; i++)); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  sleep 0.05
-done
+start_rsyslog "$tmp" "$tmp/out.log" 1
 echo
 "$bench" --messages "$messages" --size "$size" --runs "$runs" --port "$port" --file "$tmp/out.log"
