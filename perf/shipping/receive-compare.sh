@@ -13,10 +13,8 @@
 #   rsyslog          omfile's defaults (ioBufferSize 4k, flushOnTXEnd on,
 #                    no asyncWriting), the main queue's defaults;
 #   rsyslog-tuned    omfile ioBufferSize="256k" (one write per dequeued
-#                    batch), the main queue dequeuing batches of 1024
-#                    (queue.dequeueBatchSize; default 32 for the main queue
-#                    in 8.2302) and imptcp with 2 worker threads (its
-#                    default).
+#                    batch), the main queue dequeuing batches of up to
+#                    1024 (queue.dequeueBatchSize); imptcp as by default.
 # Neither fsyncs, as sluice-logd does not by default.
 #
 #   perf/shipping/receive-compare.sh [BUILDDIR]        (default: build)
