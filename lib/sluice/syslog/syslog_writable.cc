@@ -147,7 +147,10 @@ class syslog_sink final : public sink {
     } else {
       sent_ += ends_.size();
     }
-    spare_ = std::move(buf_);
+    // Kept for the next batch unless a batch of large messages grew it: an
+    // idle writable holds at most this much.
+    if (buf_ && buf_->capacity() <= spare_max) spare_ = std::move(buf_);
+    buf_.reset();
     done(ec);
     // Touch nothing here: done() may have destroyed the stream and this sink.
   }
@@ -228,6 +231,7 @@ class syslog_sink final : public sink {
   std::optional<write_done> done_;
   std::shared_ptr<std::string> buf_;
   std::shared_ptr<std::string> spare_;  // the previous batch's, for reuse
+  static constexpr std::size_t spare_max = 256 * 1024;
   std::vector<std::size_t> ends_;
   std::size_t first_unsent_ = 0;
   std::size_t base_ = 0;  // sock_->bytes_written() when its write started
