@@ -5,7 +5,8 @@
 // delivery report (the producer, its mock cluster and the topic's metadata
 // are set up and warmed by one message first).
 //
-//   kafka_bench [--messages N] [--runs R] [--size BYTES] [--set PROPERTY=VALUE ...]
+//   kafka_bench [--messages N] [--runs R] [--size BYTES] [--set PROPERTY=VALUE ...] [--only bare|sluice]
+//   (--only: one side alone, for a profiler)
 //   (SLUICE_BENCH_QUICK=1 in the environment: 200000 messages, 2 runs)
 #include <librdkafka/rdkafka.h>
 #include <sys/resource.h>
@@ -120,10 +121,12 @@ int main(int argc, char** argv) {
   std::size_t n = quick ? 200000 : 1000000;
   int runs = quick ? 2 : 5;
   std::size_t size = 100;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--messages") == 0) n = std::strtoull(argv[i + 1], nullptr, 10);
     else if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
     else if (std::strcmp(argv[i], "--size") == 0) size = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
     else if (std::strcmp(argv[i], "--set") == 0) {
       const std::string kv = argv[i + 1];
       const auto eq = kv.find('=');
@@ -138,8 +141,8 @@ int main(int argc, char** argv) {
   double cpu_sink = 1e300;
   for (int r = 0; r < runs; ++r) {
     // Alternated, so that a busy moment of the machine hits both.
-    const result b = bare(n, payload);
-    const result k = sink(n, payload);
+    const result b = only == "sluice" ? result{1, n, 1} : bare(n, payload);
+    const result k = only == "bare" ? result{1, n, 1} : sink(n, payload);
     if (b.delivered != n || k.delivered != n) {
       std::fprintf(stderr, "kafka_bench: delivered %zu (bare) and %zu (sluice) of %zu\n", b.delivered, k.delivered, n);
       return 1;

@@ -34,20 +34,20 @@ bool syslog_frame_reader::feed(std::string_view data, const message_fn& on_messa
 
 bool syslog_frame_reader::octet(std::string_view data, std::size_t& i, const message_fn& on_message) {
   if (state_ == state::start || state_ == state::length) {
-    // The digits, up to the space; at most as many as the maximum has.
-    const std::size_t max_digits = std::to_string(max_).size();
+    // The digits, up to the space; at most as many as the maximum has. The
+    // value is summed as they come (want_ is 0 at a frame's start).
     while (i < data.size() && data[i] != ' ') {
       const char c = data[i];
-      if (c < '0' || c > '9' || (state_ == state::start && c == '0') || partial_.size() >= max_digits)
+      if (c < '0' || c > '9' || (state_ == state::start && c == '0') || partial_.size() >= max_digits_)
         return fail("bad frame length '" + partial_ + std::string(1, c) + "'");
       partial_ += c;
+      want_ = want_ * 10 + static_cast<std::size_t>(c - '0');
       state_ = state::length;
       ++i;
     }
     if (i == data.size()) return true;
     if (partial_.empty()) return fail("bad frame length ''");
     ++i;  // the space
-    want_ = std::stoull(partial_);
     if (want_ > max_) return fail("message longer than " + std::to_string(max_) + " bytes (" + partial_ + ")");
     partial_.clear();
     state_ = state::body;
@@ -67,6 +67,7 @@ bool syslog_frame_reader::octet(std::string_view data, std::size_t& i, const mes
     partial_.clear();
   }
   state_ = state::start;
+  want_ = 0;
   return true;
 }
 

@@ -25,7 +25,8 @@ class syslog_frame_reader {
   enum class mode { automatic, octet_counting, lf };
   using message_fn = inline_function<void(std::string_view), 32>;
 
-  syslog_frame_reader(mode m, std::size_t max_message) : mode_(m), max_(max_message) {}
+  syslog_frame_reader(mode m, std::size_t max_message)
+      : mode_(m), max_(max_message), max_digits_(std::to_string(max_message).size()) {}
 
   /// Calls `on_message` for every message `data` completes. Returns false
   /// at a malformed frame (see error()): the connection's stream is lost, and
@@ -49,8 +50,9 @@ class syslog_frame_reader {
 
   mode mode_;
   std::size_t max_;
+  std::size_t max_digits_;  // a length has at most as many digits as max_
   state state_ = state::start;
-  std::size_t want_ = 0;  // the body's length, once read
+  std::size_t want_ = 0;  // the body's length, summed as its digits come
   std::string partial_;   // a length's digits, or a body (or line) so far
   std::string error_;
   bool failed_ = false;

@@ -40,6 +40,7 @@ class syslog_sink final : public sink {
   }
   void writev(const write_batch& batch, write_done done) override {
     start_batch(done);
+    buf_->reserve(batch.bytes() + batch.size() * format_.framed_size_max(0));
     for (std::string_view chunk : batch) add(chunk);
     go();
   }
@@ -79,7 +80,15 @@ class syslog_sink final : public sink {
  private:
   void start_batch(write_done done) {
     done_.emplace(done);
-    buf_ = std::make_shared<std::string>();
+    // The last batch's buffer again, once the socket has let go of it: a
+    // batch then costs no allocation (and, for large batches, no heap
+    // growth and trim around each).
+    if (spare_ && spare_.use_count() == 1) {
+      buf_ = std::move(spare_);
+      buf_->clear();
+    } else {
+      buf_ = std::make_shared<std::string>();
+    }
     ends_.clear();
     first_unsent_ = 0;
     timespec now{};
@@ -138,6 +147,9 @@ class syslog_sink final : public sink {
     } else {
       sent_ += ends_.size();
     }
+    // Kept for the next batch unless a batch of large messages grew it: an
+    // idle writable holds at most this much.
+    if (buf_ && buf_->capacity() <= spare_max) spare_ = std::move(buf_);
     buf_.reset();
     done(ec);
     // Touch nothing here: done() may have destroyed the stream and this sink.
@@ -218,6 +230,8 @@ class syslog_sink final : public sink {
   // kernel has not taken whole.
   std::optional<write_done> done_;
   std::shared_ptr<std::string> buf_;
+  std::shared_ptr<std::string> spare_;  // the previous batch's, for reuse
+  static constexpr std::size_t spare_max = 256 * 1024;
   std::vector<std::size_t> ends_;
   std::size_t first_unsent_ = 0;
   std::size_t base_ = 0;  // sock_->bytes_written() when its write started
