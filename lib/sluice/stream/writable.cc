@@ -70,7 +70,7 @@ writable::~writable() {
   if (!destroyed()) sink_->destroy({});
   sink_.reset();
   const auto gone = make_error_code(errc::destroyed);
-  for (auto& [cb, ec] : owed_) cb(ec);
+  for (std::size_t i = owed_head_; i < owed_.size(); ++i) owed_[i].first(owed_[i].second);
   owed_.clear();
   call_back(done_, done_.size(), {});
   call_back(failed_, failed_.size(), errored() ? errored() : gone);
@@ -89,8 +89,11 @@ void writable::call_back_soon(write_cb cb, std::error_code ec) {
   if (!cb) return;
   owed_.emplace_back(std::move(cb), ec);
   call_soon([this] {
-    auto [callback, err] = std::move(owed_.front());
-    owed_.pop_front();
+    auto [callback, err] = std::move(owed_[owed_head_]);
+    if (++owed_head_ == owed_.size()) {
+      owed_.clear();  // keeps its capacity
+      owed_head_ = 0;
+    }
     callback(err);
   });
 }

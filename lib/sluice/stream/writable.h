@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
-#include <deque>
 #include <iterator>
 #include <utility>
 #include <span>
@@ -242,7 +241,10 @@ class writable : public virtual emitter, public detail::stream_side {
   detail::write_queue writing_;   // the requests of the sink call in flight
   detail::write_queue done_;      // completed synchronously; callbacks wait for the tick
   detail::write_queue failed_;    // failed synchronously; callbacks wait for the tick
-  std::deque<std::pair<write_cb, std::error_code>> owed_;  // see call_back_soon()
+  // See call_back_soon(): a FIFO from owed_head_ on. A vector, not a deque,
+  // because a deque allocates when it is made, and most streams owe nothing.
+  std::vector<std::pair<write_cb, std::error_code>> owed_;
+  std::size_t owed_head_ = 0;
   std::vector<write_cb> on_finished_;  // end() callbacks
   bool coalesce_ = false;
   detail::write_queue landed_;  // written by write_pending_sync(); callbacks owed
