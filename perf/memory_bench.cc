@@ -2,7 +2,9 @@
 // each kind of stream: its sizeof, the heap bytes and allocations one
 // freshly made stream holds (counted by this program's operator new), the
 // heap bytes per stream of 100k idle ones (glibc's mallinfo2, so malloc's
-// own overhead is in), and what the first write or read allocates.
+// own overhead is in), and what the first write or read allocates (counted
+// by operator new, and in all of malloc's heap, which also sees the
+// byte_arena's aligned_alloc()).
 //
 //   memory_bench [--count N]
 #include <fcntl.h>
@@ -44,6 +46,19 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// Over-aligned types (write_req is one cache line) come here.
+void* operator new(std::size_t n, std::align_val_t al) {
+  news.fetch_add(1, std::memory_order_relaxed);
+  new_bytes.fetch_add(n, std::memory_order_relaxed);
+  const std::size_t a = static_cast<std::size_t>(al);
+  if (void* p = std::aligned_alloc(a, (n + a - 1) / a * a)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t al) { return operator new(n, al); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -53,7 +68,11 @@ struct counts {
 };
 counts now() { return {news.load(), new_bytes.load()}; }
 
-std::size_t heap_in_use() { return mallinfo2().uordblks; }
+// Mapped chunks too: a 64 KiB arena block may come from mmap.
+std::size_t heap_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
 
 template <class Make, class Touch>
 void measure(const char* name, std::size_t size_of, std::size_t n, Make make, Touch touch) {
@@ -62,7 +81,9 @@ void measure(const char* name, std::size_t size_of, std::size_t n, Make make, To
   const counts c0 = now();
   ptr one = make();
   const counts c1 = now();
+  const std::size_t t0 = heap_in_use();
   touch(*one);
+  const std::size_t t1 = heap_in_use();
   const counts c2 = now();
   one.reset();
   // Many idle streams: the heap per stream, malloc's overhead included.
@@ -71,10 +92,10 @@ void measure(const char* name, std::size_t size_of, std::size_t n, Make make, To
   const std::size_t h0 = heap_in_use();
   for (std::size_t i = 0; i < n; ++i) many.push_back(make());
   const std::size_t h1 = heap_in_use();
-  std::printf("%-26s %7zu %9zu B / %2zu allocs %13.0f B %14zu B / %zu allocs\n", name, size_of,
+  std::printf("%-26s %7zu %9zu B / %2zu allocs %13.0f B %14zu B / %zu allocs %10zu B\n", name, size_of,
               c1.bytes - c0.bytes, c1.allocations - c0.allocations,
               static_cast<double>(h1 - h0) / static_cast<double>(n), c2.bytes - c1.bytes,
-              c2.allocations - c1.allocations);
+              c2.allocations - c1.allocations, t1 - t0);
 }
 
 }  // namespace
@@ -95,7 +116,8 @@ int main(int argc, char** argv) {
   sluice::loop& l = sluice::loop::current();
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   std::printf("idle streams, %zu of each (goal: <= 1 KiB per idle writable, nothing allocated until used)\n", n);
-  std::printf("%-26s %7s %24s %15s %24s\n", "stream", "sizeof", "made: heap / allocs", "heap each", "first use: heap / allocs");
+  std::printf("%-26s %7s %24s %15s %24s %12s\n", "stream", "sizeof", "made: heap / allocs", "heap each", "first use: heap / allocs",
+              "(all malloc)");
   measure(
       "writable over null_sink", sizeof(sluice::writable), n,
       [&] { return std::make_unique<sluice::writable>(std::make_unique<sluice::null_sink>(), sluice::writable_options{.event_loop = &l}); },

@@ -10,6 +10,7 @@
 #include <exception>
 #include <stdexcept>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -491,6 +492,18 @@ TEST_CASE("adding the first listener and emitting to it make no heap allocation"
   CHECK(after_on - before_on == 0);
   CHECK(after_emit - after_on == 0);
   CHECK(calls == 1000);
+}
+
+TEST_CASE("an emitter allocates nothing until its second listener") {
+  const std::size_t before = sluice::test::allocation_count();
+  std::optional<emitter> e(std::in_place);
+  e->on(event::drain, [] {});
+  const std::size_t first = sluice::test::allocation_count();
+  e->on(event::finish, [] {});
+  const std::size_t second = sluice::test::allocation_count();
+  CHECK(first - before == 0);
+  CHECK(second - first > 0);
+  e->emit(event::drain);
 }
 
 TEST_CASE("emitting to several listeners makes no heap allocation") {

@@ -655,6 +655,24 @@ TEST_CASE("steady-state writes to an async sink allocate nothing") {
   CHECK(calls == 6 * 50);
 }
 
+// A server holds many idle streams: one that was never written to holds
+// nothing on the heap but itself (issue 13). The first write makes the
+// request pool and the arena.
+TEST_CASE("a writable allocates nothing until its first write") {
+  loop l;
+  auto sink = std::make_unique<null_sink>();
+  const std::size_t before = test::allocation_count();
+  std::optional<writable> w(std::in_place, std::move(sink), writable_options{.event_loop = &l});
+  w->on(event::error, [](std::error_code) {});  // the first listener is stored inline
+  const std::size_t made = test::allocation_count();
+  w->write("first"sv);
+  const std::size_t written = test::allocation_count();
+  CHECK(made - before == 0);
+  CHECK(written - made > 0);  // the count sees the stream's allocations
+  w.reset();
+  l.run_until_idle();
+}
+
 // A callback that throws ends the program with std::terminate, as a listener
 // that throws does (tests/emitter_test.cc): callbacks run from the loop in
 // noexcept paths, where an exception has nowhere sound to go. In a child.

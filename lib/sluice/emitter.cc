@@ -32,10 +32,11 @@ listener_id emitter::add(event ev, listener fn, bool once) {
   // first_ holds the oldest listener; it may only be refilled while rest_ is
   // empty, or it would overtake listeners added before it.
   entry* e;
-  if (!first_.used && rest_.empty()) {
+  if (!first_.used && (!rest_ || rest_->empty())) {
     e = &first_;
   } else {
-    e = &rest_.emplace_back();
+    if (!rest_) rest_ = std::make_unique<std::deque<entry>>();
+    e = &rest_->emplace_back();
   }
   e->fn = std::move(fn);
   e->id = next_id_++;
@@ -91,8 +92,8 @@ bool emitter::off(event ev, listener_id id) noexcept {
     }
   }
   if (!found && match(first_)) found = &first_;
-  if (!found) {
-    for (entry& e : rest_) {
+  if (!found && rest_) {
+    for (entry& e : *rest_) {
       if (match(e)) {
         found = &e;
         break;
@@ -114,7 +115,8 @@ void emitter::remove_all_listeners(event ev) noexcept {
   if (front_)
     for (entry& e : *front_) drop(e);
   drop(first_);
-  for (entry& e : rest_) drop(e);
+  if (rest_)
+    for (entry& e : *rest_) drop(e);
   if (depth_ == 0) compact();
   all_listeners_removed(ev);
 }
@@ -125,7 +127,8 @@ std::size_t emitter::listener_count(event ev) const noexcept {
   if (front_)
     for (const entry& e : *front_) count(e);
   count(first_);
-  for (const entry& e : rest_) count(e);
+  if (rest_)
+    for (const entry& e : *rest_) count(e);
   return n;
 }
 
@@ -139,7 +142,7 @@ bool emitter::emit_slow(event ev, const event_arg& arg) noexcept {
   ++depth_;
   // Entries appended during this emit land past `n`, and rest_ is a deque, so
   // the references taken here stay valid while listeners add more.
-  const std::size_t n = rest_.size();
+  const std::size_t n = rest_ ? rest_->size() : 0;
   auto call = [&](entry& e) {
     if (!visible(e, ev, gen)) return;
     if (e.once && e.removed_gen == 0) {
@@ -155,7 +158,7 @@ bool emitter::emit_slow(event ev, const event_arg& arg) noexcept {
     for (std::size_t i = m; i-- > 0;) call((*front_)[i]);
   }
   call(first_);
-  for (std::size_t i = 0; i < n; ++i) call(rest_[i]);
+  for (std::size_t i = 0; i < n; ++i) call((*rest_)[i]);
   if (--depth_ == 0 && dirty_) compact();
   return true;
 }
@@ -167,11 +170,11 @@ void emitter::compact() noexcept {
     first_.fn = nullptr;
     first_.used = false;
   }
-  std::erase_if(rest_, dead);
+  if (rest_) std::erase_if(*rest_, dead);
   if (front_) std::erase_if(*front_, dead);
-  if (!first_.used && !rest_.empty()) {
-    first_ = std::move(rest_.front());
-    rest_.pop_front();
+  if (!first_.used && rest_ && !rest_->empty()) {
+    first_ = std::move(rest_->front());
+    rest_->pop_front();
   }
   recompute_masks();
 }
@@ -192,7 +195,8 @@ void emitter::recompute_masks() noexcept {
   if (front_)
     for (const entry& e : *front_) mark(e, false);
   mark(first_, true);
-  for (const entry& e : rest_) mark(e, false);
+  if (rest_)
+    for (const entry& e : *rest_) mark(e, false);
 }
 
 }  // namespace sluice

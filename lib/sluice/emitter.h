@@ -179,7 +179,10 @@ class emitter {
   listener_id next_id_ = 1;
   bool dirty_ = false;       // removed entries wait for depth_ == 0
   entry first_;              // the oldest listener, inline
-  std::deque<entry> rest_;   // the others; a deque so entries never move while called
+  // The others; a deque so entries never move while called. Made on first
+  // use: a deque allocates when it is made, and a stream with one listener
+  // or none needs no more than first_.
+  std::unique_ptr<std::deque<entry>> rest_;
   // Listeners added by prepend_listener(), newest last: they run back to front,
   // before first_. Made on first use (only pipe() prepends); appending keeps
   // the entries an emit in progress is walking where they are.

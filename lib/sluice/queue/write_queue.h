@@ -38,11 +38,13 @@ class write_queue {
   write_req& front() noexcept { return list_.front(); }
   const write_req* first() const noexcept { return list_.empty() ? nullptr : &list_.front(); }
 
-  /// Moves every request to the front of a bare list (the pool's free list).
-  void drain_into(req_list& other) noexcept {
-    if (list_.empty()) return;
-    other.splice_after(other.before_begin(), list_);
+  /// Unlinks every request, oldest first, and hands each to `dispose`
+  /// (Boost.Intrusive's clear_and_dispose): the queue is empty before the
+  /// first call, so `dispose` may touch any other queue.
+  template <class Disposer>
+  void clear_and_dispose(Disposer&& dispose) noexcept {
     count_ = bytes_ = 0;
+    list_.clear_and_dispose(dispose);
   }
 
   void push_back(write_req& r) noexcept {
@@ -98,29 +100,57 @@ class write_queue {
 
 /// Recycles write_reqs and the arena bytes of small chunks. Requests are made
 /// in slabs and never freed before the stream; the pool grows to the largest
-/// number of requests ever pending at once.
+/// number of requests ever pending at once. Free requests are chained
+/// through write_req::next_free rather than a Boost list: taking one is a
+/// load and a store, with none of a list's checks.
 class req_pool {
  public:
   req_pool() = default;
   req_pool(const req_pool&) = delete;
   req_pool& operator=(const req_pool&) = delete;
-  ~req_pool() { free_.clear(); }
 
   [[gnu::always_inline]] write_req& acquire() {
-    if (free_.empty()) [[unlikely]]
+    if (!free_) [[unlikely]]
       grow();
-    write_req& r = free_.front();
-    free_.pop_front();
+    write_req& r = *free_;
+    free_ = r.next_free;
+    r.owned = nullptr;
     return r;
   }
   /// Returns a request that is linked nowhere.
   void release(write_req& r) noexcept {
     clear(r);
-    free_.push_front(r);
+    r.next_free = free_;
+    free_ = &r;
   }
-  /// Returns every request of `q`, which is left empty, in one splice. The
-  /// requests must have been emptied by clear_quick() (or clear()).
-  void release_all(write_queue& q) noexcept { q.drain_into(free_); }
+
+  /// Empties `q` in one walk: for each request, oldest first, `each(r)` (a
+  /// callback, say), then what clear() does, and back to the pool, where
+  /// the run keeps its order (the next writes reuse it front to back). `each`
+  /// may write again: `q` is already empty then, and the run joins the pool
+  /// only at the end.
+  template <class Each>
+  void recycle_all(write_queue& q, Each&& each) noexcept {
+    write_req* head = nullptr;
+    write_req** link = &head;
+    q.clear_and_dispose([&](write_req* r) {
+      each(*r);
+      clear_quick(*r);
+      *link = r;
+      link = &r->next_free;
+    });
+    flush_released();
+    *link = free_;
+    free_ = head;
+  }
+  /// Returns every request of `q`, which is left empty. The requests must
+  /// have been emptied by clear_quick() (or clear()) already.
+  void release_all(write_queue& q) noexcept {
+    q.clear_and_dispose([this](write_req* r) {
+      r->next_free = free_;
+      free_ = r;
+    });
+  }
 
   /// Drops what a request holds: its arena bytes, owned buffer and callback.
   void clear(write_req& r) noexcept {
@@ -153,15 +183,19 @@ class req_pool {
   byte_arena arena;
 
  private:
+  // Slabs of 16, then 64, 128, 192... requests, chained in address order.
   [[gnu::noinline]] void grow() {
     const std::size_t n = slabs_.empty() ? 16 : 64 * slabs_.size();
     auto slab = std::unique_ptr<write_req[]>(new write_req[n]);
-    for (std::size_t i = 0; i < n; ++i) free_.push_front(slab[i]);
+    for (std::size_t i = n; i-- > 0;) {
+      slab[i].next_free = free_;
+      free_ = &slab[i];
+    }
     slabs_.push_back(std::move(slab));
   }
 
   std::vector<std::unique_ptr<write_req[]>> slabs_;
-  req_list free_;
+  write_req* free_ = nullptr;
   byte_arena::block* run_block_ = nullptr;  // see clear_quick()
   std::size_t run_bytes_ = 0;
 };

@@ -30,7 +30,10 @@ struct owned_chunk {
 /// writev, callback), so their size is most of its memory traffic.
 struct alignas(64) write_req {
   boost::intrusive::slist_member_hook<> hook;
-  owned_chunk* owned = nullptr;
+  union {
+    owned_chunk* owned = nullptr;  // while the request is in use
+    write_req* next_free;          // while it waits in its req_pool
+  };
   std::string_view data;  // the bytes: in the stream's arena unless `owned` holds them
   write_cb cb;            // 16-byte aligned: placed last so nothing pads the line
 };

@@ -70,7 +70,7 @@ writable::~writable() {
   if (!destroyed()) sink_->destroy({});
   sink_.reset();
   const auto gone = make_error_code(errc::destroyed);
-  for (auto& [cb, ec] : owed_) cb(ec);
+  for (std::size_t i = owed_head_; i < owed_.size(); ++i) owed_[i].first(owed_[i].second);
   owed_.clear();
   call_back(done_, done_.size(), {});
   call_back(failed_, failed_.size(), errored() ? errored() : gone);
@@ -89,8 +89,11 @@ void writable::call_back_soon(write_cb cb, std::error_code ec) {
   if (!cb) return;
   owed_.emplace_back(std::move(cb), ec);
   call_soon([this] {
-    auto [callback, err] = std::move(owed_.front());
-    owed_.pop_front();
+    auto [callback, err] = std::move(owed_[owed_head_]);
+    if (++owed_head_ == owed_.size()) {
+      owed_.clear();  // keeps its capacity
+      owed_head_ = 0;
+    }
     callback(err);
   });
 }
@@ -109,33 +112,12 @@ bool writable::writable_need_drain() const noexcept {
 
 // ---- write
 
-namespace {
-// memcpy for the small chunks of a log line, without a call into libc: a
-// chunk of 16 to 64 bytes is copied as two fixed-size blocks that overlap in
-// the middle, which compile to a few vector moves.
-[[gnu::always_inline]] inline void copy_small(std::byte* dst, const char* src, std::size_t n) noexcept {
-  if (n >= 16 && n <= 64) {
-    if (n > 32) {
-      std::memcpy(dst, src, 32);
-      std::memcpy(dst + n - 32, src + n - 32, 32);
-    } else {
-      std::memcpy(dst, src, 16);
-      std::memcpy(dst + n - 16, src + n - 16, 16);
-    }
-  } else if (n != 0) {
-    std::memcpy(dst, src, n);
-  }
-}
-}  // namespace
-
 [[gnu::always_inline]] inline write_req& writable::make_req(std::string_view chunk) {
   write_req& r = pool_.acquire();
   if (chunk.empty()) {
     r.data = {};
   } else if (chunk.size() <= detail::byte_arena::max_chunk) [[likely]] {
-    std::byte* p = pool_.arena.allocate(chunk.size());
-    copy_small(p, chunk.data(), chunk.size());
-    r.data = {reinterpret_cast<const char*>(p), chunk.size()};
+    r.data = {reinterpret_cast<const char*>(pool_.arena.copy(chunk.data(), chunk.size())), chunk.size()};
   } else {
     r.owned = new detail::owned_chunk{std::string(chunk)};
     r.data = std::get<std::string>(r.owned->buffer);
@@ -153,10 +135,11 @@ namespace {
   return false;
 }
 
-// Node: Writable.prototype.write() and _write(). One flag test for the
-// rare cases (ended, destroyed, capped), so that the cap costs nothing here.
-bool writable::write(std::string_view chunk, write_cb cb) {
-  SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
+// Node: Writable.prototype.write() and _write(), for what write()'s inline
+// fast path (writable.h) leaves: a chunk that may go to the sink at once, an
+// empty or large one, object mode, and the rare cases (ended, destroyed,
+// capped, errored), which one flag test sends on to write_guarded().
+bool writable::write_slow(std::string_view chunk, write_cb&& cb) {
   if (state_.has(wf::ending | wf::destroyed | wf::capped)) [[unlikely]]
     return write_guarded(chunk, std::move(cb));
   return accept(make_req(chunk), std::move(cb));
@@ -385,16 +368,13 @@ void writable::after_write(write_queue& reqs, std::size_t n) noexcept {
 
 // Calls back the first n requests of `reqs`. They are moved to a list of
 // their own first, because a callback may write again, and that can touch
-// every queue of the stream. Then they go back to the pool in one splice.
+// every queue of the stream. One walk calls back and recycles each.
 void writable::call_back(write_queue& reqs, std::size_t n, std::error_code ec) noexcept {
   write_queue batch;
   reqs.move_front_to(batch, n);
-  for (write_req& r : batch) {
+  pool_.recycle_all(batch, [ec](write_req& r) {
     if (r.cb) r.cb(ec);
-    pool_.clear_quick(r);
-  }
-  pool_.flush_released();
-  pool_.release_all(batch);
+  });
 }
 
 // Node: errorBuffer(). Buffered requests will never be written: each

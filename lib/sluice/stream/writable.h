@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
-#include <deque>
 #include <iterator>
 #include <utility>
 #include <span>
@@ -15,6 +14,7 @@
 
 #include <fmt/core.h>
 
+#include "sluice/assert.h"
 #include "sluice/emitter.h"
 #include "sluice/loop.h"
 #include "sluice/queue/write_queue.h"
@@ -94,7 +94,12 @@ class writable : public virtual emitter, public detail::stream_side {
   /// stream has ended or is destroyed, in which case `cb` gets the error,
   /// or unless it would take the stream past max_buffered (see
   /// writable_options), in which case `cb` gets errc::buffer_full.
-  bool write(std::string_view chunk, write_cb cb = {});
+  bool write(std::string_view chunk, write_cb cb = {}) {
+    SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
+    if (can_buffer_fast(chunk.size())) [[likely]]
+      return buffer_fast(chunk, std::move(cb));
+    return write_slow(chunk, std::move(cb));
+  }
   bool write(std::span<const std::byte> chunk, write_cb cb = {});
   bool write(const char* chunk, write_cb cb = {}) { return write(std::string_view(chunk), std::move(cb)); }
   /// Takes the chunk by ownership: never copied.
@@ -192,6 +197,9 @@ class writable : public virtual emitter, public detail::stream_side {
   friend class final_done;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
+  bool can_buffer_fast(std::size_t size) const noexcept;
+  bool buffer_fast(std::string_view chunk, write_cb&& cb);
+  bool write_slow(std::string_view chunk, write_cb&& cb);
   bool reject(write_cb cb);
   bool write_guarded(std::string_view chunk, write_cb cb);
   bool over_cap(std::size_t bytes) const noexcept;
@@ -233,7 +241,10 @@ class writable : public virtual emitter, public detail::stream_side {
   detail::write_queue writing_;   // the requests of the sink call in flight
   detail::write_queue done_;      // completed synchronously; callbacks wait for the tick
   detail::write_queue failed_;    // failed synchronously; callbacks wait for the tick
-  std::deque<std::pair<write_cb, std::error_code>> owed_;  // see call_back_soon()
+  // See call_back_soon(): a FIFO from owed_head_ on. A vector, not a deque,
+  // because a deque allocates when it is made, and most streams owe nothing.
+  std::vector<std::pair<write_cb, std::error_code>> owed_;
+  std::size_t owed_head_ = 0;
   std::vector<write_cb> on_finished_;  // end() callbacks
   bool coalesce_ = false;
   detail::write_queue landed_;  // written by write_pending_sync(); callbacks owed
@@ -242,5 +253,37 @@ class writable : public virtual emitter, public detail::stream_side {
   loop::close_hook loop_close_;
   detail::shutdown_link shutdown_;
 };
+
+// write()'s fast path, inline in the caller: the chunk waits behind a sink
+// call in flight (or the turn's coalescing), the stream is in none of its
+// rare states, and the chunk is small. Then write() is Node's writeOrBuffer()
+// down its buffering branch and nothing else: a copy into the arena, a
+// pooled request, a push, the counters and one flag word. Everything else
+// goes to write_slow() (writable.cc), which follows Node step by step.
+inline bool writable::can_buffer_fast(std::size_t size) const noexcept {
+  namespace wf = detail::wflag;
+  const std::uint32_t f = state_.flags;
+  return (f & (wf::ending | wf::destroyed | wf::capped | wf::errored | wf::object_mode | wf::constructed)) ==
+             wf::constructed &&
+         (f & (wf::writing | wf::coalescing)) != 0 && size - 1 < detail::byte_arena::max_chunk;
+}
+
+// Node: writeOrBuffer(), its buffering branch, for a chunk of 1 to max_chunk
+// bytes (so `length` is above 0 afterwards).
+[[gnu::always_inline]] inline bool writable::buffer_fast(std::string_view chunk, write_cb&& cb) {
+  namespace wf = detail::wflag;
+  detail::write_req& r = pool_.acquire();
+  r.data = {reinterpret_cast<const char*>(pool_.arena.copy(chunk.data(), chunk.size())), chunk.size()};
+  r.cb.assign_empty(std::move(cb));  // pooled requests hold no callback
+  ++state_.pending_cb;
+  state_.length += chunk.size();
+  buffered_.push_back(r);
+  std::uint32_t f = state_.flags | wf::buffered;
+  if (r.cb) f &= ~std::uint32_t{wf::all_noop};
+  const bool ret = state_.length < state_.high_water_mark;
+  if (!ret) f |= wf::need_drain;
+  state_.flags = f;
+  return ret;
+}
 
 }  // namespace sluice
