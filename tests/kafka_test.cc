@@ -291,6 +291,66 @@ TEST_CASE("a stream deleted mid-flight calls every callback once, in its destruc
 
 namespace {
 
+// A producer with no broker to reach: the port refuses at once, so that
+// librdkafka reports the refused connection (an error event) within
+// microseconds of rd_kafka_new(), racing the sink's setup.
+kafka_options unreachable_options(config extra = {}) {
+  kafka_options o{.topic = "logs", .config = {{"bootstrap.servers", "127.0.0.1:1"}, {"log_level", "0"}}};
+  for (auto& kv : extra) o.config.push_back(std::move(kv));
+  return o;
+}
+
+// Each round is a new producer, so that the race is run many times.
+constexpr int unreachable_rounds = 20;
+
+}  // namespace
+
+TEST_CASE("destroy() with messages to an unreachable broker calls every callback once with an error, and the loop ends") {
+  // librdkafka 2.0.2 signals the reports' fd only when an event enters an
+  // empty queue: when the refused connection was queued before the fd was
+  // set, the purge's reports never woke the loop, which waited for ever.
+  for (int round = 0; round < unreachable_rounds; ++round) {
+    CAPTURE(round);
+    constexpr std::size_t n = 100;
+    reports r(n);
+    bool closed = false;
+    {
+      auto out = make_kafka_writable(unreachable_options());
+      out->on(event::close, [&] { closed = true; });
+      for (std::size_t i = 0; i < n; ++i) out->write(message(i), r.cb(i));
+      out->destroy();
+      CHECK(r.called() == 0);  // not inside destroy()
+      loop::current().run();
+      CHECK(closed);
+    }
+    CHECK(r.each_once());
+    CHECK(r.count(make_kafka_error(RD_KAFKA_RESP_ERR__PURGE_QUEUE)) == n);
+    CHECK(!loop::current().alive());
+  }
+}
+
+TEST_CASE("a producer whose broker is unreachable from the start hears its reports: the messages time out") {
+  // The same race without destroy(): the timed-out messages' reports, and
+  // the end, must still come.
+  for (int round = 0; round < unreachable_rounds / 4; ++round) {
+    CAPTURE(round);
+    constexpr std::size_t n = 10;
+    reports r(n);
+    must_call ended;
+    {
+      auto out = make_kafka_writable(unreachable_options({{"message.timeout.ms", "10"}}));
+      for (std::size_t i = 0; i < n; ++i) out->write(message(i), r.cb(i));
+      out->end(ended.cb());
+      loop::current().run();
+    }
+    CHECK(r.each_once());
+    CHECK(r.count(make_kafka_error(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)) == n);
+    CHECK(ended.error());  // the first failed report destroyed the stream
+  }
+}
+
+namespace {
+
 // `n` messages of partition 0 of "logs", read from the producer's mock
 // cluster by a consumer of its own (bounded: 100 polls at most). The
 // messages go before the consumer, as librdkafka wants.

@@ -572,10 +572,6 @@ class log_tool {
   bool on_line(std::string_view line) {
     if (stopping_) return false;
     ++lines_;
-    if (!out_) {  // given up, and gone (see give_up())
-      ++unsent_;
-      return true;
-    }
     // The counts say what landed: each callback comes once, with the truth.
     auto landed = [this](std::error_code ec) {
       if (!ec) ++written_;
@@ -651,17 +647,6 @@ class log_tool {
     grace_timer_ = 0;
     if (reason_.empty()) reason_ = std::move(why);
     if (!out_->destroyed()) out_->destroy();
-    if (o_.dest.type == sluice_tools::log_destination::kind::kafka) {
-      // librdkafka does not always report the messages rd_kafka_purge()
-      // takes back while no broker is reachable (2.0.2: nothing wakes the
-      // reports' fd), so the destroyed stream could wait for reports that
-      // never come. Deleting it settles every callback (ERR_STREAM_DESTROYED):
-      // on the next tick, out of the stream's own code.
-      sluice::loop::current().next_tick([this] {
-        out_.reset();
-        quit();
-      });
-    }
     release_input();
   }
 
@@ -678,7 +663,6 @@ class log_tool {
   void finish_output() {
     stopping_ = true;
     if (in_ && !in_->destroyed()) in_->destroy();
-    if (!out_) return quit();  // given up, and gone (see give_up())
     out_->end([this](std::error_code ec) {
       if (ec && !network()) return output_failed(ec);
       if (ec && reason_.empty()) reason_ = ec.message();

@@ -165,6 +165,11 @@ bool kafka_sink::open(const kafka_options& options, std::error_code& ec, std::st
   // queue; an eventfd takes 8-byte counts.
   static const std::uint64_t one = 1;
   rd_kafka_queue_io_event_enable(reports_, event_fd_, &one, sizeof one);
+  // librdkafka writes the fd only when an event lands in an empty queue. An
+  // event queued before the fd was set (a refused connection is reported
+  // within microseconds of rd_kafka_new()) would leave the queue non-empty
+  // for good, and no later report would wake the loop: wake it for that one.
+  if (rd_kafka_queue_length(reports_) > 0) wake();
   return true;
 }
 
@@ -306,6 +311,12 @@ void kafka_sink::final(final_done done) {
 
 // ---- the loop's side: delivery reports
 
+// Makes the eventfd readable, as librdkafka does for a report.
+void kafka_sink::wake() noexcept {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(event_fd_, &one, sizeof one);
+}
+
 void kafka_sink::arm() {
   if (armed_ || !loop_) return;
   armed_ = true;
@@ -322,6 +333,15 @@ void kafka_sink::serve() {
   // at zero and wakes us again.
   [[maybe_unused]] const ssize_t n = ::read(event_fd_, &count, sizeof count);
   const std::error_code failed = settle_reports();
+  if (purged_ && in_flight_ > 0) {
+    // rd_kafka_purge() queues the report of every message it takes back
+    // before it returns, and settle_reports() has read them all: a message
+    // still in flight was not reported and will not be. Its callback hears
+    // that the stream was destroyed; a report that comes anyway finds its
+    // slot free and is dropped (settle_reports()).
+    in_flight_ = 0;
+    slots_->settle_all(make_error_code(errc::destroyed));
+  }
   if (failed && !destroyed_) report_error(failed);  // destroys the stream: see destroy()
   if (!destroyed_) retry_stalled();
   if (final_ && in_flight_ == 0 && !stalled_) {
@@ -340,10 +360,12 @@ std::error_code kafka_sink::settle_reports() {
     switch (rd_kafka_event_type(ev)) {
       case RD_KAFKA_EVENT_DR:
         while (const rd_kafka_message_t* m = rd_kafka_event_message_next(ev)) {
+          slot* s = static_cast<slot*>(m->_private);
+          if (!s->in_use) continue;  // settled after the purge (see serve()); no slot is reused then
           --in_flight_;
           const std::error_code ec = make_kafka_error(m->err);
           if (ec && !failed) failed = ec;
-          slots_->settle(static_cast<slot*>(m->_private), ec);
+          slots_->settle(s, ec);
         }
         break;
       case RD_KAFKA_EVENT_ERROR:
@@ -374,10 +396,11 @@ void kafka_sink::retry_stalled() {
 void kafka_sink::purge() noexcept { rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT); }
 
 // Node: _destroy(err, cb). Purges what librdkafka holds; the reports of the
-// purged messages (_PURGE_QUEUE, _PURGE_INFLIGHT) land in the queue and
-// wake the watch, so that serve() calls them back from the loop, never
-// inside destroy(). A chunk waiting for room was never produced: its write
-// fails with ERR_STREAM_DESTROYED.
+// purged messages (_PURGE_QUEUE, _PURGE_INFLIGHT) are in the queue when
+// rd_kafka_purge() returns, and the watch is woken here rather than left to
+// librdkafka, so that serve() calls them back on the loop's next turn, never
+// inside destroy(), and settles what was not reported. A chunk waiting for
+// room was never produced: its write fails with ERR_STREAM_DESTROYED.
 std::error_code kafka_sink::destroy(std::error_code err) noexcept {
   destroyed_ = true;
   if (!loop_) return err;
@@ -388,6 +411,8 @@ std::error_code kafka_sink::destroy(std::error_code err) noexcept {
   }
   if (in_flight_ > 0) {
     purge();
+    purged_ = true;
+    wake();
     arm();
   }
   return err;

@@ -77,7 +77,9 @@ void encode_kafka_message(std::string& out, std::string_view key, std::string_vi
 /// A failed delivery report, or a fatal librdkafka error, destroys the
 /// stream with that error. destroy() purges what librdkafka still holds
 /// (rd_kafka_purge): those messages' callbacks get _PURGE_QUEUE (never
-/// sent) or _PURGE_INFLIGHT (sent, outcome unknown) from the loop. The
+/// sent) or _PURGE_INFLIGHT (sent, outcome unknown) from the loop, on its
+/// next turn, broker or none; one that librdkafka did not report by then
+/// gets ERR_STREAM_DESTROYED, and its late report is dropped. The
 /// stream's final (end()) waits for every delivery report, so 'finish'
 /// means every message was acknowledged.
 class kafka_sink : public sink {
@@ -120,6 +122,7 @@ class kafka_sink : public sink {
   bool open(const kafka_options& options, std::error_code& ec, std::string* why) noexcept;
   bool produce(std::string_view chunk, write_done done);
   int produce_framed(std::string_view frame, slot* s);
+  void wake() noexcept;
   void arm();
   void serve();
   std::error_code settle_reports();
@@ -135,6 +138,7 @@ class kafka_sink : public sink {
   bool framed_ = false;
   bool armed_ = false;      // a watch on event_fd_ is queued
   bool destroyed_ = false;  // destroy() was called
+  bool purged_ = false;     // destroy() purged librdkafka: every report it owes is queued
   bool serving_ = false;    // inside serve(): its end re-arms
   std::size_t in_flight_ = 0;
   std::unique_ptr<slot_pool> slots_;
