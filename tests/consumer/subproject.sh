@@ -32,6 +32,6 @@ echo "default: targets app and sluice, no tests"
 
 "$meson" configure "$tmp/b" -Dsluice:tools=true >"$tmp/conf.log" 2>&1 || { cat "$tmp/conf.log"; fail "meson configure"; }
 "$meson" setup --reconfigure "$tmp/b" "$tmp/src" >"$tmp/setup.log" 2>&1 || { cat "$tmp/setup.log"; fail "reconfigure"; }
-targets "$tmp/b" | grep -qx sluice-cat || fail "-Dsluice:tools=true did not bring the tools: $(targets "$tmp/b" | tr '\n' ' ')"
+targets "$tmp/b" | grep -cx sluice-cat >/dev/null || fail "-Dsluice:tools=true did not bring the tools: $(targets "$tmp/b" | tr '\n' ' ')"
 [[ $("$meson" introspect --tests "$tmp/b") == "[]" ]] || fail "-Dsluice:tools=true brought tests"
 echo "-Dsluice:tools=true: the tools, still no tests"

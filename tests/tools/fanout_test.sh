@@ -53,7 +53,7 @@ listening_on() {
 json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
 
 # --- usage ---
-check "--help exits 0 with an example" bash -c "'$fan' --help | grep -q '^Example: '"
+check "--help exits 0 with an example" bash -c "'$fan' --help | grep -c '^Example: ' >/dev/null"
 for bad in "" "--listen" "--listen 127.0.0.1" "--listen 127.0.0.1:70000" "--listen 127.0.0.1:0 --policy slow" \
   "--listen 127.0.0.1:0 --max-buffered 0" "--listen 127.0.0.1:0 --json" "--listen 127.0.0.1:0 extra" "--bogus"; do
   # shellcheck disable=SC2086
