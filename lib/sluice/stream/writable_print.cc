@@ -69,6 +69,21 @@ constexpr std::size_t type_index() {
     return type_index<T, I + 1>();
 }
 
+// Calls fn(value, its type_index() as an integral_constant) for an argument
+// of a type the cache handles; false for the others.
+template <class F>
+bool visit_cached(fmt::basic_format_arg<fmt::format_context> arg, F&& fn) {
+  return fmt::visit_format_arg(
+      [&](auto value) -> bool {
+        constexpr std::size_t index = type_index<decltype(value)>();
+        if constexpr (index == 0)
+          return false;
+        else
+          return fn(value, std::integral_constant<std::size_t, index>{});
+      },
+      arg);
+}
+
 struct format_field {
   std::uint32_t literal_begin;  // the literal text before the field, in cached_format::literals
   std::uint32_t literal_size;
@@ -127,28 +142,22 @@ bool parse_format(cached_format& e, fmt::string_view format, fmt::format_args ar
     format_field f{segment, static_cast<std::uint32_t>(e.literals.size() - segment), id, 0, true, {}};
     const bool specs = *p == ':';
     if (specs) ++p;
-    const bool typed = fmt::visit_format_arg(
-        [&](auto value) -> bool {
-          constexpr std::size_t index = type_index<decltype(value)>();
-          if constexpr (index == 0) {
-            return false;
-          } else {
-            f.type = static_cast<std::uint8_t>(index);
-            if (!specs || *p == '}') return true;
-            const char* const close = std::find(p, end, '}');
-            if (std::find(p, close, '{') != close) return false;  // dynamic width or precision
-            // fmt 9.1 reserves one byte for a quoted char ({:?}) and writes
-            // three or more: right on fmt's own buffer, an overrun on a
-            // contiguous one such as the line.
-            if (std::find(p, close, '?') != close) return false;
-            auto& formatter = f.formatter.template emplace<index>();
-            pctx.advance_to(p);
-            p = formatter.parse(pctx);
-            f.plain = false;
-            return true;
-          }
-        },
-        args.get(id));
+    const bool typed = visit_cached(args.get(id), [&](auto /*value*/, auto type) {
+      constexpr std::size_t index = decltype(type)::value;
+      f.type = static_cast<std::uint8_t>(index);
+      if (!specs || *p == '}') return true;
+      const char* const close = std::find(p, end, '}');
+      if (std::find(p, close, '{') != close) return false;  // dynamic width or precision
+      // fmt 9.1 reserves one byte for a quoted char ({:?}) and writes
+      // three or more: right on fmt's own buffer, an overrun on a
+      // contiguous one such as the line.
+      if (std::find(p, close, '?') != close) return false;
+      auto& formatter = f.formatter.template emplace<index>();
+      pctx.advance_to(p);
+      p = formatter.parse(pctx);
+      f.plain = false;
+      return true;
+    });
     if (!typed || p == end || *p != '}') return false;
     ++p;
     e.fields.push_back(std::move(f));
@@ -199,21 +208,15 @@ bool format_parsed(const cached_format& e, detail::print_line& line, fmt::format
   const char* const literals = e.literals.data();
   for (const format_field& f : e.fields) {
     append_literal(line, literals + f.literal_begin, f.literal_size);
-    const bool typed = fmt::visit_format_arg(
-        [&](auto value) -> bool {
-          constexpr std::size_t index = type_index<decltype(value)>();
-          if constexpr (index == 0) {
-            return false;
-          } else {
-            if (f.type != index) return false;
-            if (f.plain)
-              fmt::format_to(std::back_inserter(line), FMT_COMPILE("{}"), value);
-            else
-              ctx.advance_to(std::get_if<index>(&f.formatter)->format(value, ctx));
-            return true;
-          }
-        },
-        args.get(f.arg_id));
+    const bool typed = visit_cached(args.get(f.arg_id), [&](auto value, auto type) {
+      constexpr std::size_t index = decltype(type)::value;
+      if (f.type != index) return false;
+      if (f.plain)
+        fmt::format_to(std::back_inserter(line), FMT_COMPILE("{}"), value);
+      else
+        ctx.advance_to(std::get_if<index>(&f.formatter)->format(value, ctx));
+      return true;
+    });
     if (!typed) return false;
   }
   append_literal(line, literals + e.tail_begin, e.tail_size);
