@@ -1,7 +1,8 @@
 // sluice-cat: cat(1) through sluice streams. Each FILE (or standard input)
 // is a readable over an fd_source, piped into one fd writable for standard
 // output, one file after the other; the pipe's backpressure keeps memory
-// bounded however slow the reader of the output is.
+// bounded however slow the reader of the output is. pipe_zero_copy() lets
+// the kernel move the bytes where it can.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -27,10 +28,12 @@ Concatenates FILEs to standard output, byte for byte, like cat.
 With no FILE, or when FILE is -, reads standard input. Each FILE is read by
 a sluice readable (an fd_source, 128 KiB a read) piped into a writable over
 standard output, so a slow reader of the output slows the reading down
-instead of filling memory.
+instead of filling memory. Where the kernel can, it moves the bytes itself
+(splice when either side is a pipe, copy_file_range from a file to a file,
+sendfile from a file to anything else) and nothing is read into memory.
 
 Options:
-  --chunk-size N   bytes per read() (default 131072)
+  --chunk-size N   bytes per read() when the kernel cannot move them (default 131072)
   -h, --help       show this help
   --               the arguments after it are FILEs, even if they start with -
 
@@ -132,7 +135,9 @@ class cat {
     // After 'end' (autoDestroy) and after an error: the file is done. Its
     // readable is deleted from the next turn, not from inside its own event.
     in_->on(sluice::event::close, [this] { sluice::loop::current().set_immediate([this] { next_file(); }); });
-    in_->pipe(*out_, {.end = false});
+    // The kernel moves the bytes (splice, copy_file_range, sendfile) where
+    // it can; otherwise, and from where it stopped, the pipe reads and writes.
+    sluice::pipe_zero_copy(*in_, *out_, {.end = false});
   }
 
   bool open(const std::string& name) {

@@ -1,6 +1,10 @@
 #include "sluice/syscalls.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/sendfile.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -12,7 +16,7 @@ int open_call(const char* path, int flags, mode_t mode) { return ::open(path, fl
 }  // namespace
 
 constexpr syscall_table real_syscalls{
-    ::writev, ::sendmsg, ::read, open_call, ::close, ::fsync, ::rename, ::unlink, ::ftruncate,
+    ::writev, ::sendmsg, ::read, open_call, ::close, ::fsync, ::rename, ::unlink, ::ftruncate, ::splice, ::copy_file_range, ::sendfile,
 };
 constinit syscall_table sys = real_syscalls;
 
@@ -20,6 +24,35 @@ syscall_table swap_syscalls(const syscall_table& table) noexcept {
   const syscall_table old = sys;
   sys = table;
   return old;
+}
+
+namespace {
+sigset_t sigpipe_set() noexcept {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  return s;
+}
+}  // namespace
+
+sigpipe_block::sigpipe_block() noexcept {
+  const sigset_t pipe_set = sigpipe_set();
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask_);
+  sigset_t pending;
+  sigpending(&pending);
+  was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+}
+
+sigpipe_block::~sigpipe_block() { pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr); }
+
+void sigpipe_block::swallow() noexcept {
+  if (was_pending_) return;
+  const int saved = errno;
+  const sigset_t pipe_set = sigpipe_set();
+  const timespec zero{0, 0};
+  while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+  }
+  errno = saved;
 }
 
 }  // namespace sluice::detail

@@ -6,6 +6,7 @@
 // pointer that a shared library's call makes anyway.
 #pragma once
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -22,6 +23,11 @@ struct syscall_table {
   int (*rename)(const char* from, const char* to);
   int (*unlink)(const char* path);
   int (*ftruncate)(int fd, off_t length);
+  // The calls that move bytes from fd to fd inside the kernel
+  // (fd_source::move_to()); a test makes them refuse to check the fallback.
+  ssize_t (*splice)(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags);
+  ssize_t (*copy_file_range)(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags);
+  ssize_t (*sendfile)(int out_fd, int in_fd, off_t* offset, size_t count);
 };
 
 /// The calls in use: the C library's, unless a test has swapped some.
@@ -33,5 +39,23 @@ extern const syscall_table real_syscalls;
 /// For tests: puts `table` in use and returns the table that was. Only
 /// while no stream or worker thread makes a call.
 syscall_table swap_syscalls(const syscall_table& table) noexcept;
+
+/// SIGPIPE blocked for this thread while it lives, around a write to a pipe
+/// (or a splice or sendfile into a pipe or socket) whose reader may be
+/// gone: the call fails with EPIPE instead of killing the process.
+/// swallow() after a call that failed with EPIPE takes the SIGPIPE it
+/// raised, but never one already pending for someone else; errno is kept.
+class sigpipe_block {
+ public:
+  sigpipe_block() noexcept;
+  ~sigpipe_block();
+  sigpipe_block(const sigpipe_block&) = delete;
+  sigpipe_block& operator=(const sigpipe_block&) = delete;
+  void swallow() noexcept;
+
+ private:
+  sigset_t old_mask_;
+  bool was_pending_;
+};
 
 }  // namespace sluice::detail

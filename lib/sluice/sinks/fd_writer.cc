@@ -186,23 +186,9 @@ ssize_t fd_writer::write_iov(const iovec* iov, int n) noexcept {
   if (kind_ != kind::pipe || ignore_sigpipe_) return sys.writev(fd_, iov, n);
 
   // A pipe whose reader is gone raises SIGPIPE, which would kill the process.
-  // Block it for this thread around the write, and swallow the one this write
-  // raised (but not one that was already pending for someone else).
-  sigset_t pipe_set, old_mask, pending;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
-  sigpending(&pending);
-  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  sigpipe_block guard;
   const ssize_t r = sys.writev(fd_, iov, n);
-  const int saved = errno;
-  if (r < 0 && saved == EPIPE && !was_pending) {
-    const timespec zero{0, 0};
-    while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  errno = saved;
+  if (r < 0 && errno == EPIPE) guard.swallow();
   return r;
 }
 

@@ -39,8 +39,15 @@ std::error_code fd_source::close_fd() noexcept {
 // A pipe, a socket or a terminal is read once the loop's poll says it is
 // readable: a blocking one (a tool's stdin) never blocks the loop in read(2),
 // where a SIGTERM's watch would wait for the next line (issue 10, defect 2).
+// While the kernel moves the bytes (move_to()), the read is only noted:
+// the moves answer it with the end, or the normal path when they stop.
 void fd_source::read(std::size_t /*n*/) {
   if (over_) return;
+  read_wanted_ = true;
+  if (!moving()) schedule_read();
+}
+
+void fd_source::schedule_read() noexcept {
   if (wait_first_)
     wait_readable();
   else
@@ -66,6 +73,7 @@ void fd_source::read_now() noexcept {
     const ssize_t n = detail::sys.read(fd_, buffer_.get(), chunk_size_);
     if (n > 0) {
       bytes_read_ += static_cast<std::size_t>(n);
+      read_wanted_ = false;
       // Touch nothing after push(): a 'data' listener may have destroyed the
       // stream, and with it this source. A push that throws has not: the
       // stream's own code threw, after its listeners returned.
@@ -78,6 +86,7 @@ void fd_source::read_now() noexcept {
     }
     if (n == 0) {
       over_ = true;
+      read_wanted_ = false;
       push_eof();
       return;
     }
@@ -98,6 +107,8 @@ void fd_source::read_now() noexcept {
 void fd_source::stop() noexcept {
   if (over_) return;
   over_ = true;
+  move_ = move_call::none;
+  may_move_ = nullptr;
   if (loop_) loop_->cancel(this);
   push_eof();
 }
@@ -116,6 +127,8 @@ void fd_source::wait_readable() noexcept {
 // Node: ReadStream.prototype._destroy(): stop reading and close the fd.
 std::error_code fd_source::destroy(std::error_code err) noexcept {
   over_ = true;
+  move_ = move_call::none;
+  may_move_ = nullptr;
   if (loop_) loop_->cancel(this);
   const std::error_code closed = close_fd();
   return err ? err : closed;

@@ -2,8 +2,16 @@
 // stream's arena through fmt's public API. The runtime path is here; the
 // compiled one is a template (print_compiled.h) over the same room.
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
+#include <fmt/compile.h>
 #include <fmt/core.h>
 
 #include "sluice/queue/byte_arena.h"
@@ -24,6 +32,229 @@ constexpr std::size_t print_min_room = 1024;
   line.resize(size);
   return w.write(std::move(line), std::move(cb));
 }
+
+// ---- runtime formats parsed once
+//
+// A print() call site passes the same format string every time, and fmt
+// parses it on every line. The cache below parses a format string once into
+// its literal text and its fields (argument, and fmt's own formatter<T>
+// holding the parsed specs) and formats from that afterwards, as FMT_COMPILE
+// does at compile time. It is keyed by the string's address and size, and a
+// hit also compares the text, so a buffer reused for another format is
+// never mistaken for the old one. Anything it does not handle goes to fmt
+// unchanged: named arguments, dynamic width or precision ({:{}}), custom
+// and 128-bit types, and every error (fmt then reports it as it always
+// does).
+
+// The output of a cached format: the print_line, which fmt reserves into
+// with one comparison per piece (see print.h).
+using print_context = fmt::basic_format_context<std::back_insert_iterator<detail::print_line>, char>;
+
+// The formatter of each argument type fmt's visit gives, but 128-bit
+// integers and custom types; index 0: a field with no specs ("{}").
+using field_formatter =
+    std::variant<std::monostate, fmt::formatter<int>, fmt::formatter<unsigned>, fmt::formatter<long long>,
+                 fmt::formatter<unsigned long long>, fmt::formatter<bool>, fmt::formatter<char>,
+                 fmt::formatter<float>, fmt::formatter<double>, fmt::formatter<long double>,
+                 fmt::formatter<const char*>, fmt::formatter<fmt::string_view>, fmt::formatter<const void*>>;
+
+// T's index in field_formatter, or 0: a type the cache leaves to fmt.
+template <class T, std::size_t I = 1>
+constexpr std::size_t type_index() {
+  if constexpr (I == std::variant_size_v<field_formatter>)
+    return 0;
+  else if constexpr (std::is_same_v<std::variant_alternative_t<I, field_formatter>, fmt::formatter<T>>)
+    return I;
+  else
+    return type_index<T, I + 1>();
+}
+
+// Calls fn(value, its type_index() as an integral_constant) for an argument
+// of a type the cache handles; false for the others.
+template <class F>
+bool visit_cached(fmt::basic_format_arg<fmt::format_context> arg, F&& fn) {
+  return fmt::visit_format_arg(
+      [&](auto value) -> bool {
+        constexpr std::size_t index = type_index<decltype(value)>();
+        if constexpr (index == 0)
+          return false;
+        else
+          return fn(value, std::integral_constant<std::size_t, index>{});
+      },
+      arg);
+}
+
+struct format_field {
+  std::uint32_t literal_begin;  // the literal text before the field, in cached_format::literals
+  std::uint32_t literal_size;
+  int arg_id;
+  std::uint8_t type;  // type_index() of the argument it was parsed for
+  bool plain;         // no specs: written as FMT_COMPILE("{}") writes it
+  field_formatter formatter;
+};
+
+struct cached_format {
+  const char* data = nullptr;
+  std::size_t size = 0;
+  std::string text;      // the format string itself
+  std::string literals;  // the literal text, "{{" and "}}" unescaped
+  std::vector<format_field> fields;
+  std::uint32_t tail_begin = 0, tail_size = 0;
+  bool by_fmt = false;  // fmt formats it: something above the cache handles
+};
+
+// Parses `format` for these arguments' types into `e`. False: fmt's to
+// format (and to report, if the format is wrong).
+bool parse_format(cached_format& e, fmt::string_view format, fmt::format_args args) {
+  fmt::format_parse_context pctx(format);
+  const char* p = format.data();
+  const char* const end = p + format.size();
+  std::uint32_t segment = 0;
+  while (p != end) {
+    if (*p != '{' && *p != '}') {
+      const char* q = p;
+      while (q != end && *q != '{' && *q != '}') ++q;
+      e.literals.append(p, q);
+      p = q;
+      continue;
+    }
+    if (p + 1 != end && p[1] == *p) {  // "{{" or "}}"
+      e.literals.push_back(*p);
+      p += 2;
+      continue;
+    }
+    if (*p == '}') return false;  // unmatched: fmt's error
+    if (++p == end) return false;
+    int id = 0;
+    if (*p == '}' || *p == ':') {
+      id = pctx.next_arg_id();
+    } else if (*p >= '0' && *p <= '9') {
+      if (*p == '0') {
+        ++p;
+      } else {
+        while (p != end && *p >= '0' && *p <= '9' && id < 100000) id = id * 10 + (*p++ - '0');
+      }
+      if (p == end || (*p != '}' && *p != ':')) return false;
+      pctx.check_arg_id(id);
+    } else {
+      return false;  // a named argument, or an error
+    }
+    format_field f{segment, static_cast<std::uint32_t>(e.literals.size() - segment), id, 0, true, {}};
+    const bool specs = *p == ':';
+    if (specs) ++p;
+    const bool typed = visit_cached(args.get(id), [&](auto /*value*/, auto type) {
+      constexpr std::size_t index = decltype(type)::value;
+      f.type = static_cast<std::uint8_t>(index);
+      if (!specs || *p == '}') return true;
+      const char* const close = std::find(p, end, '}');
+      if (std::find(p, close, '{') != close) return false;  // dynamic width or precision
+      // fmt 9.1 reserves one byte for a quoted char ({:?}) and writes
+      // three or more: right on fmt's own buffer, an overrun on a
+      // contiguous one such as the line.
+      if (std::find(p, close, '?') != close) return false;
+      auto& formatter = f.formatter.template emplace<index>();
+      pctx.advance_to(p);
+      p = formatter.parse(pctx);
+      f.plain = false;
+      return true;
+    });
+    if (!typed || p == end || *p != '}') return false;
+    ++p;
+    e.fields.push_back(std::move(f));
+    segment = static_cast<std::uint32_t>(e.literals.size());
+  }
+  e.tail_begin = segment;
+  e.tail_size = static_cast<std::uint32_t>(e.literals.size() - segment);
+  return true;
+}
+
+void build(cached_format& e, fmt::string_view format, fmt::format_args args) {
+  e.data = nullptr;  // unusable until built
+  e.text.assign(format.data(), format.size());
+  e.literals.clear();
+  e.fields.clear();
+  try {
+    e.by_fmt = !parse_format(e, format, args);
+  } catch (const fmt::format_error&) {
+    e.by_fmt = true;
+  }
+  e.data = format.data();
+  e.size = format.size();
+}
+
+// Appends a literal: most are a few bytes, which a call of memcpy costs
+// more than copying them (two overlapping fixed-size copies, inlined).
+inline void append_literal(detail::print_line& line, const char* p, std::size_t n) {
+  const std::size_t at = line.size();
+  line.resize(at + n);
+  char* const d = line.data() + at;
+  if (n >= 8 && n <= 16) {
+    std::memcpy(d, p, 8);
+    std::memcpy(d + n - 8, p + n - 8, 8);
+  } else if (n >= 4 && n < 8) {
+    std::memcpy(d, p, 4);
+    std::memcpy(d + n - 4, p + n - 4, 4);
+  } else if (n < 4) {
+    for (std::size_t i = 0; i < n; ++i) d[i] = p[i];
+  } else {
+    std::memcpy(d, p, n);
+  }
+}
+
+// Formats from the parsed form. False, with part of the line written, when
+// an argument's type is not the one the format was parsed for.
+bool format_parsed(const cached_format& e, detail::print_line& line, fmt::format_args args) {
+  print_context ctx(std::back_inserter(line), {});
+  const char* const literals = e.literals.data();
+  for (const format_field& f : e.fields) {
+    append_literal(line, literals + f.literal_begin, f.literal_size);
+    const bool typed = visit_cached(args.get(f.arg_id), [&](auto value, auto type) {
+      constexpr std::size_t index = decltype(type)::value;
+      if (f.type != index) return false;
+      if (f.plain)
+        fmt::format_to(std::back_inserter(line), FMT_COMPILE("{}"), value);
+      else
+        ctx.advance_to(std::get_if<index>(&f.formatter)->format(value, ctx));
+      return true;
+    });
+    if (!typed) return false;
+  }
+  append_literal(line, literals + e.tail_begin, e.tail_size);
+  return true;
+}
+
+// Two ways per set: one string printed with two sets of argument types (a
+// "{}" that the linker shares between call sites) keeps both.
+constexpr std::size_t cache_sets = 32;
+thread_local std::array<cached_format, 2 * cache_sets> format_cache;
+thread_local std::array<std::uint8_t, cache_sets> next_victim;
+
+// Formats the line from the cache (parsing the format first, on a miss).
+// False, with nothing written: fmt's to format.
+bool print_parsed(detail::print_line& line, fmt::string_view format, fmt::format_args args) {
+  const auto key = reinterpret_cast<std::uintptr_t>(format.data()) ^ (format.size() << 7);
+  const std::size_t set = ((key * 0x9E3779B97F4A7C15ull) >> 59) % cache_sets;
+  cached_format* const ways = &format_cache[2 * set];
+  int victim = -1;
+  for (int w = 0; w < 2; ++w) {
+    cached_format& e = ways[w];
+    if (e.data != format.data() || e.size != format.size() ||
+        std::memcmp(e.text.data(), format.data(), format.size()) != 0) {
+      victim = w;
+      continue;
+    }
+    if (e.by_fmt) return false;
+    if (format_parsed(e, line, args)) return true;
+    line.resize(0);  // other argument types than those it was parsed for
+  }
+  if (victim < 0) victim = next_victim[set] ^= 1;
+  cached_format& e = ways[victim];
+  build(e, format, args);
+  if (!e.by_fmt && format_parsed(e, line, args)) return true;
+  line.resize(0);
+  return false;
+}
+
 }  // namespace
 
 // The room moves to a fresh block, or, past the largest arena chunk, to a
@@ -70,15 +301,19 @@ bool writable::print_commit(detail::print_room& room, std::size_t size, write_cb
   return write_formatted({room.data, size}, std::move(cb));
 }
 
-// fmt::vformat_to_n() writes into the room directly and tells the line's
-// whole size even when it does not fit; such a line (longer than the room
-// left in the block, so at least print_min_room bytes, or longer than any
-// arena chunk) is formatted once more into room of that size. Its
-// formatters run twice; the loop covers one that writes more the second
-// time.
+// A format the cache handles (print_parsed()) is formatted from its parsed
+// form into the line, which grows, keeping what is written, when the room
+// runs out. Otherwise fmt::vformat_to_n() writes into the room directly and
+// tells the line's whole size even when it does not fit; such a line (longer
+// than the room left in the block, so at least print_min_room bytes, or
+// longer than any arena chunk) is formatted once more into room of that
+// size. Its formatters run twice; the loop covers one that writes more the
+// second time.
 [[gnu::flatten]] bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
-  detail::print_room room;
-  if (!print_start(room)) return reject(std::move(cb));
+  detail::print_line line;
+  if (!print_start(line.room_)) return reject(std::move(cb));
+  if (print_parsed(line, format, args)) return print_commit(line.room_, line.size(), std::move(cb));
+  detail::print_room& room = line.room_;
   std::size_t size = fmt::vformat_to_n(room.data, room.capacity, format, args).size;
   while (size > room.capacity) [[unlikely]] {
     room.grow(0, size);
