@@ -309,7 +309,15 @@ bool writable::print_commit(detail::print_room& room, std::size_t size, write_cb
 // longer than any arena chunk) is formatted once more into room of that
 // size. Its formatters run twice; the loop covers one that writes more the
 // second time.
-[[gnu::flatten]] bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
+// flatten inlines the whole of fmt's formatting into vprint, which the
+// release build wants; under a sanitizer it makes one function so large that
+// g++ takes over ten minutes on this file, so sanitizer builds go without.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SLUICE_PRINT_FLATTEN
+#else
+#define SLUICE_PRINT_FLATTEN [[gnu::flatten]]
+#endif
+SLUICE_PRINT_FLATTEN bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
   detail::print_line line;
   if (!print_start(line.room_)) return reject(std::move(cb));
   if (print_parsed(line, format, args)) return print_commit(line.room_, line.size(), std::move(cb));
