@@ -146,7 +146,11 @@ class lines_tool {
         return std::nullopt;
       }
     }
-    sluice::line_reader r(fd, {.max_line_length = o_.max_line_length});
+    // 64 KiB reads, not line_reader's 256 KiB: the kernel's copy and the
+    // memchr() that follows it then stay in the CPU's cache. Measured on a
+    // 200 MB file: 0.30 s wall with 256 KiB reads, 0.12 s with 64 KiB
+    // (wc -l, which reads 16 KiB at a time: 0.11 s).
+    sluice::line_reader r(fd, {.max_line_length = o_.max_line_length, .buffer_size = 64 * 1024});
     std::size_t n = 0;
     std::error_code ec;
     if (!o_.text) {
