@@ -55,6 +55,9 @@ int bind_listener(int fd, const sockaddr_any& at, std::optional<mode_t> mode, st
     if (::bind(fd, at.get(), at.length) != 0) return -1;
   }
   if (path == nullptr) return 0;
+  // lchown and fchmodat(AT_SYMLINK_NOFOLLOW) (glibc 2.32 and later; older
+  // ones refuse it with ENOTSUP): never through a symlink somebody put at
+  // the path since the bind.
   if ((group && ::lchown(path, static_cast<uid_t>(-1), *group) != 0) ||
       (mode && ::fchmodat(AT_FDCWD, path, *mode & 07777, AT_SYMLINK_NOFOLLOW) != 0)) {
     const int e = errno;
