@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <system_error>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "sluice/factories.h"
 #include "sluice/stream/readable.h"
 #include "support/loop_turn.h"
+#include "support/time_scale.h"
 
 using namespace sluice;
 using sluice::test::turn;
@@ -146,16 +148,21 @@ TEST_CASE("a signal is handled while a readable waits on a blocking pipe with no
   r->on(event::data, [&](std::string_view) { got_data = true; });
   r->on(event::error, [](std::error_code) {});
   signal_watch watch;
+  std::atomic<bool> handled{false};
   watch = on_signal(l, SIGUSR2, [&] {
     signalled = true;
+    handled = true;
     data_before_signal = got_data;
     watch.reset();
     r->destroy();
   });
-  // The writer sends only after 3 s, and then closes, so the test ends even
-  // when the loop is stuck in read(2).
-  std::thread writer([w = fds[1]] {
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+  // The writer sends once the signal was handled, or after 10 s (times
+  // SLUICE_TIME_SCALE) without it, and then closes, so the test ends even
+  // when the loop is stuck in read(2). (Was a fixed 3 s: a loop slower than
+  // that to its 50 ms timer, on a loaded machine, saw the data first.)
+  std::thread writer([w = fds[1], &handled] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10) * sluice::test::time_scale();
+    while (!handled && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     [[maybe_unused]] ssize_t n = ::write(w, "late\n", 5);
     ::close(w);
   });

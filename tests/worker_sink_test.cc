@@ -33,6 +33,7 @@
 #include "support/must_call.h"
 #include "support/pipe_fds.h"
 #include "support/temp_dir.h"
+#include "support/time_scale.h"
 #include "support/writable_events.h"
 
 using namespace sluice;
@@ -52,7 +53,7 @@ namespace {
 // Polls `done` for up to ten seconds.
 template <class Pred>
 bool eventually(Pred done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10) * sluice::test::time_scale();
   while (!done()) {
     if (std::chrono::steady_clock::now() > until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -25,6 +26,7 @@
 #include "close_stdout.h"
 #include "nonblocking_stdin.h"
 #include "log_args.h"
+#include "socket_perms.h"
 #include "sluice/net/server.h"
 #include "sluice/sluice.h"
 #include "sluice/sources/fd_source.h"
@@ -68,6 +70,11 @@ Options:
                         subscriber and the totals: lines in, lines sent,
                         lines dropped, subscribers cut off
   --json                with --stats: print them as JSON objects, one a line
+  --socket-mode MODE    unix:PATH: the socket's permissions, in octal (0 to
+                        777, e.g. 660), set before it accepts; by default the
+                        umask's (a connect needs write permission)
+  --socket-group GROUP  unix:PATH: the socket's group, a name or a number (the
+                        process must be root or a member of it)
   -h, --help            show this help
 
 Lines end at "\n" or "\r\n" and are sent with "\n"; a last line without one
@@ -79,6 +86,10 @@ every line it is owed under its policy, then its socket is ended (FIN) and
 closed, and sluice-fanout exits 0. Under pause a subscriber that never reads
 holds this up: a second SIGTERM or SIGINT cuts the remaining subscribers off
 at once (as does --write-deadline, by itself).
+
+A unix: path that is a socket nobody accepts on (left by a sluice-fanout that
+was killed) is removed and listened on again; anything else there (a file, a
+live listener) is an error.
 
 Exit status: 0 at the end of the input or on SIGTERM/SIGINT; 1 when ADDR
 cannot be listened on, standard input cannot be read, or a line is too long;
@@ -106,6 +117,8 @@ struct options {
   bool stats = false;
   bool json = false;
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
+  std::optional<mode_t> socket_mode;
+  std::optional<gid_t> socket_group;
 };
 
 void parse_listen(const std::string& a, options& o) {
@@ -138,7 +151,9 @@ options parse_args(int argc, char** argv) {
     no_drop_notice,
     max_line_length,
     stats,
-    json
+    json,
+    socket_mode,
+    socket_group
   };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},
@@ -151,6 +166,8 @@ options parse_args(int argc, char** argv) {
       {"max-line-length", required_argument, nullptr, max_line_length},
       {"stats", no_argument, nullptr, stats},
       {"json", no_argument, nullptr, json},
+      {"socket-mode", required_argument, nullptr, socket_mode},
+      {"socket-group", required_argument, nullptr, socket_group},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -202,6 +219,14 @@ options parse_args(int argc, char** argv) {
         break;
       case stats: o.stats = true; break;
       case json: o.json = true; break;
+      case socket_mode:
+        if (!(o.socket_mode = sluice_tools::parse_socket_mode(optarg)))
+          usage_error(std::string("--socket-mode wants an octal mode from 0 to 777, got '") + optarg + "'");
+        break;
+      case socket_group:
+        if (!(o.socket_group = sluice_tools::parse_socket_group(optarg)))
+          usage_error(std::string("--socket-group wants a group name or number, got '") + optarg + "'");
+        break;
       case 'h':
         std::fputs(usage_text, stdout);
         std::exit(0);
@@ -215,6 +240,8 @@ options parse_args(int argc, char** argv) {
   if (optind != argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
   if (o.listen.empty()) usage_error("--listen ADDR is required");
   if (o.json && !o.stats) usage_error("--json goes with --stats");
+  if ((o.socket_mode || o.socket_group) && !o.unix_socket)
+    usage_error("--socket-mode and --socket-group go with --listen unix:PATH");
   return o;
 }
 
@@ -288,6 +315,8 @@ class fanout_tool {
   static sluice::net::server_options server_options(const options& o) {
     sluice::net::server_options so;
     so.connection.write_deadline = std::chrono::milliseconds(o.write_deadline_ms);
+    so.unix_mode = o.socket_mode;
+    so.unix_group = o.socket_group;
     return so;
   }
 

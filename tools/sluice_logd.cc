@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "close_stdout.h"
 #include "log_args.h"
 #include "shutdown_signals.h"
+#include "socket_perms.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -50,6 +52,13 @@ Options:
                     at exit ('sluice-logd: N messages, B bytes, C connections,
                     M malformed, R rotations, H reopens')
   --json            with --stats: each as one JSON object
+  --socket-mode MODE
+                    the permissions of each unix: socket, in octal (0 to
+                    777, e.g. 660), set before it accepts; by default the
+                    umask's (a connect needs write permission)
+  --socket-group GROUP
+                    the group of each unix: socket, a name or a number (the
+                    process must be root or a member of it)
   -h, --help        show this help
 
 Lines: each message is written as one line, a LF inside it written as the
@@ -60,6 +69,10 @@ A malformed frame (a bad length, a message longer than --max-message, a
 first byte that is neither a digit nor '<') closes that connection, with
 the reason on standard error; the messages before it are written, and other
 connections go on. A sender that disconnects mid-frame loses that frame.
+
+A unix: path that is a socket nobody accepts on (left by a sluice-logd
+that was killed) is removed and listened on again; anything else there (a
+file, a live listener) makes the address fail.
 
 Signals: SIGHUP closes and reopens FILE (after an external rename).
 SIGTERM and SIGINT stop accepting and reading: every message already read
@@ -88,17 +101,20 @@ struct options {
   sluice::log_options log;
   bool stats = false;
   bool json = false;
+  sluice::net::server_options server;  // --socket-mode, --socket-group
 };
 
 options parse_args(int argc, char** argv) {
   options o;
-  enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json };
+  enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, socket_mode, socket_group };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
       {"max-size", required_argument, nullptr, max_size}, {"keep", required_argument, nullptr, keep},
       {"fsync", required_argument, nullptr, fsync},       {"stats", no_argument, nullptr, stats},
       {"json", no_argument, nullptr, json},               {"help", no_argument, nullptr, 'h'},
+      {"socket-mode", required_argument, nullptr, socket_mode},
+      {"socket-group", required_argument, nullptr, socket_group},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -139,6 +155,14 @@ options parse_args(int argc, char** argv) {
         break;
       case stats: o.stats = true; break;
       case json: o.json = true; break;
+      case socket_mode:
+        if (!(o.server.unix_mode = sluice_tools::parse_socket_mode(arg)))
+          usage_error("--socket-mode wants an octal mode from 0 to 777, got '" + arg + "'");
+        break;
+      case socket_group:
+        if (!(o.server.unix_group = sluice_tools::parse_socket_group(arg)))
+          usage_error("--socket-group wants a group name or number, got '" + arg + "'");
+        break;
       case 'h':
         std::fputs(usage_text, stdout);
         std::exit(0);
@@ -150,6 +174,9 @@ options parse_args(int argc, char** argv) {
   }
   if (o.json && !o.stats) usage_error("--json goes with --stats");
   if (o.listen.empty()) usage_error("missing --listen ADDR");
+  if ((o.server.unix_mode || o.server.unix_group) &&
+      std::none_of(o.listen.begin(), o.listen.end(), [](const std::string& a) { return a.rfind("unix:", 0) == 0; }))
+    usage_error("--socket-mode and --socket-group go with a --listen unix:PATH");
   if (optind == argc) usage_error("missing FILE");
   if (argc - optind > 1) usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   o.file = argv[optind];
@@ -199,7 +226,7 @@ class logd {
 
  private:
   void listen(const std::string& addr) {
-    auto srv = std::make_unique<sluice::net::server>();
+    auto srv = std::make_unique<sluice::net::server>(o_.server);
     sluice::net::server* s = srv.get();
     s->on(sluice::event::listening, [this, s, addr] {
       const auto a = s->address();

@@ -16,7 +16,7 @@ int open_call(const char* path, int flags, mode_t mode) { return ::open(path, fl
 }  // namespace
 
 constexpr syscall_table real_syscalls{
-    ::writev, ::sendmsg, ::read, open_call, ::close, ::fsync, ::rename, ::unlink, ::ftruncate, ::splice, ::copy_file_range, ::sendfile,
+    ::writev, ::sendmsg, ::read, open_call, ::close, ::fsync, ::rename, ::unlink, ::ftruncate, ::splice, ::copy_file_range, ::sendfile, ::recv,
 };
 constinit syscall_table sys = real_syscalls;
 

@@ -1,7 +1,7 @@
-// syscalls: the system calls through which the sinks and sources reach the
-// kernel's files (write, read, open, fsync, close, rename, unlink,
-// ftruncate), as one table of function pointers. The library never changes
-// it; a test swaps entries to make calls fail at chosen or random points
+// syscalls: the system calls through which the sinks, sources and sockets
+// reach the kernel (write, read, open, fsync, close, rename, unlink,
+// ftruncate; sendmsg and recv), as one table of function pointers. The
+// library never changes it; a test swaps entries to make calls fail at chosen or random points
 // (tests/support/fault_injection.h), with no cost beyond the call through a
 // pointer that a shared library's call makes anyway.
 #pragma once
@@ -28,6 +28,8 @@ struct syscall_table {
   ssize_t (*splice)(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags);
   ssize_t (*copy_file_range)(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags);
   ssize_t (*sendfile)(int out_fd, int in_fd, off_t* offset, size_t count);
+  // A net::socket's reads (its sendmsg() is the one above, through fd_writer).
+  ssize_t (*recv)(int fd, void* buf, size_t len, int flags);
 };
 
 /// The calls in use: the C library's, unless a test has swapped some.

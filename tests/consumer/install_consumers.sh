@@ -62,6 +62,15 @@ fi
 
 echo "== a pkg-config consumer"
 export PKG_CONFIG_PATH=$dest$libdir/pkgconfig
+# Each package once in Requires (meson adds the library's own dependencies
+# there: naming one again wrote it twice), and fmt, which the headers
+# include, in the public Requires, not Requires.private.
+requires=$(pkg-config --print-requires sluice)
+echo "pkg-config --print-requires sluice: $(echo $requires)"
+dups=$(awk '{print $1}' <<<"$requires" | sort | uniq -d)
+[[ -z $dups ]] || fail "sluice.pc names $(echo $dups) more than once in Requires: $(grep '^Requires' "$PKG_CONFIG_PATH/sluice.pc")"
+awk '{print $1}' <<<"$requires" | grep -x fmt >/dev/null || fail "sluice.pc does not require fmt"
+[[ -n $(pkg-config --variable=boost sluice) ]] || fail "sluice.pc has no boost variable"
 flags=$(pkg-config --define-variable=prefix="$root" --cflags --libs sluice)
 echo "pkg-config --cflags --libs sluice: $flags"
 # shellcheck disable=SC2086  # the flags are words

@@ -1,7 +1,7 @@
-// fault_injector: makes the file syscalls of sinks and sources (the table of
-// sluice/syscalls.h) fail at chosen or random points: EINTR, EAGAIN, short
-// writes and reads, ENOSPC, EPIPE, EIO (on close and fsync too), a rename or
-// an open that fails. One injector at a time; the table is restored when it
+// fault_injector: makes the syscalls of sinks, sources and net::sockets (the
+// table of sluice/syscalls.h) fail at chosen or random points: EINTR, EAGAIN,
+// short writes and reads (sendmsg and recv too), ENOSPC, EPIPE, ECONNRESET,
+// EIO (on close and fsync too), a rename or an open that fails. One injector at a time; the table is restored when it
 // goes. Thread-safe (a file_worker's thread calls it too).
 #pragma once
 
@@ -23,8 +23,8 @@
 
 namespace sluice::test {
 
-enum class sys_call { writev, sendmsg, read, open, close, fsync, rename, unlink, ftruncate, count_ };
-enum class fault { none, eintr, eagain, short_io, enospc, epipe, eio, emfile, count_ };
+enum class sys_call { writev, sendmsg, read, open, close, fsync, rename, unlink, ftruncate, recv, count_ };
+enum class fault { none, eintr, eagain, short_io, enospc, epipe, eio, emfile, econnreset, count_ };
 
 class fault_injector {
  public:
@@ -40,6 +40,7 @@ class fault_injector {
     t.rename = &hook_rename;
     t.unlink = &hook_unlink;
     t.ftruncate = &hook_ftruncate;
+    t.recv = &hook_recv;
     saved_ = detail::swap_syscalls(t);
   }
   ~fault_injector() {
@@ -127,6 +128,7 @@ class fault_injector {
       case fault::enospc: return ENOSPC;
       case fault::epipe: return EPIPE;
       case fault::emfile: return EMFILE;
+      case fault::econnreset: return ECONNRESET;
       default: return EIO;
     }
   }
@@ -162,7 +164,19 @@ class fault_injector {
     std::size_t part = 0;
     const fault f = active()->decide(sys_call::sendmsg, total(msg->msg_iov, static_cast<int>(msg->msg_iovlen)), &part);
     if (f == fault::none) return detail::real_syscalls.sendmsg(fd, msg, flags);
-    if (f == fault::short_io) return short_writev(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), part);
+    if (f == fault::short_io) {
+      // sendmsg() itself, with its flags (MSG_NOSIGNAL), on the first `part` bytes.
+      std::vector<iovec> cut;
+      for (std::size_t k = 0; k < msg->msg_iovlen && part > 0; ++k) {
+        const std::size_t n = std::min(part, msg->msg_iov[k].iov_len);
+        cut.push_back({msg->msg_iov[k].iov_base, n});
+        part -= n;
+      }
+      msghdr m = *msg;
+      m.msg_iov = cut.data();
+      m.msg_iovlen = cut.size();
+      return detail::real_syscalls.sendmsg(fd, &m, flags);
+    }
     return fail<ssize_t>(f);
   }
   static ssize_t hook_read(int fd, void* buf, size_t count) {
@@ -170,6 +184,15 @@ class fault_injector {
     const fault f = active()->decide(sys_call::read, count, &part);
     if (f == fault::none) return detail::real_syscalls.read(fd, buf, count);
     if (f == fault::short_io) return detail::real_syscalls.read(fd, buf, part);
+    return fail<ssize_t>(f);
+  }
+  // A short recv reads the first `part` bytes for real; the rest stays in
+  // the socket for the next call.
+  static ssize_t hook_recv(int fd, void* buf, size_t count, int flags) {
+    std::size_t part = 0;
+    const fault f = active()->decide(sys_call::recv, count, &part);
+    if (f == fault::none) return detail::real_syscalls.recv(fd, buf, count, flags);
+    if (f == fault::short_io) return detail::real_syscalls.recv(fd, buf, part, flags);
     return fail<ssize_t>(f);
   }
   static int hook_open(const char* path, int flags, mode_t mode) {

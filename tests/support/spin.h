@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "sluice/loop.h"
+#include "support/time_scale.h"
 
 namespace sluice::test {
 
 /// Turns `l` until `done()` or `turns` turns (each waits at most 5 ms for
-/// an fd, or for a timer to come due); returns done().
+/// an fd, or for a timer to come due), times SLUICE_TIME_SCALE (see
+/// time_scale.h); returns done().
 inline bool spin(loop& l, const std::function<bool()>& done, int turns = 4000) {
+  turns *= time_scale();
   for (int i = 0; i < turns; ++i) {
     if (done()) return true;
     l.run_until_idle();

@@ -186,7 +186,7 @@ import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)' >"$tmp/port" &
 holder=$!
 bg_pids+=($holder)
-for ((i = 0; i < 200; i++)); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+for ((i = 0; i < 200 * ${SLUICE_TIME_SCALE:-1}; i++)); do [ -s "$tmp/port" ] && break; sleep 0.05; done
 "$fan" --listen "127.0.0.1:$(cat "$tmp/port")" </dev/null 2>"$tmp/inuse.err"
 check "address in use: exit 1" same "$?" 1
 check "address in use: says so" grep -q "sluice-fanout: 127.0.0.1:$(cat "$tmp/port"): Address already in use" "$tmp/inuse.err"

@@ -25,7 +25,7 @@ start() {
   "$logd" "$@" 2> "$dir/err" &
   lp=$!
   pids+=("$lp")
-  for _ in $(seq 200); do grep -q "listening on 127.0.0.1" "$dir/err" && break; sleep 0.05; done
+  for _ in $(seq $((200 * ${SLUICE_TIME_SCALE:-1}))); do grep -q "listening on 127.0.0.1" "$dir/err" && break; sleep 0.05; done
   port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/err" | head -1)
   [ -n "$port" ] || fail "no listening line: $(cat "$dir/err")"
 }
@@ -60,7 +60,7 @@ def send(k):
 ts = [threading.Thread(target=send, args=(k,)) for k in range(8)]
 [t.start() for t in ts]; [t.join() for t in ts]
 PY
-for _ in $(seq 200); do [ "$(cat "$dir"/out.log* | wc -l)" -ge 24000 ] && break; sleep 0.05; done
+for _ in $(seq $((200 * ${SLUICE_TIME_SCALE:-1}))); do [ "$(cat "$dir"/out.log* | wc -l)" -ge 24000 ] && break; sleep 0.05; done
 stop
 python3 - "$dir" <<'PY'
 import glob, sys, re
@@ -90,7 +90,7 @@ conn(b"hello\n")
 conn(b"12 with\nnewline20 torn-at-the-end")
 conn(b"<1>lf one\n<1>lf two\n")
 PY
-for _ in $(seq 200); do [ "$(wc -l < "$dir/out.log")" -ge 4 ] && grep -q "mid-frame" "$dir/err" && break; sleep 0.05; done
+for _ in $(seq $((200 * ${SLUICE_TIME_SCALE:-1}))); do [ "$(wc -l < "$dir/out.log")" -ge 4 ] && grep -q "mid-frame" "$dir/err" && break; sleep 0.05; done
 stop
 [ "$(cat "$dir/out.log")" = "$(printf 'first\nwith\\nnewline\n<1>lf one\n<1>lf two')" ] || fail "malformed: got $(cat "$dir/out.log")"
 grep -q "malformed frame: bad frame length '0'" "$dir/err" || fail "no reason for a bad length"
@@ -119,7 +119,7 @@ ts = [threading.Thread(target=send, args=(k,)) for k in range(4)]
 PY
 sender=$!
 pids+=("$sender")
-for _ in $(seq 200); do [ -s "$dir/out.log" ] && [ "$(wc -l < "$dir/out.log")" -ge 20000 ] && break; sleep 0.05; done
+for _ in $(seq $((200 * ${SLUICE_TIME_SCALE:-1}))); do [ -s "$dir/out.log" ] && [ "$(wc -l < "$dir/out.log")" -ge 20000 ] && break; sleep 0.05; done
 stop
 wait "$sender" || true
 python3 - "$dir/out.log" <<'PY'
@@ -149,12 +149,12 @@ s.sendall(b"%d %s" % (len(m), m)); s.close()
 PY
 }
 send_one before
-for _ in $(seq 200); do [ -s "$dir/out.log" ] && break; sleep 0.05; done
+for _ in $(seq $((200 * ${SLUICE_TIME_SCALE:-1}))); do [ -s "$dir/out.log" ] && break; sleep 0.05; done
 mv "$dir/out.log" "$dir/old.log"
 kill -HUP "$lp"
-for _ in $(seq 200); do [ -e "$dir/out.log" ] && break; sleep 0.05; done
+for _ in $(seq $((200 * ${SLUICE_TIME_SCALE:-1}))); do [ -e "$dir/out.log" ] && break; sleep 0.05; done
 send_one after
-for _ in $(seq 200); do [ -s "$dir/out.log" ] && break; sleep 0.05; done
+for _ in $(seq $((200 * ${SLUICE_TIME_SCALE:-1}))); do [ -s "$dir/out.log" ] && break; sleep 0.05; done
 stop
 [ "$(cat "$dir/old.log")" = before ] && [ "$(cat "$dir/out.log")" = after ] || fail "SIGHUP: old '$(cat "$dir/old.log")' new '$(cat "$dir/out.log" 2>/dev/null)'"
 ok "SIGHUP reopens FILE"
@@ -185,7 +185,7 @@ for _ in range(400):
 frames = b"".join(b"%d %s" % (len(m), m) for m in (b"<14>1 2026-12-01T00:00:00.000001Z h app - - - forwarded %d" % i for i in range(5000)))
 s.sendall(frames); s.close()
 PY
-  for _ in $(seq 400); do [ "$(wc -l < "$dir/out.log")" -ge 5000 ] && break; sleep 0.05; done
+  for _ in $(seq $((400 * ${SLUICE_TIME_SCALE:-1}))); do [ "$(wc -l < "$dir/out.log")" -ge 5000 ] && break; sleep 0.05; done
   kill -TERM "$rp"; wait "$rp" || true
   stop
   python3 - "$dir/out.log" <<'PY'

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 
+#include "sluice/net/unix_path.h"
+
 namespace sluice::net {
 
 namespace {
@@ -71,7 +73,7 @@ void server::bind_and_listen(const detail::sockaddr_any& at) {
       return;
     }
   }
-  if (::bind(fd, at.get(), at.length) != 0 || ::listen(fd, options_.backlog) != 0) {
+  if (detail::bind_listener(fd, at, options_.unix_mode, options_.unix_group) != 0 || ::listen(fd, options_.backlog) != 0) {
     const std::error_code ec = last_error();
     ::close(fd);
     fail_soon(ec);

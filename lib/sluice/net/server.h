@@ -2,6 +2,8 @@
 // and hands each connection over as a net::socket.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +39,12 @@ struct server_options {
   /// After an accept error that says the process or system is out of
   /// something (EMFILE, ENFILE, ENOBUFS, ENOMEM), accepting pauses this long.
   std::chrono::milliseconds accept_retry{100};
+  /// A Unix listener's permissions and group (chmod and chown of its path),
+  /// set before it accepts, so it is never reachable with other ones;
+  /// unset: as the umask makes them, and the process's group. A failure
+  /// (EPERM for a group the process may not give) is 'error' from listen().
+  std::optional<mode_t> unix_mode{};
+  std::optional<gid_t> unix_group{};
   /// The loop; null means loop::current().
   loop* event_loop = nullptr;
 };
@@ -66,6 +74,9 @@ class server : public emitter {
   /// (EADDRINUSE, ...) come as 'error' on the next tick, as in Node.
   server& listen(std::uint16_t port, std::string_view host = "0.0.0.0");
   /// Node: server.listen(path): a Unix stream socket, removed by close().
+  /// Differs from Node: a socket file left at `path` by a listener that is
+  /// gone (a connect() to it is refused) is removed and bound again; any
+  /// other file there, or a live listener, is EADDRINUSE.
   server& listen(std::string_view path);
   /// Node: server.close(): stops accepting now; 'close' follows once every
   /// connection has closed. Open connections are not touched.

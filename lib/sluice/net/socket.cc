@@ -18,6 +18,7 @@
 #include "sluice/sinks/fd_writer.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sources/source.h"
+#include "sluice/syscalls.h"
 
 namespace sluice::net {
 
@@ -188,7 +189,7 @@ class socket_source final : public source {
   void read_now() noexcept {
     if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(chunk_size_);
     for (;;) {
-      const ssize_t n = ::recv(fd_, buffer_.get(), chunk_size_, 0);
+      const ssize_t n = sluice::detail::sys.recv(fd_, buffer_.get(), chunk_size_, 0);
       if (n > 0) {
         bytes_read_ += static_cast<std::size_t>(n);
         if (owner_) owner_->touch();
