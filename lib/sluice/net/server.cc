@@ -201,9 +201,12 @@ server& server::ref() {
   return *this;
 }
 
+// Node's socket._destroy() counts the connection off after its own
+// callback, which queued the socket's 'error': the server's 'close' comes
+// after that 'error', so it waits a tick more here.
 void server::connection_gone() noexcept {
   --connections_;
-  if (closing_) emit_close_if_drained();
+  if (closing_) loop_->next_tick([this] { emit_close_if_drained(); }, tag());
 }
 
 void server::forget(socket& s) noexcept {
