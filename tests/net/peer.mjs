@@ -20,7 +20,7 @@ function record(s, who) {
   s.on('finish', () => out(`${who} finish`));
   s.on('timeout', () => out(`${who} timeout`));
   s.on('error', (e) => out(`${who} error ${e.code}`));
-  s.on('close', (hadError) => out(`${who} close ${hadError}`));
+  s.on('close', (hadError) => out(`${who} close ${hadError === true}`));  // undefined (no handle) is false
 }
 const cb = (who) => (err) => out(`${who} write-cb ${err ? err.code : 'ok'}`);
 
@@ -237,6 +237,33 @@ const local = {
       c.setTimeout(30, () => { out('timeout callback'); c.destroy(); });
       c.on('close', () => out('close'));
     });
+  },
+  // Item 6: end(cb) after destroy(). With a write in flight, the callback
+  // hears what the write's completion reports; with none, Node never calls
+  // it (its Writable keeps it), and neither does sluice.
+  'end-after-destroy-connecting'() {
+    const srv = withServer((s) => { s.on('error', () => {}); s.resume(); }, (_, port) => {
+      const c = net.connect(port, '127.0.0.1');
+      record(c, 'client');
+      c.on('close', () => srv.close());
+      c.write('a', cb('w'));
+      c.destroy();
+      c.end(cb('end'));
+    });
+  },
+  'end-after-destroy-in-connect'() {
+    const srv = withServer((s) => { s.on('error', () => {}); s.resume(); }, (_, port) => {
+      const c = net.connect(port, '127.0.0.1');
+      record(c, 'client');
+      c.on('close', () => srv.close());
+      c.on('connect', () => { c.write('a', cb('w')); c.destroy(); c.end(cb('end')); });
+    });
+  },
+  'end-after-destroy-idle'() {
+    const c = new net.Socket();
+    record(c, 'client');
+    c.destroy();
+    c.end(cb('end'));
   },
   'is-ip'() {
     const inputs = ['127.0.0.1', '::1', 'x', '1.2.3.256', '01.2.3.4', '1.2.3', ' 1.2.3.4', '::ffff:1.2.3.4',
