@@ -238,9 +238,11 @@ TEST_CASE("unref(): an owner's timers and watches no longer keep run() going, bu
   const int unrefd_owner = 0, other = 0;
   l.unref(&unrefd_owner);
   CHECK_FALSE(l.has_ref(&unrefd_owner));
-  l.set_timeout(std::chrono::hours(1), [&] { ++a; }, &unrefd_owner);
+  // Long enough never to fire in this test, short enough that a run() that
+  // waited for it would end the test, failing, rather than hang it.
+  l.set_timeout(std::chrono::seconds(20), [&] { ++a; }, &unrefd_owner);
   CHECK_FALSE(l.alive());
-  l.run();  // returns at once: the hour-long timer is unref'd
+  l.run();  // returns at once: the timer is unref'd
   CHECK(a == 0);
   int fired = 0;
   l.set_timeout(std::chrono::milliseconds(0), [&] { ++fired; }, &unrefd_owner);
@@ -249,7 +251,7 @@ TEST_CASE("unref(): an owner's timers and watches no longer keep run() going, bu
   CHECK(fired == 2);
   l.ref(&unrefd_owner);
   CHECK(l.has_ref(&unrefd_owner));
-  CHECK(l.alive());  // the hour-long timer holds it again
+  CHECK(l.alive());  // the timer holds it again
   l.cancel(&unrefd_owner);
   CHECK_FALSE(l.alive());
 }

@@ -653,6 +653,39 @@ TEST_CASE("write() in one turn counts everything the turn wrote: 16383 + 1 bytes
   srv.close();
 }
 
+// Issue 26, item 5 (docs/differences-from-node.md): the write waits for the
+// turn's sendmsg, so write() to a peer that has reset returns true; the
+// reset comes as the callback's error and 'error' at the end of the turn.
+// Node writes inside write(), sees it, and returns false.
+TEST_CASE("write() to a peer that has reset returns true; the callback and 'error' hear the reset") {
+  net_world w;
+  server srv(w.server_opts());
+  // It resets once it has read from the client, so the client has
+  // connected before the RST comes.
+  srv.on_connection([](socket& s) { s.on(event::data, [&s](std::string_view) { s.reset_and_destroy(); }); });
+  srv.listen(0, "127.0.0.1");
+  auto c = net::connect(port_of(srv), "127.0.0.1", w.socket_opts());
+  w.record(*c, "client");
+  c->pause();  // reads nothing, so the RST is met by the write
+  must_call first(1);
+  c->on(event::connect, [&] { c->write("a", first.cb()); });
+  REQUIRE(spin(w.loop, [&] { return first.calls() == 1 && srv.accepted() == 1 && srv.connections() == 0; }));
+  CHECK_FALSE(first.error());
+  // The RST is on its way over loopback: wait until the kernel has it.
+  REQUIRE(spin(w.loop, [&] {
+    pollfd p{c->fd(), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP | POLLIN));
+  }));
+  must_call write(1);
+  CHECK(c->write("x", write.cb()));
+  REQUIRE(spin(w.loop, [&] { return w.has("client close true"); }));
+  write.check();
+  const std::string why = code_name(write.error());
+  CHECK((why == "ECONNRESET" || why == "EPIPE"));
+  CHECK(w.has("client error " + why));
+  srv.close();
+}
+
 // Issue 26, item 6: end(cb) after destroy(), with nothing in flight: Node's
 // Writable keeps the callback and never calls it; sluice keeps it while the
 // loop runs too, and the socket's destructor calls it with
@@ -726,6 +759,8 @@ TEST_CASE("an unref'd listening server lets loop::run() return; ref() makes it h
   server srv(w.server_opts());
   srv.listen(0, "127.0.0.1");
   srv.unref();
+  w.loop.run_until_idle();  // 'listening'
+  REQUIRE_FALSE(w.loop.alive());  // (else run() below would wait forever)
   w.loop.run();  // returns: only the unref'd listener is left
   CHECK(srv.listening());
   srv.ref();
