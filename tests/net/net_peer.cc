@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/asio/attach.h"
 #include "sluice/errors.h"
 #include "sluice/loop.h"
 #include "sluice/net/server.h"
@@ -288,6 +289,23 @@ int run_local(const std::string& scenario) {
       out(std::string("is_ip '") + i + "' " + std::to_string(sluice::net::is_ip(i)) + " " +
           boolean(sluice::net::is_ipv4(i)) + " " + boolean(sluice::net::is_ipv6(i)));
     }
+  } else if (scenario == "unhandled-listen-error-asio") {
+    // The same on an io_context (issue 19 item 17: such a program exited 0).
+    boost::asio::io_context ctx;
+    auto on_asio = sluice::asio::attach(ctx);
+    srv = std::make_unique<sluice::net::server>();
+    srv->on(event::listening, [&] {
+      out("listening");
+      again = std::make_unique<sluice::net::server>();
+      again->listen(srv->address()->port, "127.0.0.1");  // EADDRINUSE, and no 'error' listener
+      loop.set_timeout(200ms, [&] {
+        out("still running");
+        srv->close();
+      });
+    });
+    srv->listen(0, "127.0.0.1");
+    ctx.run();
+    return 0;
   } else if (scenario == "unhandled-listen-error") {
     srv = std::make_unique<sluice::net::server>();
     srv->on(event::listening, [&] {

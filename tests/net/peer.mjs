@@ -281,6 +281,8 @@ const local = {
     });
   },
 };
+// Node has one loop: the sluice side of this one runs on a Boost.Asio io_context.
+local['unhandled-listen-error-asio'] = local['unhandled-listen-error'];
 
 if (role === 'local') {
   local[scenario]();
