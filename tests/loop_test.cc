@@ -232,6 +232,30 @@ struct recording_driver final : sluice::loop_driver {
   void run(loop&) override {}
   void detached() noexcept override { gone = true; }
 };
+TEST_CASE("unref(): an owner's timers and watches no longer keep run() going, but fire while others do") {
+  sluice::loop l;
+  int a = 0;
+  const int unrefd_owner = 0, other = 0;
+  l.unref(&unrefd_owner);
+  CHECK_FALSE(l.has_ref(&unrefd_owner));
+  // Long enough never to fire in this test, short enough that a run() that
+  // waited for it would end the test, failing, rather than hang it.
+  l.set_timeout(std::chrono::seconds(20), [&] { ++a; }, &unrefd_owner);
+  CHECK_FALSE(l.alive());
+  l.run();  // returns at once: the timer is unref'd
+  CHECK(a == 0);
+  int fired = 0;
+  l.set_timeout(std::chrono::milliseconds(0), [&] { ++fired; }, &unrefd_owner);
+  l.set_timeout(std::chrono::milliseconds(20), [&] { ++fired; }, &other);
+  l.run();  // the referenced timer keeps it going; the unref'd one fires meanwhile
+  CHECK(fired == 2);
+  l.ref(&unrefd_owner);
+  CHECK(l.has_ref(&unrefd_owner));
+  CHECK(l.alive());  // the timer holds it again
+  l.cancel(&unrefd_owner);
+  CHECK_FALSE(l.alive());
+}
+
 }  // namespace
 
 TEST_CASE("an attached loop asks its driver for one turn per batch of work, not while it runs") {

@@ -30,7 +30,9 @@ namespace sluice {
   X(buffer_full, "ERR_SLUICE_BUFFER_FULL", "write refused: the stream holds max_buffered already") \
   X(write_timeout, "ERR_SLUICE_WRITE_TIMEOUT", "the socket's written data did not drain within its write deadline") \
   X(socket_closed_before_connection, "ERR_SOCKET_CLOSED_BEFORE_CONNECTION",                    \
-    "Socket closed before the connection was established")
+    "Socket closed before the connection was established")                                   \
+  X(socket_closed, "ERR_SOCKET_CLOSED", "Socket is closed")                                   \
+  X(server_not_running, "ERR_SERVER_NOT_RUNNING", "Server is not running.")
 
 /// Errors a stream reports through callbacks and the `error` event.
 /// Zero is success, as for every error_code.

@@ -303,7 +303,27 @@ short loop::watched_events_live(int fd) const noexcept {
 }
 
 bool loop::alive() const noexcept {
-  return !ticks_.empty() || !immediates_.empty() || !watches_.empty() || !timers_.empty() || holds_ > 0;
+  return !ticks_.empty() || !immediates_.empty() || referenced_waits() || holds_ > 0;
+}
+
+void loop::unref(const void* owner) {
+  if (owner && has_ref(owner)) unrefd_.push_back(owner);
+}
+
+void loop::ref(const void* owner) noexcept { std::erase(unrefd_, owner); }
+
+bool loop::has_ref(const void* owner) const noexcept {
+  return std::find(unrefd_.begin(), unrefd_.end(), owner) == unrefd_.end();
+}
+
+bool loop::referenced_waits() const noexcept {
+  if (unrefd_.empty()) [[likely]]
+    return !watches_.empty() || !timers_.empty();
+  for (const auto& w : watches_)
+    if (w.fn && has_ref(w.owner)) return true;
+  for (const auto& t : timers_)
+    if (t.fn && has_ref(t.owner)) return true;
+  return false;
 }
 
 void loop::drain_ticks() {
@@ -401,7 +421,7 @@ void loop::run() {
     drain_ticks();
     run_timers();
     const bool busy = !immediates_.empty() || !ticks_.empty();
-    if (!busy && watches_.empty() && timers_.empty() && holds_ == 0) break;
+    if (!busy && holds_ == 0 && !referenced_waits()) break;
     if (busy) {
       if (!watches_.empty() || wake_fd_.load(std::memory_order_relaxed) >= 0) poll_watches(0);
     } else {

@@ -103,6 +103,16 @@ class loop {
   /// Drops every task, timer and watch queued with this owner (O(queued)).
   void cancel(const void* owner) noexcept;
 
+  /// libuv's uv_unref() (Node's server.unref(), socket.unref()): the watches
+  /// and timers of `owner`, queued now or later, no longer keep run() (or
+  /// alive()) going; they still fire while something else does. Its ticks
+  /// and immediates still run. ref() undoes it; both are idempotent.
+  /// Costs nothing while no owner is unref'd; each check is then
+  /// O(watches + timers) times the owners unref'd (a handful).
+  void unref(const void* owner);
+  void ref(const void* owner) noexcept;
+  bool has_ref(const void* owner) const noexcept;
+
   /// Runs ticks and immediates until none are left. Does not wait for fds.
   void run_until_idle();
   /// Runs until nothing at all is left: no ticks, no immediates, no watches;
@@ -213,6 +223,8 @@ class loop {
   void after_callbacks();
   bool poll_watches(int timeout_ms);
   int next_timeout_ms() const;
+  // Whether a watch or timer keeps run() going (one not unref'd).
+  bool referenced_waits() const noexcept;
 
   close_hook* close_head_ = nullptr;  // oldest first
   close_hook* close_tail_ = nullptr;
@@ -229,6 +241,7 @@ class loop {
   std::uint64_t watch_seq_ = 0;  // numbers watches, so a dispatch skips the ones it added
   int running_ = 0;
   std::size_t holds_ = 0;
+  std::vector<const void*> unrefd_;  // owners whose waits do not count (unref())
 
   // post(): the only state shared across threads. The eventfd is made on the
   // first post, so a loop that never hears from another thread has none.

@@ -9,8 +9,13 @@
 #   Node server   + sluice client   when node is installed
 #   Node server   + Node client     when node is installed (the reference itself)
 #
+# Scenarios that need one process (a server and its own clients, or none:
+# a refused connection, unref(), an exit status) are played by `local`, by
+# sluice always and by Node when installed, against expected-local.trace,
+# whose every section ends with the program's exit status.
+#
 #   tests/net/differential.sh NET_PEER            compare
-#   tests/net/differential.sh --record NET_PEER   rewrite expected.trace (Node v20)
+#   tests/net/differential.sh --record NET_PEER   rewrite both traces (Node v20)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 record=false
@@ -20,7 +25,12 @@ if [ "${1:-}" = --record ]; then
 fi
 peer=${1:?usage: differential.sh [--record] NET_PEER}
 expected="$here/expected.trace"
-scenarios=(half-close server-ends-first reset timeout server-close)
+expected_local="$here/expected-local.trace"
+scenarios=(half-close server-ends-first reset timeout server-close
+  connect-write-destroy held-write-destroy end-then-bad-write connect-destroy reset-connecting)
+local_scenarios=(refused-writes destroy-error-writes addresses-after-close listen-order close-twice
+  close-not-listening end-after-destroy-connecting end-after-destroy-in-connect end-after-destroy-idle unref-server unref-connection ref-again set-timeout-callback is-ip
+  unhandled-listen-error unhandled-listen-error-asio)
 have_node=false
 if command -v node >/dev/null 2>&1; then have_node=true; fi
 
@@ -59,10 +69,23 @@ trace_of() {
   for s in "${scenarios[@]}"; do play "$server" "$client" "$s"; done
 }
 
+# local_of PEER: every local scenario's trace and exit status (a hang is
+# timeout's 124; stderr, where Node prints its uncaught error, is not compared).
+local_of() {
+  local peer=$1 s rc
+  for s in "${local_scenarios[@]}"; do
+    echo "## $s"
+    rc=0
+    timeout 30 $peer local "$s" 2>"$tmp/local.err" || rc=$?
+    echo "exit $rc"
+  done
+}
+
 if $record; then
   $have_node || { echo "differential: --record needs node" >&2; exit 1; }
   trace_of "node $here/peer.mjs" "node $here/peer.mjs" >"$expected"
-  echo "differential: wrote $expected ($(node --version))"
+  local_of "node $here/peer.mjs" >"$expected_local"
+  echo "differential: wrote $expected and $expected_local ($(node --version))"
   exit 0
 fi
 
@@ -79,6 +102,19 @@ for p in "${pairs[@]}"; do
   IFS='|' read -r server client name <<<"$p"
   trace_of "$server" "$client" >"$tmp/got.trace"
   if diff -u "$expected" "$tmp/got.trace" >"$tmp/diff"; then
+    echo "ok: $name"
+  else
+    echo "FAIL: $name differs from Node's trace:"
+    cat "$tmp/diff"
+    failed=1
+  fi
+done
+locals=("$peer|sluice, one process")
+if $have_node; then locals+=("node $here/peer.mjs|Node, one process"); fi
+for p in "${locals[@]}"; do
+  IFS='|' read -r who name <<<"$p"
+  local_of "$who" >"$tmp/got.trace"
+  if diff -u "$expected_local" "$tmp/got.trace" >"$tmp/diff"; then
     echo "ok: $name"
   else
     echo "FAIL: $name differs from Node's trace:"

@@ -7,6 +7,38 @@
 #include <cerrno>
 #include <cstring>
 
+namespace sluice::net {
+
+// Node's isIPv4/isIPv6 are regular expressions; inet_pton() accepts the same
+// forms (dotted decimal without leading zeros; every IPv6 form, with an
+// embedded IPv4 tail). Node's zone is one or more of [0-9a-zA-Z-.:].
+int is_ip(std::string_view input) noexcept {
+  char text[INET6_ADDRSTRLEN + 1];
+  in6_addr scratch;
+  if (input.size() <= INET_ADDRSTRLEN - 1) {
+    std::memcpy(text, input.data(), input.size());
+    text[input.size()] = '\0';
+    if (::inet_pton(AF_INET, text, &scratch) == 1) return 4;
+  }
+  const std::size_t zone = input.find('%');
+  if (zone != std::string_view::npos) {
+    const std::string_view id = input.substr(zone + 1);
+    if (id.empty()) return 0;
+    for (const char c : id) {
+      const bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+                      c == '.' || c == ':';
+      if (!ok) return 0;
+    }
+    input = input.substr(0, zone);
+  }
+  if (input.size() > INET6_ADDRSTRLEN - 1) return 0;
+  std::memcpy(text, input.data(), input.size());
+  text[input.size()] = '\0';
+  return ::inet_pton(AF_INET6, text, &scratch) == 1 ? 6 : 0;
+}
+
+}  // namespace sluice::net
+
 namespace sluice::net::detail {
 
 std::error_code tcp_address(std::string_view host, std::uint16_t port, sockaddr_any& out) noexcept {

@@ -22,6 +22,14 @@ struct address_info {
   bool operator==(const address_info&) const = default;
 };
 
+/// Node: net.isIP(): 4 for an IPv4 address in dotted decimal ("127.0.0.1",
+/// no leading zeros), 6 for an IPv6 address (a zone, "fe80::1%eth0", is
+/// allowed), 0 for anything else (names included).
+int is_ip(std::string_view input) noexcept;
+/// Node: net.isIPv4() and net.isIPv6().
+inline bool is_ipv4(std::string_view input) noexcept { return is_ip(input) == 4; }
+inline bool is_ipv6(std::string_view input) noexcept { return is_ip(input) == 6; }
+
 namespace detail {
 
 /// Any socket address, and its length, as the kernel takes it.

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 
 #include "sluice/net/unix_path.h"
 
@@ -23,6 +25,7 @@ server::server(const server_options& options)
 
 server::~server() {
   loop_->cancel(tag());
+  loop_->ref(tag());  // the loop must not keep this address as unref'd
   if (fd_ >= 0) ::close(fd_);
   if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
   // The sockets still held go with the server, without events; each must
@@ -31,13 +34,18 @@ server::~server() {
   sockets_.clear();
 }
 
+// Node looks the host up first (dns.lookup, a tick even for an IP literal)
+// and binds in its callback, so 'listening' and 'error' come a tick later
+// than for a path: event_ticks_ keeps that order.
 server& server::listen(std::uint16_t port, std::string_view host) {
   detail::sockaddr_any at;
+  event_ticks_ = 2;
   return listen_at(detail::tcp_address(host, port, at), at);
 }
 
 server& server::listen(std::string_view path) {
   detail::sockaddr_any at;
+  event_ticks_ = 1;
   listen_at(detail::unix_address(path, at), at);
   if (fd_ >= 0) unix_path_ = path;
   return *this;
@@ -45,7 +53,7 @@ server& server::listen(std::string_view path) {
 
 server& server::listen_at(std::error_code bad_address, const detail::sockaddr_any& at) {
   if (bad_address)
-    fail_soon(bad_address);
+    fail_soon(bad_address, event_ticks_);
   else
     bind_and_listen(at);
   return *this;
@@ -57,7 +65,7 @@ void server::bind_and_listen(const detail::sockaddr_any& at) {
   closing_ = false;
   const int fd = ::socket(at.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    fail_soon(last_error());
+    fail_soon(last_error(), event_ticks_);
     return;
   }
   // As libuv does for TCP: a restarted server can bind its port again while
@@ -69,29 +77,49 @@ void server::bind_and_listen(const detail::sockaddr_any& at) {
     if (options_.reuse_port && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
       const std::error_code ec = last_error();
       ::close(fd);
-      fail_soon(ec);
+      fail_soon(ec, event_ticks_);
       return;
     }
   }
   if (detail::bind_listener(fd, at, options_.unix_mode, options_.unix_group) != 0 || ::listen(fd, options_.backlog) != 0) {
     const std::error_code ec = last_error();
     ::close(fd);
-    fail_soon(ec);
+    fail_soon(ec, event_ticks_);
     return;
   }
   fd_ = fd;
   wait_for_connection();
-  loop_->next_tick([this] {
+  const auto emit_listening = [this] {
     if (listening()) emit(event::listening);
-  }, tag());
+  };
+  if (event_ticks_ > 1)
+    loop_->next_tick([this, emit_listening] { loop_->next_tick(emit_listening, tag()); }, tag());
+  else
+    loop_->next_tick(emit_listening, tag());
 }
 
-void server::fail_soon(std::error_code ec) {
-  loop_->next_tick([this, ec] {
-    event_arg arg;
-    arg.error = ec;
-    emit(event::error, arg);
-  }, tag());
+// Node: emitErrorNT, after `ticks` ticks (see listen()).
+void server::fail_soon(std::error_code ec, int ticks) {
+  if (ticks > 1) {
+    loop_->next_tick([this, ec, ticks] { fail_soon(ec, ticks - 1); }, tag());
+    return;
+  }
+  loop_->next_tick([this, ec] { emit_error(ec); }, tag());
+}
+
+// Node throws an 'error' nobody listens to, which ends the process (exit
+// status 1). Differs from the streams (see emitter.h), which go on: a
+// server that failed to listen, or cannot accept, serves nobody, and a
+// program that goes on looks, to its supervisor, like one that serves.
+void server::emit_error(std::error_code ec) noexcept {
+  if (listener_count(event::error) == 0) {
+    std::fprintf(stderr, "sluice: unhandled 'error' event on net::server: %s\n", ec.message().c_str());
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  event_arg arg;
+  arg.error = ec;
+  emit(event::error, arg);
 }
 
 std::optional<address_info> server::address() const {
@@ -125,9 +153,7 @@ void server::on_connection_ready() noexcept {
           if (listening()) on_connection_ready();
         }, tag());
       }
-      event_arg arg;
-      arg.error = {e, std::system_category()};
-      emit(event::error, arg);
+      emit_error({e, std::system_category()});
       if (exhausted) return;
       continue;
     }
@@ -151,7 +177,6 @@ void server::on_connection_ready() noexcept {
 
 // Node: server.close(): the handle closes now; 'close' once drained.
 server& server::close() {
-  if (closing_ && fd_ < 0) return *this;
   closing_ = true;
   if (fd_ >= 0) {
     loop_->cancel(tag());
@@ -166,9 +191,24 @@ server& server::close() {
   return *this;
 }
 
+// Node: server.unref()/ref(), kept across listen() and close() as Node's
+// kRefed is: the loop keeps the state by owner (tag()).
+server& server::unref() {
+  loop_->unref(tag());
+  return *this;
+}
+
+server& server::ref() {
+  loop_->ref(tag());
+  return *this;
+}
+
+// Node's socket._destroy() counts the connection off after its own
+// callback, which queued the socket's 'error': the server's 'close' comes
+// after that 'error', so it waits a tick more here.
 void server::connection_gone() noexcept {
   --connections_;
-  if (closing_) emit_close_if_drained();
+  if (closing_) loop_->next_tick([this] { emit_close_if_drained(); }, tag());
 }
 
 void server::forget(socket& s) noexcept {

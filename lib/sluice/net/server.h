@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "sluice/emitter.h"
+#include "sluice/errors.h"
 #include "sluice/loop.h"
 #include "sluice/net/address.h"
 #include "sluice/net/socket.h"
@@ -55,6 +56,11 @@ struct server_options {
 /// error: the server keeps listening); 'close', once close() was called and
 /// the last connection has closed.
 ///
+/// An 'error' with no 'error' listener ends the program, as Node's uncaught
+/// throw does: "sluice: unhandled 'error' event on net::server: <message>"
+/// on stderr, then exit status 1 (std::_Exit: nothing else runs). A server
+/// that cannot listen must not look like one that is serving.
+///
 ///     sluice::net::server srv;
 ///     srv.on_connection([](sluice::net::socket& s) {
 ///       s.on(sluice::event::data, [&s](std::string_view c) { s.write(c); });  // echo
@@ -70,17 +76,39 @@ class server : public emitter {
   explicit server(const server_options& options = {});
   ~server();
 
-  /// Node: server.listen(port, host). Port 0 picks a free port. Errors
-  /// (EADDRINUSE, ...) come as 'error' on the next tick, as in Node.
+  /// Node: server.listen(port, host). Port 0 picks a free port. Differs
+  /// from Node: the socket is bound and listening when this returns
+  /// (listening() and address() hold at once), where Node first looks the
+  /// host up and binds a tick later; sluice looks no name up. The events
+  /// keep Node's order: 'listening', or 'error' (EADDRINUSE, ...), comes
+  /// after a tick queued right after listen(), as Node's do.
   server& listen(std::uint16_t port, std::string_view host = "0.0.0.0");
   /// Node: server.listen(path): a Unix stream socket, removed by close().
+  /// 'listening' or 'error' on the next tick, as in Node.
   /// Differs from Node: a socket file left at `path` by a listener that is
   /// gone (a connect() to it is refused) is removed and bound again; any
   /// other file there, or a live listener, is EADDRINUSE.
   server& listen(std::string_view path);
   /// Node: server.close(): stops accepting now; 'close' follows once every
-  /// connection has closed. Open connections are not touched.
+  /// connection has closed. Open connections are not touched. As in Node,
+  /// every call made once the server is drained emits 'close' again.
   server& close();
+  /// Node: server.close(callback): also adds `done` as a once-listener of
+  /// 'close', given nothing, or ERR_SERVER_NOT_RUNNING when the server was
+  /// not listening (it is still called, after 'close').
+  template <class F>
+  server& close(F&& done) {
+    static_assert(std::is_invocable_v<std::decay_t<F>&, std::error_code>, "close() takes a callback(std::error_code)");
+    const std::error_code ec = listening() ? std::error_code{} : make_error_code(errc::server_not_running);
+    once(event::close, [g = std::decay_t<F>(std::forward<F>(done)), ec]() mutable { g(ec); });
+    return close();
+  }
+
+  /// Node: server.unref(): a listening server (and its accept retry) no
+  /// longer keeps loop::run() going; ref() undoes it. Its connections are
+  /// sockets of their own (socket::unref()).
+  server& unref();
+  server& ref();
 
   /// Adds a 'connection' listener that takes the socket.
   template <class F>
@@ -114,7 +142,8 @@ class server : public emitter {
 
   server& listen_at(std::error_code bad_address, const detail::sockaddr_any& at);
   void bind_and_listen(const detail::sockaddr_any& at);
-  void fail_soon(std::error_code ec);
+  void fail_soon(std::error_code ec, int ticks);
+  void emit_error(std::error_code ec) noexcept;
   void wait_for_connection();
   void on_connection_ready() noexcept;
   // A socket's fd has closed (its _destroy): Node's _connections-- and
@@ -130,6 +159,7 @@ class server : public emitter {
   int fd_ = -1;
   char tag_ = 0;  // the owner of the server's loop tasks
   bool closing_ = false;
+  int event_ticks_ = 1;  // the ticks before 'listening' or 'error' (2 for a host)
   std::string unix_path_;  // removed by close()
   std::unordered_map<socket*, std::unique_ptr<socket>> sockets_;
   std::size_t connections_ = 0;

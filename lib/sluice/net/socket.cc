@@ -48,7 +48,11 @@ class socket_sink final : public sink {
     out_.start(batch);
     start(done, batch.bytes());
   }
-  bool has_writev() const noexcept override { return true; }
+  // Before the connection one write waits for it and the others stay in the
+  // stream's buffer, as in Node (whose _writeGeneric holds one): if the
+  // connection fails, the one waiting hears ERR_SOCKET_CLOSED_BEFORE_CONNECTION
+  // and the others the connection's error.
+  bool has_writev() const noexcept override { return ready_; }
   // A turn's writes reach the kernel together, in one sendmsg().
   bool coalesce_writes() const noexcept override { return true; }
 
@@ -63,25 +67,60 @@ class socket_sink final : public sink {
   std::error_code destroy(std::error_code err) noexcept override {
     if (loop_) loop_->cancel(this);
     final_.reset();  // its stream is destroyed: nobody waits for it
-    if (done_ && loop_) {
-      // A write that waits for the kernel, or for a connection that will
-      // not come now: its callback hears why (Node: the write's callback
-      // gets ERR_SOCKET_CLOSED_BEFORE_CONNECTION before a connection).
-      // Differs from Node: after the connection, ERR_STREAM_DESTROYED where
-      // Node's libuv request would be called back with ECANCELED or null.
-      error_ = make_error_code(ready_ ? errc::destroyed : errc::socket_closed_before_connection);
-      destroyed_ = true;
-      loop_->next_tick([this] { complete(); }, this);
+    if (!done_ || !loop_) return err;
+    destroyed_ = true;
+    if (held_ && ready_) {
+      // Connected, destroyed in a 'connect' listener before the write that
+      // waited could start: Node writes it in a 'connect' listener of its
+      // own, added when it was written, so it lands; so it does here, and
+      // is called back now, where Node's would have been.
+      held_ = false;
+      if (out_.write_some(error_)) {
+        complete();
+        return err;
+      }
+      error_ = make_error_code(errc::destroyed);
+    } else if (held_) {
+      // No connection: called back after 'close' (after_close()), as Node's
+      // write, which waits in a 'close' listener of its own.
+      error_ = make_error_code(errc::socket_closed_before_connection);
+      return err;
+    } else {
+      // A write that waits for the kernel. Differs from Node:
+      // ERR_STREAM_DESTROYED where Node's libuv request would be called back
+      // with ECANCELED or null.
+      error_ = make_error_code(errc::destroyed);
     }
+    loop_->next_tick([this] { complete(); }, this);
     return err;
   }
 
-  // The connection is up (or the socket was accepted): start what waits.
+  // Accepted: connected from the start.
   void ready(int fd) noexcept {
+    connected(fd);
+    start_held();
+  }
+  // The connection is up: what is written from now on goes to the kernel.
+  void connected(int fd) noexcept {
     out_.reset(fd);
     ready_ = true;
-    if (done_) resume();
+  }
+  // After 'connect' (Node's pending write and _final wait in 'connect'
+  // listeners): start what waited for it.
+  void start_held() noexcept {
+    if (done_ && held_) {
+      held_ = false;
+      resume();
+    }
     if (final_ && !done_) do_final();
+  }
+  // The socket has emitted 'close': a write that waited for a connection
+  // that never came hears it now.
+  void after_close() noexcept {
+    if (done_ && held_) {
+      held_ = false;
+      complete();
+    }
   }
   void detach() noexcept { owner_ = nullptr; }
 
@@ -97,7 +136,10 @@ class socket_sink final : public sink {
     error_.clear();
     call_bytes_ = bytes;
     call_start_ = out_.bytes_written();
-    if (ready_) resume();
+    if (ready_)
+      resume();
+    else
+      held_ = true;
   }
 
   // Writes what the kernel takes; waits for POLLOUT for the rest, with the
@@ -141,6 +183,7 @@ class socket_sink final : public sink {
   std::size_t call_start_ = 0;  // out_.bytes_written() when the call started
   std::size_t chunks_ = 0;
   bool ready_ = false;
+  bool held_ = false;  // done_ waits for the connection
   bool destroyed_ = false;
 };
 
@@ -272,6 +315,7 @@ void socket::init(const socket_options& options) {
 
 socket::~socket() {
   event_loop().cancel(tag());
+  ref();  // the loop must not keep this address as unref'd
   // The sides are destroyed after this body (by ~duplex): they must not
   // call back into a socket that is gone.
   sink_->detach();
@@ -295,21 +339,27 @@ socket& socket::connect(std::string_view path) {
 }
 
 socket& socket::connect_to(std::error_code bad_address, const detail::sockaddr_any& to) {
+  if (destroyed() || fd_ >= 0 || connecting_) return *this;  // Differs from Node: no second connect() on one socket
+  connecting_ = true;
   if (bad_address) {
     // Node: a failed lookup destroys the socket on a later tick.
-    connecting_ = true;
     event_loop().next_tick([this, bad_address] { after_connect(bad_address); }, tag());
     return *this;
   }
-  start_connect(to);
+  if (to.family() == AF_UNIX) {
+    start_connect(to);  // Node: a path is connected at once
+    return *this;
+  }
+  // Node looks a host up first (dns.lookup, even an IP literal) and connects
+  // on a later tick: a destroy() in this turn makes no connection at all.
+  event_loop().next_tick([this, to] { start_connect(to); }, tag());
   return *this;
 }
 
 // Node: internalConnect(): a non-blocking connect(2); its outcome, when the
 // socket becomes writable, is SO_ERROR.
 void socket::start_connect(const detail::sockaddr_any& to) {
-  if (destroyed() || fd_ >= 0) return;  // Differs from Node: no second connect() on one socket
-  connecting_ = true;
+  if (destroyed()) return;
   fd_ = ::socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   std::error_code ec;
   if (fd_ < 0) {
@@ -330,6 +380,9 @@ void socket::start_connect(const detail::sockaddr_any& to) {
 }
 
 // Node: afterConnect(): 'connect' then 'ready', then what waited for them.
+// Node emits both even when a 'connect' listener destroyed the socket, and
+// writes made in a 'connect' listener go to the kernel at once: the sink is
+// connected before the events.
 void socket::after_connect(std::error_code ec) noexcept {
   if (destroyed()) return;
   if (ec) {
@@ -342,11 +395,14 @@ void socket::after_connect(std::error_code ec) noexcept {
   remote_ = detail::remote_address_of(fd_);
   apply_options();
   touch();
+  sink_->connected(fd_);
   emit(event::connect);
-  if (destroyed()) return;
+  // Node's held write and _final wait in 'connect' listeners added before
+  // the user's later ones; here they start once 'connect' is out (a destroy()
+  // in a 'connect' listener still writes the held one: see the sink).
+  if (!destroyed()) sink_->start_held();
   emit(event::ready);
   if (destroyed()) return;
-  sink_->ready(fd_);
   source_->ready(fd_);
   if (!is_paused()) read(0);  // Node: afterConnect()'s read(0)
 }
@@ -380,13 +436,31 @@ socket& socket::set_keep_alive(bool enable, std::chrono::milliseconds initial_de
   return *this;
 }
 
+// Node: resetAndDestroy(): while connecting it waits for 'connect' (a
+// 'connect' listener of its own) and resets then, so the peer sees
+// ECONNRESET; a socket that never connects is destroyed with
+// ERR_SOCKET_CLOSED.
 socket& socket::reset_and_destroy() {
-  if (fd_ >= 0 && !connecting_) {
+  if (destroyed()) return *this;
+  if (connecting_) {
+    once(event::connect, [this] { reset_now(); });
+    return *this;
+  }
+  if (fd_ < 0) {
+    destroy(make_error_code(errc::socket_closed));
+    return *this;
+  }
+  reset_now();
+  return *this;
+}
+
+// Node: _reset(): SO_LINGER 0, so close() sends an RST.
+void socket::reset_now() noexcept {
+  if (fd_ >= 0) {
     const linger l{1, 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
   }
   destroy();
-  return *this;
 }
 
 // Node: the end of _destroy(): close the handle, and emit 'close'(hadError)
@@ -400,13 +474,33 @@ void socket::close_handle(std::error_code err) noexcept {
     ::close(fd_);
     fd_ = -1;
   }
+  // Node: _destroy() forgets the local address (_sockname = null); the
+  // remote one stays.
+  local_ = {};
   if (server_) server_->connection_gone();
   event_loop().set_immediate([this, err] {
     event_arg arg;
     arg.error = err;
     emit(event::close, arg);
+    sink_->after_close();
     if (server_) server_->forget(*this);  // deletes this socket: the last step
   }, tag());
+}
+
+// Node: unref()/ref(), on the handle: here the loop owners of the socket's
+// waits (its connect and timers, the sink's POLLOUT, the source's POLLIN).
+socket& socket::unref() {
+  event_loop().unref(tag());
+  event_loop().unref(sink_);
+  event_loop().unref(source_);
+  return *this;
+}
+
+socket& socket::ref() {
+  event_loop().ref(tag());
+  event_loop().ref(sink_);
+  event_loop().ref(source_);
+  return *this;
 }
 
 // ---- timers

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "sluice/loop.h"
 #include "sluice/net/address.h"
@@ -79,13 +80,32 @@ class socket : public duplex {
   socket& connect(std::string_view path);
 
   /// Node: resetAndDestroy(): closes with a TCP RST (SO_LINGER 0), so the
-  /// peer sees ECONNRESET.
+  /// peer sees ECONNRESET. While connecting it waits for 'connect' (which is
+  /// emitted, and 'ready') and resets then; a socket that never connected is
+  /// destroyed with ERR_SOCKET_CLOSED.
   socket& reset_and_destroy();
 
   /// Node: setTimeout(ms): emits 'timeout' once the socket has been idle
   /// (nothing read or written) for `ms`; zero turns it off. The socket stays
   /// open: end or destroy it in the listener.
   socket& set_timeout(std::chrono::milliseconds ms);
+  /// Node: setTimeout(ms, callback): the same, and `on_timeout` (any
+  /// listener shape) is added as a once-listener of 'timeout'. Differs from
+  /// Node: with zero, nothing is added, and a callback added before stays
+  /// (Node removes the one given; C++ callables cannot be compared: use
+  /// once()'s id and off()).
+  template <class F>
+  socket& set_timeout(std::chrono::milliseconds ms, F&& on_timeout) {
+    set_timeout(ms);
+    if (ms.count() > 0) once(event::timeout, std::forward<F>(on_timeout));
+    return *this;
+  }
+
+  /// Node: unref(): this socket (its connection, reads, writes and timers)
+  /// no longer keeps loop::run() going; ref() undoes it. Its events still
+  /// come while something else keeps the loop running.
+  socket& unref();
+  socket& ref();
   /// Node: setNoDelay(): TCP_NODELAY (no-op on a Unix socket).
   socket& set_no_delay(bool no_delay = true);
   /// Node: setKeepAlive(enable, initialDelay).
@@ -99,7 +119,9 @@ class socket : public duplex {
   /// not counting those still buffered.
   std::size_t bytes_written() const noexcept;
   /// Node: localAddress/localPort/localFamily and remoteAddress/remotePort/
-  /// remoteFamily, as of the connection (kept after close).
+  /// remoteFamily, as of the connection. As in Node, the local address is
+  /// forgotten (empty, port 0) once the socket is destroyed; the remote one
+  /// stays.
   const address_info& local() const noexcept { return local_; }
   const address_info& remote() const noexcept { return remote_; }
   std::string local_address() const { return local_.address; }
@@ -126,6 +148,7 @@ class socket : public duplex {
   socket& connect_to(std::error_code bad_address, const detail::sockaddr_any& to);
   void start_connect(const detail::sockaddr_any& to);
   void after_connect(std::error_code ec) noexcept;
+  void reset_now() noexcept;
   void connected() noexcept;
   void apply_options() noexcept;
   // Called by the source's destroy, the last step of Node's _destroy():
