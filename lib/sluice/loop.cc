@@ -78,7 +78,7 @@ void loop::make_wake_fd() {
   if (wake_fd_.load(std::memory_order_relaxed) >= 0) return;
   // Room for a few posts, made here (on the loop's thread, inside hold(),
   // whose caller handles bad_alloc) rather than inside post() on a worker
-  // thread, whose noexcept path would terminate (issue 10, defect 7).
+  // thread, whose noexcept path would terminate the program.
   posted_.reserve(8);
   posted_swap_.reserve(8);
   const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

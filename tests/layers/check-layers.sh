@@ -2,6 +2,10 @@
 # Every #include "sluice/..." in lib/ points down the layers of
 # docs/architecture.md: to its own layer or a lower one. Prints each include
 # that points up, and a file that belongs to no layer, and fails on any.
+# Then what an include check cannot see: a file below the streams that names
+# a stream class anyway (a forward declaration, a friend, a pointer, a
+# reference, a value), and a stream file that defines a member of the sink or
+# source layer. The seam between them is sink_host and source_host.
 #
 #   tests/layers/check-layers.sh [LIBDIR]     (default: lib/ beside this script)
 set -euo pipefail
@@ -48,9 +52,36 @@ while IFS= read -r file; do
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(sluice\/[^"]*\)".*/\1/p' "$file")
 done < <(find sluice -name '*.h' -o -name '*.cc' | sort)
 
+# The code of a file, without comments and string literals: what it names.
+code_of() {
+  sed -e 's:"\([^"\\]\|\\.\)*"::g' -e 's://.*$::' -e 's:/\*.*\*/::g' "$1"
+}
+streams='writable|readable|duplex|transform|fanout|stream_ref'
+named=0
+while IFS= read -r file; do
+  from=$(layer_of "$file")
+  [ -n "$from" ] && [ "$from" -lt 4 ] || continue
+  while IFS= read -r hit; do
+    echo "layers: $file (${names[$from]}) names a stream class: $hit"
+    named=$((named + 1))
+  done < <(code_of "$file" | grep -nE \
+    -e "\\b(class|struct|friend)[[:space:]]+((class|struct)[[:space:]]+)?(sluice::)?($streams)\\b" \
+    -e "\\b($streams)[[:space:]]*(\\*|&|::|>)" \
+    -e "<[[:space:]]*(sluice::)?($streams)\\b" \
+    -e "\\b($streams)[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]*[;,)=({]" || true)
+done < <(find sluice -name '*.h' -o -name '*.cc' | sort)
+while IFS= read -r file; do
+  while IFS= read -r hit; do
+    echo "layers: $file (streams) defines a member of the io layer: $hit"
+    named=$((named + 1))
+  done < <(code_of "$file" |
+    grep -nE "^[A-Za-z_].*[[:space:]&*](sluice::)?(sink|source|sink_host|source_host|write_done|final_done|write_batch)::[A-Za-z_~][A-Za-z0-9_]*[[:space:]]*\\(" || true)
+done < <(find sluice/stream -name '*.cc' | sort)
+bad=$((bad + named))
+
 if [ "$checked" -eq 0 ]; then
   echo "layers: no include found under $lib: wrong directory?"
   exit 1
 fi
-echo "layers: $checked includes checked, $bad pointing up or unplaced"
+echo "layers: $checked includes checked, $((bad - named)) pointing up or unplaced, $named stream names below the streams"
 [ "$bad" -eq 0 ]

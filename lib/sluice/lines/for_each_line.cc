@@ -41,7 +41,7 @@ class line_iteration : public std::enable_shared_from_this<line_iteration> {
   // kept by the splitter, so the chunk may go.
   // A listener must not throw (emit() is noexcept): memory that runs out
   // (a line carried across chunks, or whatever fn allocates) ends the lines
-  // with ENOMEM instead of std::terminate (issue 10, defect 7).
+  // with ENOMEM instead of std::terminate, which would end the program.
   void on_data(std::string_view chunk) noexcept {
     if (finished_) return;
     try {

@@ -63,7 +63,7 @@ struct server_options {
 ///
 ///     sluice::net::server srv;
 ///     srv.on_connection([](sluice::net::socket& s) {
-///       s.on(sluice::event::data, [&s](std::string_view c) { s.write(c); });  // echo
+///       s.pipe(s);  // echo: pipe() pauses the reading while the writing is behind
 ///     });
 ///     srv.listen(0, "127.0.0.1");  // port 0: any free port; see address()
 ///     sluice::loop::current().run();

@@ -31,9 +31,9 @@ namespace sluice::detail {
 /// FIFO, a character device, a socket, or a symbolic link (to anything:
 /// renaming the link would leave its target, and a link to /dev/null would
 /// become a file) is written without rotation, as logrotate skips a
-/// symbolic link. This is checked at each open (issue 10, defect 5).
+/// symbolic link. This is checked at each open, since the path may change.
 ///
-/// Several processes may rotate one log (issue 10, defect 8). With rotation
+/// Several processes may rotate one log (a tool run twice). With rotation
 /// on, each part is written under an exclusive flock(2) on the file, taken
 /// by prepare() and released by end_call(): under it, the writer checks that
 /// the path still names its file, and if another process (or logrotate) has

@@ -1,5 +1,5 @@
-// The defaults of the sink interface, for sinks that do not override them.
-// (write_done, final_done and report_error are the stream's: writable.cc.)
+// The defaults of the sink interface, for sinks that do not override them,
+// and report_error(), which hands the error to the sink's host.
 #include "sluice/sinks/sink.h"
 
 #include "sluice/errors.h"
@@ -11,6 +11,10 @@ void sink::writev(const write_batch&, write_done done) {
 }
 
 void sink::final(final_done done) { done(); }
+
+void sink::report_error(std::error_code ec) noexcept {
+  if (host_) host_->on_sink_error(ec);
+}
 
 // A sink that cannot write synchronously.
 std::error_code sink::drain_sync() noexcept { return make_error_code(errc::method_not_implemented); }

@@ -1,5 +1,6 @@
 // sink: where a Writable's bytes go. Node's _write, _writev, _final and
-// _destroy, as an interface a Writable is constructed with.
+// _destroy, as an interface a Writable is constructed with, and sink_host,
+// the interface the sink reports to: the seam between a stream and its I/O.
 #pragma once
 
 #include <cstddef>
@@ -11,8 +12,33 @@
 
 namespace sluice {
 
-class writable;
 class loop;
+class sink;
+
+/// What a sink reports to: the stream that owns it (a writable implements
+/// it), seen from the sink's side. A sink reaches it only through the
+/// completions it is handed (write_done, final_done) and sink::report_error(),
+/// so that this layer names nothing above it, as Seastar's data_sink_impl
+/// never names output_stream. Anything can host a sink: a test may drive a
+/// sink with a host of its own.
+class sink_host {
+ public:
+  /// Node: onwrite(er). The write or writev in flight completed; `landed`
+  /// is 0 on success, else the chunks written whole (see write_done).
+  virtual void on_write(std::error_code ec, std::size_t landed) noexcept = 0;
+  /// Node: the callback of _final (callFinal's onFinish).
+  virtual void on_finish(std::error_code ec) noexcept = 0;
+  /// The callback of the one write in flight, taken out of the host (see
+  /// write_done::take_callback()).
+  virtual write_cb take_write_cb() noexcept = 0;
+  /// An error met outside any sink call (see sink::report_error()).
+  virtual void on_sink_error(std::error_code ec) noexcept = 0;
+
+ protected:
+  ~sink_host() = default;
+  /// Makes this the host `s` reports to; called before s.attach().
+  void host(sink& s) noexcept;
+};
 
 /// Completes a sink's write or writev: call it exactly once, with no error
 /// or with the reason the bytes did not land. It may be called from inside
@@ -25,8 +51,12 @@ class loop;
 /// error for every chunk.)
 class write_done {
  public:
-  void operator()(std::error_code ec = {}) const noexcept;
-  void operator()(std::error_code ec, std::size_t landed) const noexcept;
+  /// Made by the host for each sink call.
+  explicit write_done(sink_host& h) noexcept : h_(&h) {}
+
+  // Inline: a completion costs the sink one indirect call into its host.
+  void operator()(std::error_code ec = {}) const noexcept { h_->on_write(ec, 0); }
+  void operator()(std::error_code ec, std::size_t landed) const noexcept { h_->on_write(ec, ec ? landed : 0); }
 
   /// sluice's own, for a sink whose writes settle after it completes them (a
   /// message broker's delivery report): takes the callback of this call's
@@ -34,23 +64,20 @@ class write_done {
   /// completes. The sink owns it from then on and calls it exactly once,
   /// also when it is destroyed first. Only for write(), not writev(), and
   /// before completing the call. Empty when the write has no callback.
-  write_cb take_callback() const noexcept;
+  write_cb take_callback() const noexcept { return h_->take_write_cb(); }
 
  private:
-  friend class writable;
-  explicit write_done(writable* w) noexcept : w_(w) {}
-  writable* w_;
+  sink_host* h_;
 };
 
 /// Completes a sink's final, like write_done.
 class final_done {
  public:
-  void operator()(std::error_code ec = {}) const noexcept;
+  explicit final_done(sink_host& h) noexcept : h_(&h) {}
+  void operator()(std::error_code ec = {}) const noexcept { h_->on_finish(ec); }
 
  private:
-  friend class writable;
-  explicit final_done(writable* w) noexcept : w_(w) {}
-  writable* w_;
+  sink_host* h_;
 };
 
 /// The chunks of one writev, oldest first. A view over the stream's queue:
@@ -86,6 +113,10 @@ class write_batch {
   };
 
   write_batch() = default;
+  /// Made by the host: a view of `q`, whose requests stay put until the
+  /// call completes.
+  explicit write_batch(const detail::write_queue& q) noexcept
+      : first_(q.first()), count_(q.size()), bytes_(q.bytes()) {}
   iterator begin() const noexcept { return {first_, count_}; }
   iterator end() const noexcept { return {nullptr, 0}; }
   std::size_t size() const noexcept { return count_; }
@@ -94,16 +125,13 @@ class write_batch {
   std::size_t bytes() const noexcept { return bytes_; }
 
  private:
-  friend class writable;
-  write_batch(const detail::write_req* first, std::size_t count, std::size_t bytes) noexcept
-      : first_(first), count_(count), bytes_(bytes) {}
   const detail::write_req* first_ = nullptr;
   std::size_t count_ = 0;
   std::size_t bytes_ = 0;
 };
 
-/// The destination of a writable. A sink serves one stream, which calls it
-/// in Node's order: write or writev one at a time (never a second before the
+/// The destination of a writable. A sink serves one stream (its host), which
+/// calls it in Node's order: write or writev one at a time (never a second before the
 /// first is done), then final once, then destroy once.
 class sink {
  public:
@@ -111,7 +139,7 @@ class sink {
 
   /// Called when the writable that owns this sink is built, and again if
   /// its loop is destroyed before it (the stream then moves to a loop of its
-  /// own: see sluice/shutdown.h).
+  /// own: see stream/shutdown.h).
   virtual void attach(loop& /*l*/) {}
 
   /// Node: _write(chunk, encoding, cb). `chunk` stays valid until `done`.
@@ -136,7 +164,7 @@ class sink {
   /// one turn reaches writev() together. fd sinks ask for it.
   virtual bool coalesce_writes() const noexcept { return false; }
 
-  /// sluice's own, for shutdown (see sluice/shutdown.h): a sink that can
+  /// sluice's own, for shutdown (see stream/shutdown.h): a sink that can
   /// write synchronously lets a writable that is destroyed without end(), or
   /// still alive at exit(), write what it holds before it goes. fd sinks can.
   virtual bool has_write_sync() const noexcept { return false; }
@@ -158,8 +186,10 @@ class sink {
   void report_error(std::error_code ec) noexcept;
 
  private:
-  friend class writable;
-  writable* owner_ = nullptr;  // set by the writable before attach()
+  friend class sink_host;
+  sink_host* host_ = nullptr;  // set by the host before attach()
 };
+
+inline void sink_host::host(sink& s) noexcept { s.host_ = this; }
 
 }  // namespace sluice

@@ -93,7 +93,7 @@ void worker_sink::hand_over(write_done done) {
   if (s.held) {
     // The loop's first hold makes its eventfd: with no fd left (EMFILE),
     // that is this write's error, not std::terminate from the writable's
-    // noexcept path (issue 10, defect 7).
+    // noexcept path: a tool out of fds must report it, not abort.
     std::error_code ec;
     try {
       s.home->hold();

@@ -38,7 +38,7 @@ std::error_code fd_source::close_fd() noexcept {
 // still reads in big blocks. make_fd_readable() gives both the same value.
 // A pipe, a socket or a terminal is read once the loop's poll says it is
 // readable: a blocking one (a tool's stdin) never blocks the loop in read(2),
-// where a SIGTERM's watch would wait for the next line (issue 10, defect 2).
+// where a SIGTERM's watch would wait for the next line (a tool hung on exit).
 // While the kernel moves the bytes (move_to()), the read is only noted:
 // the moves answer it with the end, or the normal path when they stop.
 void fd_source::read(std::size_t /*n*/) {
@@ -62,7 +62,7 @@ void fd_source::attach(loop& l) {
 
 // Memory that runs out (the buffer here, or the copy of a chunk the stream
 // buffers) is the stream's error (ENOMEM), not std::terminate from this
-// noexcept path (issue 10, defect 7).
+// noexcept path: a read that runs out of memory must not abort the program.
 void fd_source::read_now() noexcept {
   if (!buffer_) {
     buffer_.reset(new (std::nothrow) char[chunk_size_]);
@@ -103,7 +103,7 @@ void fd_source::read_now() noexcept {
 
 // The bytes already read are in the stream (pushed as they were read); only
 // the next read is dropped. Without push_eof() here, stopping meant
-// destroy(), which threw away the stream's buffer (issue 10, defect 1).
+// destroy(), which threw away the stream's buffer: lines already read were lost.
 void fd_source::stop() noexcept {
   if (over_) return;
   over_ = true;

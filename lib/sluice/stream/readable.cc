@@ -26,7 +26,7 @@ readable::readable(std::unique_ptr<source> s, const readable_options& options)
   state_.high_water_mark = options.high_water_mark.value_or(options.object_mode ? 16 : 16384);
   if (!options.auto_destroy) state_.clear(rf::auto_destroy);
   if (!options.emit_close) state_.clear(rf::emit_close);
-  source_->stream_ = this;
+  host(*source_);
   source_->attach(*loop_);
 }
 
@@ -807,9 +807,9 @@ readable::~readable() {
   if (!destroyed()) source_->destroy({});
 }
 
-// The hooks of the source base (sources/source.h): the stream's side.
-bool source::push(std::string_view chunk) { return stream_->push(chunk); }
-bool source::push_eof() { return stream_->push_eof(); }
-void source::report_error(std::error_code ec) noexcept { stream_->destroy(ec); }
+// The source's side of the seam (sources/source.h).
+bool readable::source_push(std::string_view chunk) { return push(chunk); }
+bool readable::source_push_eof() { return push_eof(); }
+void readable::on_source_error(std::error_code ec) noexcept { destroy(ec); }
 
 }  // namespace sluice

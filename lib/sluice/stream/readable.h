@@ -62,7 +62,11 @@ struct pipe_options {
 /// nothing, as in Node). A readable is used from its loop's thread only. A writable
 /// it pipes into must outlive the pipe: the pipe ends at the writable's
 /// 'finish' or 'close', at unpipe(), or when this readable is destroyed.
-class readable : public virtual emitter, public detail::stream_side {
+// source_host first, as writable's sink_host: the primary base. Private:
+// only the source, through its push(), push_eof() and report_error(), calls
+// it. alignas: as writable's (the part of a readable within a duplex or a
+// class of the user's keeps the alignment its constructor assumes).
+class alignas(alignof(emitter)) readable : private source_host, public virtual emitter, public detail::stream_side {
  public:
   explicit readable(std::unique_ptr<source> s, const readable_options& options = {});
   ~readable();
@@ -173,6 +177,12 @@ class readable : public virtual emitter, public detail::stream_side {
   void error_or_destroy(std::error_code err, bool sync) noexcept;
 
  private:
+  // The source's side of the seam (source_host).
+  bool source_push(std::string_view chunk) final;
+  bool source_push_eof() final;
+  void on_source_error(std::error_code ec) noexcept final;
+  friend readable& readable_of(source_host& h) noexcept;
+
   struct pipe_link;
   // A chunk on its way in: `bytes` views it; `owned`, when set, may be moved
   // into the buffer instead of copied.
@@ -226,5 +236,9 @@ class readable : public virtual emitter, public detail::stream_side {
   // can take them off the destinations.
   std::vector<std::shared_ptr<pipe_link>> links_;
 };
+
+/// The readable behind a source's host: what source::stream() returns, for
+/// a source above the stream layer.
+inline readable& readable_of(source_host& h) noexcept { return static_cast<readable&>(h); }
 
 }  // namespace sluice

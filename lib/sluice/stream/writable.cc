@@ -19,15 +19,17 @@ namespace wf = detail::wflag;
 using detail::write_queue;
 using detail::write_req;
 
-void write_done::operator()(std::error_code ec) const noexcept { w_->on_write(ec, 0); }
-void write_done::operator()(std::error_code ec, std::size_t landed) const noexcept {
-  w_->on_write(ec, ec ? landed : 0);
-}
-void final_done::operator()(std::error_code ec) const noexcept { w_->on_finish(ec); }
+// The sink's hook for errors met outside its calls (sink::report_error()).
+void writable::on_sink_error(std::error_code ec) noexcept { destroy(ec); }
 
-// The sink's hook for errors met outside its calls (sinks/sink.h).
-void sink::report_error(std::error_code ec) noexcept {
-  if (owner_) owner_->destroy(ec);
+// write_done::take_callback(): the sink takes the callback of the one
+// request in flight.
+write_cb writable::take_write_cb() noexcept {
+  SLUICE_ASSERT(writing_.size() == 1 && state_.has(wf::expect_write_cb));
+  // Without the flag, on_write() completes the call as one without a
+  // callback: no tick is spent on a callback that is no longer there.
+  state_.clear(wf::writecb);
+  return std::move(writing_.front().cb);
 }
 
 writable::writable(std::unique_ptr<sink> s, const writable_options& options)
@@ -43,7 +45,7 @@ writable::writable(std::unique_ptr<sink> s, const writable_options& options)
   if (!options.auto_destroy) state_.clear(wf::auto_destroy);
   if (!options.emit_close) state_.clear(wf::emit_close);
   coalesce_ = sink_->coalesce_writes();
-  sink_->owner_ = this;
+  host(*sink_);
   sink_->attach(*loop_);
   if (sink_->has_write_sync()) {
     loop_close_.fn = &writable::on_loop_close;
@@ -252,7 +254,7 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
   state_.write_len = len;
   if (r.cb) state_.set(wf::writecb);
   state_.set(wf::writing | wf::sync | wf::expect_write_cb);
-  sink_->write(r.data, write_done(this));
+  sink_->write(r.data, write_done(*this));
   state_.clear(wf::sync);
 }
 
@@ -263,9 +265,9 @@ void writable::do_write(bool writev, std::size_t len) {
   if (state_.has(wf::destroyed)) {
     on_write(make_error_code(errc::destroyed), 0);
   } else if (writev) {
-    sink_->writev(write_batch(writing_.first(), writing_.size(), writing_.bytes()), write_done(this));
+    sink_->writev(write_batch(writing_), write_done(*this));
   } else {
-    sink_->write(writing_.front().data, write_done(this));
+    sink_->write(writing_.front().data, write_done(*this));
   }
   state_.clear(wf::sync);
 }
@@ -558,7 +560,7 @@ void writable::prefinish() noexcept {
   if (sink_->has_final() && !state_.has(wf::destroyed)) {
     state_.set(wf::final_called | wf::sync);
     ++state_.pending_cb;
-    sink_->final(final_done(this));
+    sink_->final(final_done(*this));
     state_.clear(wf::sync);
   } else {
     state_.set(wf::final_called | wf::prefinished);

@@ -79,8 +79,15 @@ struct writable_options {
 /// nothing accepted by write() is lost when the program does not end the
 /// stream: the destructor writes what is pending before it returns (and
 /// then calls back with success), and so do exit() and the destruction of
-/// the stream's loop while it is alive (see sluice/shutdown.h).
-class writable : public virtual emitter, public detail::stream_side {
+/// the stream's loop while it is alive (see stream/shutdown.h).
+// sink_host comes first so that it is the primary base: a sink's completion
+// reaches on_write() with no adjustment of `this`. Private: only the sink,
+// through write_done and final_done, calls it. alignas: the emitter (a
+// virtual base, 16-aligned for its inline listener) sets alignof(writable),
+// which GCC's base constructor assumes with aligned stores, but the ABI
+// places a base by the alignment of its own part: a duplex's writable, after
+// the readable, could sit at 8 mod 16 and crash there.
+class alignas(alignof(emitter)) writable : private sink_host, public virtual emitter, public detail::stream_side {
  public:
   explicit writable(std::unique_ptr<sink> s, const writable_options& options = {});
   ~writable();
@@ -124,9 +131,9 @@ class writable : public virtual emitter, public detail::stream_side {
   bool vprint(fmt::string_view format, fmt::format_args args, write_cb cb = {});
 
   /// The same with a compiled format string (fmt's FMT_COMPILE): the format
-  /// is turned into code at compile time, so nothing parses it per line,
-  /// which takes a typical log line to about half the instructions. The same
-  /// buffer, return value and rules as print() above.
+  /// is turned into code at compile time, so nothing parses it per line
+  /// (docs/benchmarks.md has the figures). The same buffer, return value and
+  /// rules as print() above.
   ///
   ///     #include "sluice/stream/print_compiled.h"  // or sluice.h
   ///     log->print(FMT_COMPILE("{} {} request id={} status={}\n"), ts, level, id, status);
@@ -192,9 +199,12 @@ class writable : public virtual emitter, public detail::stream_side {
   void error_or_destroy(std::error_code err, bool sync) noexcept;
 
  private:
-  // The sink's completions: Node's onwrite and the callback of _final.
-  friend class write_done;
-  friend class final_done;
+  // The sink's side of the seam (sink_host): Node's onwrite, the callback of
+  // _final, and an error met outside the sink's calls.
+  void on_write(std::error_code ec, std::size_t landed) noexcept final;
+  void on_finish(std::error_code ec) noexcept final;
+  write_cb take_write_cb() noexcept final;
+  void on_sink_error(std::error_code ec) noexcept final;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool can_buffer_fast(std::size_t size) const noexcept;
@@ -216,7 +226,6 @@ class writable : public virtual emitter, public detail::stream_side {
   void write_now(detail::write_req& req, std::size_t len);
   void start_coalescing();
   void do_write(bool writev, std::size_t len);
-  void on_write(std::error_code ec, std::size_t landed) noexcept;
   void on_write_error(std::error_code ec, detail::write_queue& reqs, std::size_t n, std::size_t landed) noexcept;
   void after_write(detail::write_queue& reqs, std::size_t n) noexcept;
   void call_back(detail::write_queue& reqs, std::size_t n, std::error_code ec) noexcept;
@@ -224,7 +233,6 @@ class writable : public virtual emitter, public detail::stream_side {
   void clear_buffer() noexcept;
   void flush_coalesced() noexcept;
   bool need_finish() const noexcept;
-  void on_finish(std::error_code ec) noexcept;
   void prefinish() noexcept;
   void finish_maybe(bool sync) noexcept;
   void finish() noexcept;

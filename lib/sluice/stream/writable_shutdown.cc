@@ -24,7 +24,7 @@ void writable::write_pending_sync() noexcept {
     (ec ? failed_ : landed_).splice_back(writing_);
   }
   if (!ec && !buffered_.empty()) {
-    ec = sink_->write_sync(write_batch(buffered_.first(), buffered_.size(), buffered_.bytes()));
+    ec = sink_->write_sync(write_batch(buffered_));
     if (ec)
       buffered_.move_front_to(landed_, sink_->landed_sync());
     else
