@@ -313,6 +313,11 @@ class logd {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), ec.message().c_str());
       return 1;
     }
+    // The loop's eventfd (for the worker's completions) is made at its first
+    // hold: now, while fds are left, not at the first write, when senders
+    // may have taken them all (EMFILE would then fail the write).
+    loop.hold();
+    loop.release();
     out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 256 * 1024});
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] { set_paused(false); });
@@ -499,16 +504,22 @@ class logd {
                        "written: tried again every second and at SIGHUP\n",
                        o_.file.c_str(), std::strerror(ENOSPC));
         full_said_ = true;
-      } else if (full_said_) {
-        full_said_ = false;
-        std::fprintf(stderr, "sluice-logd: %s: written again\n", o_.file.c_str());
+      } else {
+        space_back();
       }
       if (!quitting_ && (full_said_ || written_ != messages_)) watch_space();
     });
   }
 
+  void space_back() {
+    if (!full_said_ || worker_->waiting_for_space()) return;
+    full_said_ = false;
+    std::fprintf(stderr, "sluice-logd: %s: written again\n", o_.file.c_str());
+  }
+
   // Backpressure: every connection stops reading until 'drain'.
   void set_paused(bool p) {
+    if (!p) space_back();
     if (paused_ == p || stopping_) return;
     paused_ = p;
     for (auto& [sock, c] : conns_) p ? sock->pause() : sock->resume();
@@ -557,6 +568,7 @@ class logd {
     for (auto* s : socks) s->destroy();
     out_->end([this](std::error_code ec) {
       if (ec) output_failed(ec);
+      else space_back();
       quit();
     });
   }
