@@ -34,6 +34,8 @@ start() {
 stop() {
   kill -TERM "$lp"
   local st=0
+  for _ in $(seq 600); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$lp" 2>/dev/null && fail "sluice-logd still running 30 s after SIGTERM: $(tail -3 "$dir/err")"
   wait "$lp" || st=$?
   [ "$st" -eq 0 ] || fail "sluice-logd exited $st: $(cat "$dir/err")"
 }
@@ -308,6 +310,7 @@ PY
   fi
   st=0
   for _ in $(seq 200); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$lp" 2>/dev/null && fail "$how: still waiting for FILE 10 s after the signal"
   wait "$lp" || st=$?
   [ "$st" -eq 1 ] || fail "$how: exit $st: $(cat "$dir/err")"
   line=$(grep "messages not written: " "$dir/err") || fail "$how: no count of what was not written: $(cat "$dir/err")"
@@ -448,6 +451,7 @@ PY
     else
       st=0
       for _ in $(seq 600); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
+      kill -0 "$lp" 2>/dev/null && fail "--on-full exit: still running 30 s into a full disk"
       wait "$lp" || st=$?
       [ "$st" -eq 1 ] || fail "--on-full exit: exit $st: $(cat "$dir/err")"
       wait "$sender" || true
