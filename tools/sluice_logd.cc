@@ -549,6 +549,8 @@ class logd {
     if (o_.grace)
       grace_timer_ = sluice::loop::current().set_timeout(*o_.grace, [this] {
         grace_timer_ = 0;
+        // Every message written: only FILE's close is left, and it is let be.
+        if (written_ == messages_) return;
         give_up("FILE did not take them within --grace " + o_.grace_text + " of the signal");
       });
   }

@@ -103,6 +103,9 @@ void worker_thread::write(worker_slot& s) noexcept {
 // file's writes do anyway.
 std::error_code worker_thread::write_log(worker_slot& s) noexcept {
   std::error_code ec = std::exchange(log_error, {});
+  // An error met while idle (a failed sync: earlier bytes may be gone) is
+  // this batch's, never waited out.
+  const bool idle_error = static_cast<bool>(ec);
   std::size_t skip = 0;  // chunks that landed in an earlier try (wait_for_space)
   for (;;) {
     log->begin_call();
@@ -119,8 +122,8 @@ std::error_code worker_thread::write_log(worker_slot& s) noexcept {
     publish_log();
     // A full disk: the chunks that landed stay (a torn one was cut off
     // again), and the rest is tried again once the wait is over.
-    const bool full = ec == std::errc::no_space_on_device || ec.value() == EDQUOT;
-    if (!full || !log->file().options().wait_for_space || !wait_for_space()) break;
+    const bool full = ec == std::errc::no_space_on_device || ec == static_cast<std::errc>(EDQUOT);
+    if (idle_error || !full || !log->file().options().wait_for_space || !wait_for_space()) break;
     skip = s.landed;
     ec.clear();
   }
