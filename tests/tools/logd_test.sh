@@ -367,7 +367,7 @@ rm -f "$dir"/out.log*
 st=0; "$logd" --listen 127.0.0.1:0 --max-connections 0 out.log 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "--max-connections 0: exit $st"
 st=0; "$logd" --listen 127.0.0.1:0 --idle-timeout x out.log 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "bad --idle-timeout: exit $st"
 st=0; "$logd" --listen 127.0.0.1:0 --on-full maybe out.log 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "bad --on-full: exit $st"
-start --listen 127.0.0.1:0 --max-connections 3 --idle-timeout 400ms --stats "$dir/out.log"
+start --listen 127.0.0.1:0 --max-connections 3 --idle-timeout 1s --stats "$dir/out.log"
 python3 - "$port" <<'PY'
 import socket, sys, time
 port = int(sys.argv[1])
@@ -380,8 +380,8 @@ try:
     assert fourth.recv(1) == b""  # closed at once
 except ConnectionResetError:
     pass
-# c0 keeps talking (every 100 ms for 1.2 s); c1 and c2 fall silent
-for i in range(12):
+# c0 keeps talking (every 100 ms for 2.5 s); c1 and c2 fall silent
+for i in range(25):
     three[0].sendall(frame(b"<13>c0 m%d" % i)); time.sleep(0.1)
 for s in three[1:]:
     s.settimeout(30)
@@ -391,10 +391,10 @@ for s in three[1:]:
         pass
 three[0].close()
 PY
-for _ in $(seq 200); do [ "$(wc -l < "$dir/out.log")" -ge 15 ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ "$(wc -l < "$dir/out.log")" -ge 28 ] && break; sleep 0.05; done
 stop
-[ "$(wc -l < "$dir/out.log")" -eq 15 ] || fail "max-connections/idle: $(cat "$dir/out.log")"
-[ "$(grep -c 'idle for 400ms; closing the connection' "$dir/err")" -eq 2 ] || fail "idle: $(cat "$dir/err")"
+[ "$(wc -l < "$dir/out.log")" -eq 28 ] || fail "max-connections/idle: $(cat "$dir/out.log")"
+[ "$(grep -c 'idle for 1s; closing the connection' "$dir/err")" -eq 2 ] || fail "idle: $(cat "$dir/err")"
 grep -q " 2 idle closed, 1 refused," "$dir/err" || fail "counts: $(tail -1 "$dir/err")"
 ok "--max-connections refuses the one past it; --idle-timeout closes the silent, not the talking"
 rm -f "$dir"/out.log*
