@@ -171,14 +171,16 @@ python3 - "$port" "$dir/want" <<'PY'
 import socket, sys
 port = int(sys.argv[1])
 msgs = [b"<13>plain", b"cr\rlf\ntab\tesc\x1b[2Jnul\x00del\x7fbs\\end", b"\\x41 is not A", b"trailing lf\n",
-        b"two trailing\n\n", "utf-8 \u00e9".encode()]
+        b"two trailing\n\n", "utf-8 \u00e9".encode(),
+        # long enough for 16-byte steps: escapes at their edges, high bytes between
+        "\u00e9\u00e8\u00ff-16-bytes-an\x1bd \u00e9 more\\x\x7f and".encode() + bytes(range(0x80, 0x100)) + b"\x1f" * 17 + b"end"]
 s = socket.create_connection(("127.0.0.1", port))
 s.sendall(b"".join(b"%d %s" % (len(m), m) for m in msgs)); s.close()
 s = socket.create_connection(("127.0.0.1", port))  # LF framing: the CR before LF stays, escaped
 s.sendall(b"<1>lf\r\n<1>a\x01b\n"); s.close()
-open(sys.argv[2], "w").write(repr(msgs[:3] + [b"trailing lf", b"two trailing\n", msgs[5], b"<1>lf\r", b"<1>a\x01b"]))
+open(sys.argv[2], "w").write(repr(msgs[:3] + [b"trailing lf", b"two trailing\n", msgs[5], msgs[6], b"<1>lf\r", b"<1>a\x01b"]))
 PY
-for _ in $(seq 200); do [ "$(wc -l < "$dir/out.log")" -ge 8 ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ "$(wc -l < "$dir/out.log")" -ge 9 ] && break; sleep 0.05; done
 stop
 python3 - "$dir/out.log" "$dir/want" <<'PY'
 import re, sys
