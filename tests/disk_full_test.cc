@@ -9,10 +9,12 @@
 #include <sys/resource.h>
 
 #include <cerrno>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "sluice/errors.h"
@@ -20,6 +22,7 @@
 #include "sluice/loop.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/stream/writable.h"
+#include "support/fault_injection.h"
 #include "support/temp_dir.h"
 #include "support/write_ledger.h"
 #include "support/writable_events.h"
@@ -28,6 +31,8 @@ using namespace sluice;
 using sluice::test::on;
 using sluice::test::slurp;
 using sluice::test::temp_dir;
+using sluice::test::fault;
+using sluice::test::sys_call;
 
 namespace {
 
@@ -235,5 +240,90 @@ TEST_CASE("a stream destroyed without end() whose last writes fill the file: the
     }
     check_file(o, path);
     check_first_error(o);
+  }
+}
+
+// log_options::wait_for_space (issue 19, item 2): a full disk holds the batch
+// back instead of failing it; each line lands once, whole, when room comes.
+// ENOSPC comes from the fault-injection layer (a short write first, as a
+// filling disk does), so that no small filesystem is needed.
+TEST_CASE("a log worker that waits for space: the batch is tried again and every line lands once, whole") {
+  temp_dir dir;
+  const std::string path = dir.file("wait.log");
+  sluice::test::write_ledger o;
+  std::size_t waits = 0;
+  {
+    loop l;
+    sluice::test::fault_injector inj;
+    file_worker worker(path, log_options{.wait_for_space = true, .space_retry = std::chrono::milliseconds(5)});
+    auto w = make_worker_writable(worker, on(l));
+    w->on(event::error, [](std::error_code) { FAIL("no error while it waits for space"); });
+    inj.fail_at(sys_call::writev, 0, fault::short_io);
+    for (std::size_t k = 1; k <= 4; ++k) inj.fail_at(sys_call::writev, k, fault::enospc);
+    std::string all;
+    for (std::size_t i = 0; i < 200; ++i) {
+      std::string s = line(i);
+      all += s;
+      w->write(s, o.cb(s));
+    }
+    l.run();
+    CHECK(inj.injected(sys_call::writev, fault::enospc) == 4);
+    waits = worker.space_waits();
+    CHECK_FALSE(worker.waiting_for_space());
+    w->end();
+    l.run();
+    CHECK(worker.close() == std::error_code{});
+    CHECK(slurp(path) == all);
+  }
+  CHECK(waits == 1);
+  for (std::size_t i = 0; i < o.lines.size(); ++i) {
+    INFO("write " << i);
+    CHECK(o.calls[i] == 1);
+    CHECK(o.errors[i] == std::error_code{});
+  }
+}
+
+TEST_CASE("a log worker that waits for space: request_reopen() retries at once; close() fails what still waits") {
+  temp_dir dir;
+  const std::string path = dir.file("wait.log");
+  sluice::test::write_ledger o;
+  {
+    loop l;
+    sluice::test::fault_injector inj;
+    // An hour between tries: only request_reopen() (SIGHUP) and close() end a wait.
+    file_worker worker(path, log_options{.wait_for_space = true, .space_retry = std::chrono::hours(1)});
+    auto w = make_worker_writable(worker, on(l));
+    w->on(event::error, [](std::error_code) {});
+    inj.set_rate(sys_call::writev, 1.0, {fault::enospc});
+    std::string s = line(0);
+    w->write(s, o.cb(s));
+    l.run_until_idle();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!worker.waiting_for_space() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(worker.waiting_for_space());
+    // Room again, and a reopen: the line lands, without waiting the hour.
+    inj.stop();
+    worker.request_reopen();
+    l.run();
+    REQUIRE(o.calls.at(0) == 1);
+    CHECK(o.errors[0] == std::error_code{});
+    CHECK(worker.reopens() == 1);
+    CHECK(slurp(path) == s);
+    // Full again, and closed while it waits: the line hears ENOSPC.
+    inj.set_rate(sys_call::writev, 1.0, {fault::enospc});
+    std::string t = line(1);
+    w->write(t, o.cb(t));
+    l.run_until_idle();
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!worker.waiting_for_space() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(worker.waiting_for_space());
+    worker.close();
+    l.run();
+    REQUIRE(o.calls.at(1) == 1);
+    CHECK(code_name(o.errors[1]) == "ENOSPC");
+    CHECK(worker.space_waits() == 2);
+    CHECK(slurp(path) == s);
   }
 }

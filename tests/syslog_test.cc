@@ -147,6 +147,61 @@ TEST_CASE("the frame reader refuses bad lengths, oversize messages and unknown f
   }
 }
 
+// Issue 19, item 3: with `truncate`, a longer message is cut to the maximum
+// and the stream goes on; its end is known, so nothing after it is lost.
+TEST_CASE("the frame reader, cutting: a longer message is cut to the maximum, and the next one is whole") {
+  const std::string big(300, 'x');
+  struct octet_case {
+    std::string data;
+    syslog_frame_reader::mode mode;
+  };
+  const octet_case cases[] = {
+      {"5 hello300 " + big + "3 abc100000 " + std::string(100000, 'y') + "2 ok", syslog_frame_reader::mode::automatic},
+      {"<1>hello\n" + big + "\n<3>abc\n" + std::string(100000, 'y') + "\nok\n", syslog_frame_reader::mode::lf},
+  };
+  for (const auto& c : cases) {
+    for (std::size_t step : {1u, 7u, 99u, 100u, 101u, 4096u, 1000000u}) {
+      CAPTURE(step);
+      syslog_frame_reader r(c.mode, 100, true);
+      std::vector<std::string> m;
+      std::vector<bool> cut;
+      std::size_t most = 0;
+      bool ok = true;
+      for (std::size_t i = 0; i < c.data.size() && ok; i += step) {
+        ok = r.feed(std::string_view(c.data).substr(i, step), [&](std::string_view msg) {
+          m.emplace_back(msg);
+          cut.push_back(r.cut());
+        });
+        most = std::max(most, r.buffered());
+      }
+      CHECK(ok);
+      const bool lf = c.mode == syslog_frame_reader::mode::lf;
+      CHECK(m == std::vector<std::string>{lf ? "<1>hello" : "hello", big.substr(0, 100), lf ? "<3>abc" : "abc",
+                                          std::string(100, 'y'), "ok"});
+      CHECK(cut == std::vector<bool>{false, true, false, true, false});
+      CHECK_FALSE(r.mid_frame());
+      CHECK(most <= 100 + 15);  // never more than the maximum (and the string's own slack)
+      CHECK(r.buffered() <= 256);  // what is kept between messages
+    }
+  }
+}
+
+TEST_CASE("the frame reader gives a long message's buffer back once it is out") {
+  syslog_frame_reader r(syslog_frame_reader::mode::octet_counting, 64 * 1024);
+  const std::string body(60000, 'z');
+  const std::string frame = std::to_string(body.size()) + " " + body;
+  std::size_t n = 0;
+  CHECK(r.feed(std::string_view(frame).substr(0, 30000), [&](std::string_view) { ++n; }));
+  CHECK(r.buffered() >= 29990);
+  CHECK(r.buffered() <= body.size());  // grows only as far as the frame needs
+  CHECK(r.feed(std::string_view(frame).substr(30000), [&](std::string_view m) {
+    ++n;
+    CHECK(m == body);
+  }));
+  CHECK(n == 1);
+  CHECK(r.buffered() <= 15);
+}
+
 // An in-process receiver: a net::server whose connections' frames are
 // collected, in order.
 struct receiver {

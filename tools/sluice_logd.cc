@@ -5,15 +5,23 @@
 // high-water mark every connection is paused, so the kernel's buffers fill
 // and TCP holds the senders back.
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -21,6 +29,7 @@
 
 #include "close_stdout.h"
 #include "log_args.h"
+#include "log_dest.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
 #include "sluice/sluice.h"
@@ -40,17 +49,44 @@ Options:
                     a digit for octet counting (RFC 6587 'LEN SP MSG'), '<'
                     for LF framing; octet: octet counting only; lf: LF only
   --max-message SIZE
-                    the longest message taken (default 64K); a longer one is
-                    a malformed frame
+                    the longest message written whole (default 64K, as
+                    sluice-log's --max-line-length); a longer one is written
+                    cut to SIZE bytes, its rest skipped up to the end its
+                    frame gives (the octet count or the LF), and the
+                    connection goes on; counted as truncated, and said on
+                    standard error (at most once every 10 s, with a count).
+                    No connection holds more than SIZE bytes of a message.
   --max-size SIZE   rotate FILE before a message that would take it past
                     SIZE bytes (K, M or G suffixes, 1024-based; 0, the
                     default: never), as sluice-log does
   --keep N          rotated files to keep (default 5)
   --fsync POLICY    never, end, bytes=SIZE or ms=T, as sluice-log's --fsync
+  --on-full ACTION  when FILE's disk is full (ENOSPC, EDQUOT): wait (the
+                    default): nothing more is read, so that TCP holds the
+                    senders back and nothing accepted is lost; said once on
+                    standard error; the write is tried again every second
+                    and at SIGHUP, and goes on when there is room. exit: the
+                    messages not yet written are lost, counted and said
+                    ('K of N messages not written'), exit status 1.
+  --grace T         after SIGTERM or SIGINT, wait at most T (e.g. 5s, 500ms,
+                    2m; 0: not at all) for FILE to take what was read;
+                    default: no limit. A second SIGTERM or SIGINT ends the
+                    wait at once. See Signals.
+  --max-connections N
+                    at most N connections at a time on each --listen
+                    address; one past it is closed at once (counted as
+                    refused)
+  --idle-timeout T  close a connection that sent nothing for T (e.g. 10m,
+                    30s, 500ms; default: never); a connection paused because
+                    FILE is behind is not idle. Counted as idle closed; with
+                    --stats each is also said ('PEER: idle for T; closing
+                    the connection'). A frame it had begun is lost.
   --stats           print each connection's counts when it closes
                     ('sluice-logd: PEER: N messages, B bytes') and the totals
-                    at exit ('sluice-logd: N messages, B bytes, C connections,
-                    M malformed, R rotations, H reopens')
+                    at exit ('sluice-logd: N messages, B bytes, C
+                    connections, M malformed, R rotations, H reopens; W
+                    written, L not written; T truncated, I idle closed, F
+                    refused, E accept errors, S waits for space'; N = W + L)
   --json            with --stats: each as one JSON object
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
@@ -61,29 +97,41 @@ Options:
                     process must be root or a member of it)
   -h, --help        show this help
 
-Lines: each message is written as one line, a LF inside it written as the
-two characters '\n' and a backslash as '\\', so that a line is always one
-message and the escaping can be undone.
+Lines: each message is written as one line. So that a line is always one
+message, shows no control character to a terminal, and the escaping can be
+undone: a backslash is written '\\', LF '\n', CR '\r', TAB '\t', and every
+other byte below 0x20 and DEL (0x7f) as '\xHH' (two lowercase hex digits);
+all other bytes (UTF-8 too) as they are. An octet-counted message's one
+trailing LF is dropped, as rsyslog does (a sender that ends its frames with
+LF).
 
-A malformed frame (a bad length, a message longer than --max-message, a
-first byte that is neither a digit nor '<') closes that connection, with
-the reason on standard error; the messages before it are written, and other
-connections go on. A sender that disconnects mid-frame loses that frame.
+A malformed frame (a bad length, a first byte that is neither a digit nor
+'<') closes that connection, with the reason on standard error; the
+messages before it are written, and other connections go on. A sender that
+disconnects mid-frame loses that frame.
 
 A unix: path that is a socket nobody accepts on (left by a sluice-logd
 that was killed) is removed and listened on again; anything else there (a
 file, a live listener) makes the address fail.
 
-Signals: SIGHUP closes and reopens FILE (after an external rename).
-SIGTERM and SIGINT stop accepting and reading: every message already read
-is written, then sluice-logd exits 0.
+Signals: SIGHUP closes and reopens FILE (after an external rename), and
+tries a write that waits for room at once. SIGTERM and SIGINT stop
+accepting and reading: every message already read is written, once, whole,
+then sluice-logd exits 0. While FILE does not take them (a FIFO nobody
+reads, a full disk), a second SIGTERM or SIGINT, or the end of --grace,
+ends the wait: 'sluice-logd: FILE: K of N messages not written: REASON',
+exit status 1 (a message being written then may be cut short in FILE).
 
 Writing waits for the disk: while FILE cannot keep up, no connection is
 read, so the senders are held back by TCP and memory stays bounded.
 
+Accepting: when the process is out of file descriptors (EMFILE, ENFILE) or
+memory, accepting pauses for 100 ms at a time and the connections go on;
+said on standard error at most once every 10 s, with a count.
+
 Exit status: 0 after SIGTERM/SIGINT with every message read in FILE; 1 when
-FILE cannot be opened or written, or an address cannot be listened on; 2 on
-bad usage.
+FILE cannot be opened or written (with --on-full exit: is full), messages
+were not written, or an address cannot be listened on; 2 on bad usage.
 
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M app.log
 )";
@@ -102,11 +150,18 @@ struct options {
   bool stats = false;
   bool json = false;
   sluice::net::server_options server;  // --socket-mode, --socket-group
+  bool exit_on_full = false;                      // --on-full exit
+  std::optional<std::chrono::milliseconds> grace;  // --grace
+  std::string grace_text;
+  std::optional<std::size_t> max_connections;
+  std::chrono::milliseconds idle_timeout{0};
+  std::string idle_text;
 };
 
 options parse_args(int argc, char** argv) {
   options o;
-  enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, socket_mode, socket_group };
+  enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
+         socket_mode, socket_group };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -115,6 +170,9 @@ options parse_args(int argc, char** argv) {
       {"json", no_argument, nullptr, json},               {"help", no_argument, nullptr, 'h'},
       {"socket-mode", required_argument, nullptr, socket_mode},
       {"socket-group", required_argument, nullptr, socket_group},
+      {"on-full", required_argument, nullptr, on_full},   {"grace", required_argument, nullptr, grace},
+      {"max-connections", required_argument, nullptr, max_conn},
+      {"idle-timeout", required_argument, nullptr, idle},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -163,6 +221,27 @@ options parse_args(int argc, char** argv) {
         if (!(o.server.unix_group = sluice_tools::parse_socket_group(arg)))
           usage_error("--socket-group wants a group name or number, got '" + arg + "'");
         break;
+      case on_full:
+        if (arg != "wait" && arg != "exit") usage_error("--on-full wants wait or exit, got '" + arg + "'");
+        o.exit_on_full = arg == "exit";
+        break;
+      case grace: {
+        std::chrono::milliseconds t{};
+        if (!sluice_tools::parse_duration(arg, t)) usage_error("--grace wants a time, e.g. 5s, 500ms or 0, got '" + arg + "'");
+        o.grace = t;
+        o.grace_text = arg;
+        break;
+      }
+      case max_conn:
+        if (!sluice_tools::parse_size(optarg, false, 1'000'000, v) || v < 1)
+          usage_error("--max-connections wants a whole number from 1 to 1000000, got '" + arg + "'");
+        o.max_connections = static_cast<std::size_t>(v);
+        break;
+      case idle:
+        if (!sluice_tools::parse_duration(arg, o.idle_timeout) || o.idle_timeout.count() == 0)
+          usage_error("--idle-timeout wants a time above 0, e.g. 10m, 30s or 500ms, got '" + arg + "'");
+        o.idle_text = arg;
+        break;
       case 'h':
         std::fputs(usage_text, stdout);
         std::exit(0);
@@ -181,7 +260,76 @@ options parse_args(int argc, char** argv) {
   if (argc - optind > 1) usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   o.file = argv[optind];
   if (o.file.empty()) usage_error("FILE is empty");
+  o.log.wait_for_space = !o.exit_on_full;
   return o;
+}
+
+// The bytes a line cannot hold as they are: every control character (below
+// 0x20, and DEL) and the backslash that starts an escape.
+constexpr std::array<bool, 256> escaped_bytes = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[c] = true;
+  t[0x7f] = true;
+  t['\\'] = true;
+  return t;
+}();
+
+// Whether `msg` has such a byte: a branch-free OR over the bytes, which the
+// compiler vectorizes (as fast as one memchr(); a find_first_of() calls
+// memchr() once a byte).
+bool needs_escape(std::string_view msg) noexcept {
+  unsigned char any = 0;
+  for (const char ch : msg) {
+    const auto c = static_cast<unsigned char>(ch);
+    any |= static_cast<unsigned char>((c < 0x20) | (c == 0x7f) | (c == '\\'));
+  }
+  return any != 0;
+}
+
+// The first byte from `p` that is escaped, or `end`: 16 bytes a step with
+// SSE2 (a byte <= 0x1f, DEL or a backslash sets its bit in a mask), the
+// table for the rest.
+inline const char* next_escaped(const char* p, const char* end) noexcept {
+#if defined(__SSE2__)
+  const __m128i ctl = _mm_set1_epi8(0x1f), del = _mm_set1_epi8(0x7f), bs = _mm_set1_epi8('\\');
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
+                                     _mm_or_si128(_mm_cmpeq_epi8(v, del), _mm_cmpeq_epi8(v, bs)));
+    if (const int m = _mm_movemask_epi8(hit)) return p + __builtin_ctz(static_cast<unsigned>(m));
+    p += 16;
+  }
+#endif
+  while (p < end && !escaped_bytes[static_cast<unsigned char>(*p)]) ++p;
+  return p;
+}
+
+// `msg` as one line into `out` (which is reused, so that no line allocates):
+// the runs between escaped bytes copied whole, LF as \n, CR \r, TAB \t,
+// backslash \\, any other control character \xHH; then the line's LF.
+void escape_into(std::string_view msg, std::string& out) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out.clear();
+  const char* p = msg.data();
+  const char* const end = p + msg.size();
+  while (p < end) {
+    const char* q = next_escaped(p, end);
+    out.append(p, static_cast<std::size_t>(q - p));
+    if (q == end) break;
+    const auto c = static_cast<unsigned char>(*q);
+    switch (c) {
+      case '\n': out.append("\\n", 2); break;
+      case '\r': out.append("\\r", 2); break;
+      case '\t': out.append("\\t", 2); break;
+      case '\\': out.append("\\\\", 2); break;
+      default: {
+        const char x[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+        out.append(x, 4);
+      }
+    }
+    p = q + 1;
+  }
+  out += '\n';
 }
 
 // One sender's connection.
@@ -202,8 +350,9 @@ class logd {
     // As in sluice-log: the signals come to the loop, and the worker thread
     // keeps them blocked so that they all come to this one.
     const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop(); });
-    int_ = sluice::on_signal(loop, SIGINT, [this] { stop(); });
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_signal(); });
+    int_ = sluice::on_signal(loop, SIGINT, [this] { stop_signal(); });
+    // A reopen also ends a wait for space at once (after room was made).
     hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });
 
     std::error_code ec;
@@ -213,6 +362,11 @@ class logd {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), ec.message().c_str());
       return 1;
     }
+    // The loop's eventfd (for the worker's completions) is made at its first
+    // hold: now, while fds are left, not at the first write, when senders
+    // may have taken them all (EMFILE would then fail the write).
+    loop.hold();
+    loop.release();
     out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 256 * 1024});
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] { set_paused(false); });
@@ -220,15 +374,25 @@ class logd {
     for (const std::string& addr : o_.listen) listen(addr);
     loop.run();
     if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
+    // Every write's callback has come: each message is written or not.
+    if (written_ != messages_) {
+      std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written\n", o_.file.c_str(),
+                   messages_ - written_, messages_);
+      status_ = 1;
+    }
     if (o_.stats) print_totals();
     return status_;
   }
 
  private:
   void listen(const std::string& addr) {
-    auto srv = std::make_unique<sluice::net::server>(o_.server);
+    sluice::net::server_options so = o_.server;
+    so.max_connections = o_.max_connections;
+    auto srv = std::make_unique<sluice::net::server>(so);
     sluice::net::server* s = srv.get();
-    s->on(sluice::event::listening, [this, s, addr] {
+    auto up = std::make_shared<bool>(false);
+    s->on(sluice::event::listening, [s, addr, up] {
+      *up = true;
       const auto a = s->address();
       if (addr.rfind("unix:", 0) == 0)
         std::fprintf(stderr, "sluice-logd: listening on %s\n", addr.c_str());
@@ -237,8 +401,11 @@ class logd {
       else
         std::fprintf(stderr, "sluice-logd: listening on %s:%u\n", a->address.c_str(), a->port);
     });
-    s->on(sluice::event::error, [this, addr](std::error_code e) {
+    s->on(sluice::event::error, [this, addr, up](std::error_code e) {
       if (stopping_) return;
+      // An accept error (EMFILE, ...): the server pauses accepting for a
+      // while and goes on; so do the connections.
+      if (*up) return accept_failed(addr, e);
       std::fprintf(stderr, "sluice-logd: %s: %s\n", addr.c_str(), e.message().c_str());
       status_ = 1;
       stop();
@@ -258,15 +425,33 @@ class logd {
     servers_.push_back(std::move(srv));
   }
 
+  // Said once, then at most once every 10 s with the count since: an EMFILE
+  // flood would otherwise print a line every accept_retry.
+  void accept_failed(const std::string& addr, std::error_code e) {
+    ++accept_errors_;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_accept_note_) {
+      ++accept_errors_unsaid_;
+      return;
+    }
+    next_accept_note_ = now + std::chrono::seconds(10);
+    std::string more;
+    if (accept_errors_unsaid_ != 0) more = " (and " + std::to_string(accept_errors_unsaid_) + " more since the last note)";
+    accept_errors_unsaid_ = 0;
+    std::fprintf(stderr, "sluice-logd: %s: accepting: %s%s; accepting again in a while, the connections go on\n",
+                 addr.c_str(), e.message().c_str(), more.c_str());
+  }
+
   void accept(sluice::net::socket& sock) {
     if (stopping_) {
       sock.destroy();
       return;
     }
     ++connections_;
-    auto c = std::make_unique<connection>(connection{&sock, {o_.framing, o_.max_message}, peer_of(sock)});
+    auto c = std::make_unique<connection>(connection{&sock, {o_.framing, o_.max_message, true}, peer_of(sock)});
     connection* conn = c.get();
     conns_.emplace(&sock, std::move(c));
+    if (conns_.size() > trim_mark_) trim_mark_ = conns_.size();
     sock.on(sluice::event::data, [this, conn](std::string_view chunk) { on_data(*conn, chunk); });
     sock.on(sluice::event::end, [this, conn] {
       if (conn->frames.mid_frame())
@@ -276,7 +461,25 @@ class logd {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", conn->peer.c_str(), e.message().c_str());
     });
     sock.on(sluice::event::close, [this, conn] { closed(*conn); });
+    if (o_.idle_timeout.count() > 0) {
+      sock.set_timeout(o_.idle_timeout);
+      sock.on(sluice::event::timeout, [this, conn] { idle(*conn); });
+    }
     if (paused_) sock.pause();
+  }
+
+  // --idle-timeout: nothing came for that long. A connection paused by
+  // backpressure is silent because of us: it is given another period.
+  void idle(connection& c) {
+    if (paused_ || stopping_) {
+      c.sock->set_timeout(o_.idle_timeout);
+      return;
+    }
+    ++idle_closed_;
+    if (o_.stats)
+      std::fprintf(stderr, "sluice-logd: %s: idle for %s; closing the connection%s\n", c.peer.c_str(),
+                   o_.idle_text.c_str(), c.frames.mid_frame() ? " (mid-frame: that frame is lost)" : "");
+    c.sock->destroy();
   }
 
   static std::string peer_of(const sluice::net::socket& s) {
@@ -295,35 +498,77 @@ class logd {
     }
   }
 
-  // One message, one line: LF and backslash escaped.
+  // One message, one line, every control character and backslash escaped.
+  // Each write's callback counts it as written or not.
   void write(connection& c, std::string_view msg) {
+    // An octet-counted frame's one trailing LF (syslog-ng's loggen, many
+    // agents) is no part of the message, as rsyslog has it.
+    if (!msg.empty() && msg.back() == '\n' && c.frames.framing() == sluice::syslog_frame_reader::mode::octet_counting)
+      msg.remove_suffix(1);
+    if (c.frames.cut()) truncated(c);
     ++c.messages;
     c.bytes += msg.size();
     ++messages_;
     bytes_ += msg.size();
+    auto landed = [this](std::error_code ec) {
+      if (!ec) ++written_;
+    };
     bool more;
-    // Two memchr() passes, not find_first_of("\n\\"), which calls memchr()
-    // once a byte: that check was most of sluice-logd's CPU per message.
-    const bool plain = msg.empty() || (std::memchr(msg.data(), '\n', msg.size()) == nullptr &&
-                                       std::memchr(msg.data(), '\\', msg.size()) == nullptr);
-    if (plain) {
-      more = out_->vprint("{}\n", fmt::make_format_args(msg));
+    if (!needs_escape(msg)) {
+      more = out_->vprint("{}\n", fmt::make_format_args(msg), landed);
     } else {
-      std::string line;
-      line.reserve(msg.size() + 16);
-      for (char ch : msg) {
-        if (ch == '\n') line += "\\n";
-        else if (ch == '\\') line += "\\\\";
-        else line += ch;
-      }
-      line += '\n';
-      more = out_->write(std::move(line));
+      escape_into(msg, line_);
+      more = out_->write(std::string_view(line_), landed);
     }
     if (!more && !out_->errored()) set_paused(true);
+    if (space_timer_ == 0 && !quitting_) watch_space();
+  }
+
+  // Said once, then at most once every 10 s with the count since.
+  void truncated(const connection& c) {
+    ++truncated_;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_truncated_note_) {
+      ++truncated_unsaid_;
+      return;
+    }
+    next_truncated_note_ = now + std::chrono::seconds(10);
+    std::string more;
+    if (truncated_unsaid_ != 0) more = " (and " + std::to_string(truncated_unsaid_) + " more since the last note)";
+    truncated_unsaid_ = 0;
+    std::fprintf(stderr, "sluice-logd: %s: a message longer than %zu bytes (--max-message) written cut to it%s\n",
+                 c.peer.c_str(), o_.max_message, more.c_str());
+  }
+
+  // While messages wait for FILE: every second, whether the worker waits for
+  // room on the disk (the readers are then paused by backpressure). Said
+  // once when it starts and once when it ends.
+  void watch_space() {
+    space_timer_ = sluice::loop::current().set_timeout(std::chrono::seconds(1), [this] {
+      space_timer_ = 0;
+      if (worker_->waiting_for_space()) {
+        if (!full_said_)
+          std::fprintf(stderr,
+                       "sluice-logd: %s: %s; nothing more is read (the senders are held back) until it can be "
+                       "written: tried again every second and at SIGHUP\n",
+                       o_.file.c_str(), std::strerror(ENOSPC));
+        full_said_ = true;
+      } else {
+        space_back();
+      }
+      if (!quitting_ && (full_said_ || written_ != messages_)) watch_space();
+    });
+  }
+
+  void space_back() {
+    if (!full_said_ || worker_->waiting_for_space()) return;
+    full_said_ = false;
+    std::fprintf(stderr, "sluice-logd: %s: written again\n", o_.file.c_str());
   }
 
   // Backpressure: every connection stops reading until 'drain'.
   void set_paused(bool p) {
+    if (!p) space_back();
     if (paused_ == p || stopping_) return;
     paused_ = p;
     for (auto& [sock, c] : conns_) p ? sock->pause() : sock->resume();
@@ -337,16 +582,36 @@ class logd {
         std::fprintf(stderr, "sluice-logd: %s: %zu messages, %zu bytes\n", c.peer.c_str(), c.messages, c.bytes);
     }
     conns_.erase(c.sock);  // the server deletes the socket itself
+    // Many connections gone: their buffers go back to the system, not only
+    // to malloc's free lists (2,000 senders' partial frames are 130 MB).
+    if (trim_mark_ >= 64 && conns_.size() * 2 < trim_mark_) {
+      ::malloc_trim(0);
+      trim_mark_ = conns_.size();
+    }
   }
 
-  // SIGTERM, SIGINT: no new connection, no more reading; what was read (and
-  // is buffered in a paused connection) is written, then the file ends.
+  // SIGTERM, SIGINT: the first stops the reading (see stop()), with --grace
+  // a limit on the wait for FILE; the second gives up the wait.
+  void stop_signal() {
+    if (stopping_) return give_up("a second signal ended the wait");
+    stop();
+    if (o_.grace)
+      grace_timer_ = sluice::loop::current().set_timeout(*o_.grace, [this] {
+        grace_timer_ = 0;
+        // Every message written: only FILE's close is left, and it is let be.
+        if (written_ == messages_) return;
+        give_up("FILE did not take them within --grace " + o_.grace_text + " of the signal");
+      });
+  }
+
+  // No new connection, no more reading; what was read (and is buffered in a
+  // paused connection) is written, then the file ends. The buffered bytes
+  // come out with read(), which emits them as 'data' (as Node's does), so
+  // that on_data() frames them: once.
   void stop() {
     if (stopping_) return;
-    for (auto& [sock, c] : conns_) {
-      while (auto chunk = sock->read())
-        if (!c->frames.feed(*chunk, [this, conn = c.get()](std::string_view msg) { write(*conn, msg); })) break;
-    }
+    for (auto& [sock, c] : conns_)
+      if (sock->readable_length() > 0) sock->read();
     stopping_ = true;
     for (auto& s : servers_) s->close();
     std::vector<sluice::net::socket*> socks;
@@ -354,8 +619,21 @@ class logd {
     for (auto* s : socks) s->destroy();
     out_->end([this](std::error_code ec) {
       if (ec) output_failed(ec);
+      else space_back();
       quit();
     });
+  }
+
+  // What waits for FILE stays unwritten: said with its count, and the exit
+  // is 1. Without waiting for the worker, which may be blocked in write(2)
+  // for good (a FIFO nobody reads): its thread ends with the process, and a
+  // message it was writing may be cut.
+  void give_up(const std::string& why) {
+    std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written: %s\n", o_.file.c_str(),
+                 messages_ - written_, messages_, why.c_str());
+    if (o_.stats) print_totals();
+    std::fflush(stderr);
+    std::_Exit(1);
   }
 
   void output_failed(std::error_code ec) {
@@ -374,21 +652,34 @@ class logd {
   }
 
   void quit() {
+    quitting_ = true;
     term_.reset();
     int_.reset();
     hup_.reset();
+    auto& loop = sluice::loop::current();
+    if (grace_timer_ != 0) loop.clear_timeout(grace_timer_);
+    if (space_timer_ != 0) loop.clear_timeout(space_timer_);
+    grace_timer_ = space_timer_ = 0;
   }
 
   void print_totals() const {
     const auto b = static_cast<unsigned long long>(bytes_);
+    std::size_t refused = 0;
+    for (const auto& s : servers_) refused += s->dropped();
     if (o_.json)
       std::fprintf(stderr,
-                   "{\"messages\":%zu,\"bytes\":%llu,\"connections\":%zu,\"malformed\":%zu,\"rotations\":%zu,"
-                   "\"reopens\":%zu}\n",
-                   messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens());
+                   "{\"messages\":%zu,\"bytes\":%llu,\"written\":%zu,\"not_written\":%zu,\"connections\":%zu,"
+                   "\"malformed\":%zu,\"truncated\":%zu,\"idle_closed\":%zu,\"refused\":%zu,\"accept_errors\":%zu,"
+                   "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu}\n",
+                   messages_, b, written_, messages_ - written_, connections_, malformed_, truncated_, idle_closed_,
+                   refused, accept_errors_, worker_->rotations(), worker_->reopens(), worker_->space_waits());
     else
-      std::fprintf(stderr, "sluice-logd: %zu messages, %llu bytes, %zu connections, %zu malformed, %zu rotations, %zu reopens\n",
-                   messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens());
+      std::fprintf(stderr,
+                   "sluice-logd: %zu messages, %llu bytes, %zu connections, %zu malformed, %zu rotations, %zu reopens; "
+                   "%zu written, %zu not written; %zu truncated, %zu idle closed, %zu refused, %zu accept errors, "
+                   "%zu waits for space\n",
+                   messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens(), written_,
+                   messages_ - written_, truncated_, idle_closed_, refused, accept_errors_, worker_->space_waits());
   }
 
   const options& o_;
@@ -397,11 +688,20 @@ class logd {
   std::vector<std::unique_ptr<sluice::net::server>> servers_;
   std::unordered_map<sluice::net::socket*, std::unique_ptr<connection>> conns_;
   sluice::signal_watch term_, int_, hup_;
-  std::size_t messages_ = 0, bytes_ = 0, connections_ = 0, malformed_ = 0;
+  sluice::timer_id grace_timer_ = 0, space_timer_ = 0;
+  std::string line_;  // an escaped line, reused
+  // messages_: read and handed to FILE's stream; written_: of those, the
+  // ones whose write succeeded (the rest are "not written").
+  std::size_t messages_ = 0, bytes_ = 0, written_ = 0, connections_ = 0, malformed_ = 0;
+  std::size_t truncated_ = 0, truncated_unsaid_ = 0, idle_closed_ = 0, accept_errors_ = 0, accept_errors_unsaid_ = 0;
+  std::chrono::steady_clock::time_point next_accept_note_{}, next_truncated_note_{};
+  std::size_t trim_mark_ = 0;  // the most connections since the last malloc_trim()
   int status_ = 0;
   bool paused_ = false;
   bool stopping_ = false;
   bool failed_ = false;
+  bool quitting_ = false;
+  bool full_said_ = false;
 };
 
 }  // namespace

@@ -136,7 +136,7 @@ stop_logd
 check "syslog+unix:: the header options (local0.warning = 132, HOSTNAME, APP-NAME)" \
   same "$(cut -d' ' -f1,3,4 "$tmp/unix.log" | sort -u)" "<132>1 h1 web"
 check "syslog+unix:: the lines in order, stamped, CRLF and the last line whole" \
-  same "$(msgs "$tmp/unix.log" | sed -E 's/^[0-9T:.-]{26}Z //')" "$(printf 'first\nsecond\nwith\ttab\nlast, no newline')"
+  same "$(msgs "$tmp/unix.log" | sed -E 's/^[0-9T:.-]{26}Z //')" "$(printf 'first\nsecond\nwith\\ttab\nlast, no newline')"
 check "syslog+unix:: --timestamp stamps the message" \
   test "$(msgs "$tmp/unix.log" | grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{6}Z ')" -eq 4
 

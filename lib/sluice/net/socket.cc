@@ -236,8 +236,13 @@ class socket_source final : public source {
       if (n > 0) {
         bytes_read_ += static_cast<std::size_t>(n);
         if (owner_) owner_->touch();
+        // A short read (the kernel had no more) takes the buffer with it, so
+        // that a connection between bursts holds none: 2,000 quiet senders
+        // kept 64 KiB each. A full one keeps it for the next read.
+        std::unique_ptr<char[]> last;
+        if (static_cast<std::size_t>(n) < chunk_size_) last = std::move(buffer_);
         // Touch nothing after push(): a 'data' listener may destroy the stream.
-        push(std::string_view(buffer_.get(), static_cast<std::size_t>(n)));
+        push(std::string_view(last ? last.get() : buffer_.get(), static_cast<std::size_t>(n)));
         return;
       }
       if (n == 0) {

@@ -35,12 +35,15 @@ struct worker_thread : worker_core {
   std::unique_ptr<log_writer> log;
   std::error_code log_error;    // met while idle, for the next batch (or close())
   std::atomic<std::size_t> rotations{0}, reopens{0}, fsyncs{0};
+  std::atomic<bool> space_wait{false};  // wait_for_space: a batch waits now
+  std::atomic<std::size_t> space_waits{0};
 
   void run() noexcept;
   bool sleep(std::uint32_t w) noexcept;
   void write(worker_slot& s) noexcept;
   std::error_code write_log(worker_slot& s) noexcept;
   std::error_code reopen_log() noexcept;
+  bool wait_for_space() noexcept;
   void publish_log() noexcept;
   void log_idle() noexcept;
   bool sleep_for_sync(std::uint32_t w) noexcept;
@@ -99,22 +102,61 @@ void worker_thread::write(worker_slot& s) noexcept {
 // fit the current file, rotating between them; but blocking, as a regular
 // file's writes do anyway.
 std::error_code worker_thread::write_log(worker_slot& s) noexcept {
-  log->begin_call();
   std::error_code ec = std::exchange(log_error, {});
-  if (!ec && (word.load(std::memory_order_relaxed) & reopen_asked)) ec = reopen_log();
-  if (!ec) ec = s.single ? log->start(s.chunk) : log->start(s.batch);
-  while (!ec) {
-    ec = log->out().write_all();
-    log->account();
-    if (ec || !log->more()) break;
-    ec = log->start_part();
+  // An error met while idle (a failed sync: earlier bytes may be gone) is
+  // this batch's, never waited out.
+  const bool idle_error = static_cast<bool>(ec);
+  std::size_t skip = 0;  // chunks that landed in an earlier try (wait_for_space)
+  for (;;) {
+    log->begin_call();
+    if (!ec && (word.load(std::memory_order_relaxed) & reopen_asked)) ec = reopen_log();
+    if (!ec) ec = s.single ? log->start(s.chunk) : log->start(s.batch, skip);
+    while (!ec) {
+      ec = log->out().write_all();
+      log->account();
+      if (ec || !log->more()) break;
+      ec = log->start_part();
+    }
+    s.landed = ec ? log->landed() : 0;
+    log->end_call();
+    publish_log();
+    // A full disk: the chunks that landed stay (a torn one was cut off
+    // again), and the rest is tried again once the wait is over.
+    const bool full = ec == std::errc::no_space_on_device || ec == static_cast<std::errc>(EDQUOT);
+    if (idle_error || !full || !log->file().options().wait_for_space || !wait_for_space()) break;
+    skip = s.landed;
+    ec.clear();
   }
+  space_wait.store(false, std::memory_order_relaxed);
   // A sync that fails fails every chunk (they may not stay), as in log_file_sink.
-  s.landed = ec ? log->landed() : 0;
-  log->end_call();
   if (!ec) ec = log->file().sync_if_due();
   publish_log();
   return ec;
+}
+
+// wait_for_space: sleeps until space_retry has passed or a reopen is asked
+// for (a SIGHUP after room was made). False at close(): the batch then
+// fails. While it sleeps a producer may sleep too (in flush_sync, on its
+// slot), so a push's or request_reopen()'s notify_one may wake that one
+// instead: then the retry comes at the timeout, at most space_retry later.
+bool worker_thread::wait_for_space() noexcept {
+  if (!space_wait.exchange(true, std::memory_order_relaxed))
+    space_waits.store(space_waits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const auto until = std::chrono::steady_clock::now() + log->file().options().space_retry;
+  bool go_on = true;
+  for (;;) {
+    const std::uint32_t w = word.fetch_or(sleeping, std::memory_order_seq_cst) | sleeping;
+    if (w & stopping) {
+      go_on = false;
+      break;
+    }
+    if (w & reopen_asked) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) break;
+    sleep_on_for(word, w, until - now);
+  }
+  word.fetch_and(~sleeping, std::memory_order_relaxed);
+  return go_on;
 }
 
 std::error_code worker_thread::reopen_log() noexcept {
@@ -243,6 +285,8 @@ std::size_t file_worker::bytes_written() const noexcept { return core_->bytes.lo
 std::size_t file_worker::rotations() const noexcept { return core_->rotations.load(std::memory_order_relaxed); }
 std::size_t file_worker::reopens() const noexcept { return core_->reopens.load(std::memory_order_relaxed); }
 std::size_t file_worker::fsyncs() const noexcept { return core_->fsyncs.load(std::memory_order_relaxed); }
+bool file_worker::waiting_for_space() const noexcept { return core_->space_wait.load(std::memory_order_relaxed); }
+std::size_t file_worker::space_waits() const noexcept { return core_->space_waits.load(std::memory_order_relaxed); }
 
 void file_worker::request_reopen() noexcept {
   if (!core_->log) return;

@@ -105,6 +105,10 @@ class file_worker {
   std::size_t rotations() const noexcept;
   std::size_t reopens() const noexcept;
   std::size_t fsyncs() const noexcept;
+  /// A log worker with log_options::wait_for_space: whether a batch waits
+  /// for the disk to have room now, and how many times one began to wait.
+  bool waiting_for_space() const noexcept;
+  std::size_t space_waits() const noexcept;
 
  private:
   void start();

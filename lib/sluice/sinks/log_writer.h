@@ -52,9 +52,14 @@ class log_writer {
     return {};
   }
   /// Starts a call over `batch` (one chunk or more): its first part.
-  std::error_code start(const write_batch& batch) noexcept {
+  std::error_code start(const write_batch& batch) noexcept { return start(batch, 0); }
+  /// The same, from its chunk `skip` (< batch.size()): a call tried again
+  /// after its first `skip` chunks landed. landed() counts them too.
+  std::error_code start(const write_batch& batch, std::size_t skip) noexcept {
     next_ = batch.begin();
-    left_ = chunks_ = batch.size();
+    for (std::size_t i = 0; i < skip; ++i) ++next_;
+    chunks_ = batch.size();
+    left_ = chunks_ - skip;
     return start_part();
   }
   /// Chunks of the call are left after the part out() writes now.

@@ -11,6 +11,30 @@ bool syslog_frame_reader::fail(std::string why) {
   return false;
 }
 
+// Reserves what a message needs, doubling as it comes, but never past
+// `limit` (the body's length, or the maximum): a 64 KiB frame costs 64 KiB.
+void syslog_frame_reader::grow(std::size_t need, std::size_t limit) {
+  if (partial_.capacity() >= need) return;
+  std::size_t cap = partial_.capacity() * 2;
+  if (cap < need) cap = need;
+  if (cap > limit) cap = limit;
+  // Into a fresh string: reserve() itself would at least double.
+  std::string bigger;
+  bigger.reserve(cap);
+  bigger.append(partial_);
+  partial_.swap(bigger);
+}
+
+// A message gathered in partial_, then the buffer is given back: a
+// connection between messages holds none (2,000 idle senders that each once
+// sent a long message would otherwise keep it all).
+void syslog_frame_reader::deliver_partial(const message_fn& on_message) {
+  on_message(partial_);
+  cut_ = false;
+  if (partial_.capacity() > 256) std::string().swap(partial_);
+  else partial_.clear();
+}
+
 bool syslog_frame_reader::feed(std::string_view data, const message_fn& on_message) {
   if (failed_) return false;
   std::size_t i = 0;
@@ -48,25 +72,41 @@ bool syslog_frame_reader::octet(std::string_view data, std::size_t& i, const mes
     if (i == data.size()) return true;
     if (partial_.empty()) return fail("bad frame length ''");
     ++i;  // the space
-    if (want_ > max_) return fail("message longer than " + std::to_string(max_) + " bytes (" + partial_ + ")");
+    if (want_ > max_) {
+      if (!truncate_) return fail("message longer than " + std::to_string(max_) + " bytes (" + partial_ + ")");
+      skip_ = want_ - max_;
+      want_ = max_;
+    }
     partial_.clear();
     state_ = state::body;
+  }
+  if (state_ == state::skip) {
+    const std::size_t take = data.size() - i < skip_ ? data.size() - i : skip_;
+    i += take;
+    skip_ -= take;
+    if (skip_ == 0) state_ = state::start;
+    return true;
   }
   // The body: whole from `data` when it is all there, else gathered.
   const std::size_t need = want_ - partial_.size();
   const std::size_t have = data.size() - i;
+  cut_ = skip_ > 0;
   if (partial_.empty() && have >= need) {
     on_message(data.substr(i, need));
+    cut_ = false;
     i += need;
   } else {
     const std::size_t take = have < need ? have : need;
+    grow(partial_.size() + take, want_);
     partial_.append(data.data() + i, take);
     i += take;
-    if (partial_.size() < want_) return true;
-    on_message(partial_);
-    partial_.clear();
+    if (partial_.size() < want_) {
+      cut_ = false;
+      return true;
+    }
+    deliver_partial(on_message);
   }
-  state_ = state::start;
+  state_ = skip_ > 0 ? state::skip : state::start;
   want_ = 0;
   return true;
 }
@@ -74,8 +114,29 @@ bool syslog_frame_reader::octet(std::string_view data, std::size_t& i, const mes
 bool syslog_frame_reader::lf(std::string_view data, std::size_t& i, const message_fn& on_message) {
   const char* nl = static_cast<const char*>(std::memchr(data.data() + i, '\n', data.size() - i));
   const std::size_t end = nl ? static_cast<std::size_t>(nl - data.data()) : data.size();
-  if (partial_.size() + (end - i) > max_) return fail("message longer than " + std::to_string(max_) + " bytes");
+  if (skip_line_) {  // the rest of a cut line
+    i = nl ? end + 1 : end;
+    skip_line_ = !nl;
+    return true;
+  }
+  if (partial_.size() + (end - i) > max_) {
+    if (!truncate_) return fail("message longer than " + std::to_string(max_) + " bytes");
+    // Its first max_ bytes now, the rest skipped up to the LF.
+    cut_ = true;
+    if (partial_.empty()) {
+      on_message(data.substr(i, max_));
+      cut_ = false;
+    } else {
+      grow(max_, max_);
+      partial_.append(data.data() + i, max_ - partial_.size());
+      deliver_partial(on_message);
+    }
+    i = nl ? end + 1 : end;
+    skip_line_ = !nl;
+    return true;
+  }
   if (!nl) {
+    grow(partial_.size() + (end - i), max_);
     partial_.append(data.data() + i, end - i);
     i = end;
     return true;
@@ -83,9 +144,9 @@ bool syslog_frame_reader::lf(std::string_view data, std::size_t& i, const messag
   if (partial_.empty()) {
     if (end > i) on_message(data.substr(i, end - i));
   } else {
+    grow(partial_.size() + (end - i), max_);
     partial_.append(data.data() + i, end - i);
-    on_message(partial_);
-    partial_.clear();
+    deliver_partial(on_message);
   }
   i = end + 1;
   return true;
