@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -11,6 +12,11 @@
 #include "sluice/sinks/log_options.h"
 
 namespace sluice_tools {
+
+// The longest syslog message, header included (octet counting's LEN), by
+// default: what sluice-logd takes and sluice-log sends (rsyslog's default
+// is 8 KiB; syslog-ng's 64 KiB). One constant so that the two agree.
+inline constexpr std::size_t default_max_message = 64 * 1024;
 
 // A whole number in [0, max] with an optional K, M or G suffix (1024-based),
 // or false when `s` is not one.

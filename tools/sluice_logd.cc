@@ -83,7 +83,7 @@ Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --m
 struct options {
   std::vector<std::string> listen;
   sluice::syslog_frame_reader::mode framing = sluice::syslog_frame_reader::mode::automatic;
-  std::size_t max_message = 64 * 1024;
+  std::size_t max_message = sluice_tools::default_max_message;
   std::string file;
   sluice::log_options log;
   bool stats = false;
