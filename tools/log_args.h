@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 
 #include "sluice/sinks/log_options.h"
 
@@ -41,6 +42,15 @@ inline bool parse_size(const char* s, bool suffix, std::uint64_t max, std::uint6
   if (*end != '\0' || v > max) return false;
   out = v;
   return true;
+}
+
+// What to say of a log FILE's error: the library's log file never follows
+// a symbolic link (O_NOFOLLOW), whose ELOOP strerror() would call "Too many
+// levels of symbolic links".
+inline std::string file_error(std::error_code ec) {
+  if (ec == std::errc::too_many_symbolic_link_levels)
+    return "a symbolic link: refusing to follow it (ELOOP)";
+  return ec.message();
 }
 
 // never, end, bytes=SIZE or ms=T (1 to 86400000) into `log`; false for

@@ -119,9 +119,9 @@ Options for a FILE:
                     (1024-based: 64K = 65536 bytes). 0, the default: never
                     rotate. A line is never split across two files; a line
                     longer than SIZE goes whole into a file of its own.
-                    Only a regular file is rotated: a FIFO, a device, a
-                    socket or a symbolic link (to anything) is written
-                    without rotation, with a note on standard error. Several
+                    Only a regular file is rotated: a FIFO, a device or a
+                    socket is written without rotation, with a note on
+                    standard error. Several
                     sluice-log processes may write and rotate one FILE: a
                     lock (flock) on FILE orders their writes and rotations,
                     and each follows the others' rotations, so that every
@@ -179,6 +179,11 @@ becomes "\n"); a last line without a newline is written with one. To a
 network DEST a line is one message, without its "\n".
 A line longer than the maximum is an error: the lines before it are
 written, then sluice-log stops with a message and exit status 1.
+
+A FILE that is a symbolic link is refused, at start and whenever FILE is
+opened again (rotation, SIGHUP, following another sluice-log's rotation):
+'sluice-log: FILE: a symbolic link: refusing to follow it (ELOOP)', exit 1,
+as sluice-logd does; nothing is written to the link's target.
 
 Signals: SIGHUP closes and reopens FILE (after an external rename, as
 logrotate does); it does nothing to a network DEST. SIGTERM and SIGINT stop
@@ -508,7 +513,7 @@ class log_tool {
     std::error_code ec;
     worker_ = sluice::file_worker::open_log(o_.dest.file, o_.log, ec);
     if (!worker_) {
-      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest.file.c_str(), ec.message().c_str());
+      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest.file.c_str(), sluice_tools::file_error(ec).c_str());
       status_ = 1;
       return false;
     }
@@ -607,8 +612,7 @@ class log_tool {
   void note_if_not_rotated() const {
     struct stat st {};
     if (::lstat(o_.dest.file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
-    const char* kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+    const char* kind = S_ISFIFO(st.st_mode) ? "a FIFO"
                        : S_ISCHR(st.st_mode)  ? "a character device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                        : S_ISBLK(st.st_mode)  ? "a block device"
@@ -737,7 +741,7 @@ class log_tool {
       give_up(reason_);
       return;
     }
-    std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest_text.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest_text.c_str(), sluice_tools::file_error(ec).c_str());
     // Nothing more can be written: stop reading too.
     if (in_ && !in_->destroyed()) in_->destroy();
     quit();

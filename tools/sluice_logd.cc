@@ -61,6 +61,10 @@ first byte that is neither a digit nor '<') closes that connection, with
 the reason on standard error; the messages before it are written, and other
 connections go on. A sender that disconnects mid-frame loses that frame.
 
+FILE is never followed if it is a symbolic link, at start or when it is
+opened again (rotation, SIGHUP): that is an error ('sluice-logd: FILE: a
+symbolic link: refusing to follow it (ELOOP)'), as in sluice-log.
+
 Signals: SIGHUP closes and reopens FILE (after an external rename).
 SIGTERM and SIGINT stop accepting and reading: every message already read
 is written, then sluice-logd exits 0.
@@ -183,7 +187,7 @@ class logd {
     worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
-      std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), ec.message().c_str());
+      std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
       return 1;
     }
     out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 256 * 1024});
@@ -335,7 +339,7 @@ class logd {
     if (failed_) return;
     failed_ = true;
     status_ = 1;
-    std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
     if (!stopping_) {
       stopping_ = true;
       for (auto& s : servers_) s->close();
