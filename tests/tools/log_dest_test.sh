@@ -376,6 +376,44 @@ check "default --max-message 64K: counted, nothing lost" \
 check "default --max-message 64K: one note" \
   same "$(grep -c "was sent truncated" "$e")" 1
 
+# ---- sluice-logd never follows a symbolic link (issue 19, item 11): one
+# named at start is refused; one swapped in for FILE (mv FILE x; ln -s
+# TARGET FILE) is refused at the next message's rotation check (with
+# --max-size) or at SIGHUP, and the target (a file of the daemon's user)
+# gets no sender's bytes.
+mkdir "$tmp/sym"
+printf 'precious\n' >"$tmp/sym/target"
+ln -s target "$tmp/sym/link.log"
+timeout 60 "$logd" --listen 127.0.0.1:0 "$tmp/sym/link.log" 2>"$tmp/sym.err"
+check "sluice-logd, a symlink FILE at start: exit 1 (got $?)" test $? -eq 1
+check "sluice-logd, a symlink FILE at start: refused, saying why" \
+  grep -qx "sluice-logd: $tmp/sym/link.log: a symbolic link: refusing to follow it (ELOOP)" "$tmp/sym.err"
+for how in max-size sighup; do
+  rm -f "$tmp/sym/app.log" "$tmp/sym/app.moved"
+  opts=()
+  [ $how = max-size ] && opts=(--max-size 1M)
+  start_logd --listen 127.0.0.1:0 "${opts[@]}" "$tmp/sym/app.log"
+  echo before | timeout 60 "$slog" "syslog://127.0.0.1:$port" 2>/dev/null
+  wait_lines "$tmp/sym/app.log" 1
+  mv "$tmp/sym/app.log" "$tmp/sym/app.moved"
+  ln -s target "$tmp/sym/app.log"
+  # SIGHUP: the reopen comes before or after the next message; either way
+  # the path is opened again.
+  [ $how = sighup ] && kill -HUP "$lp"
+  echo "ssh-ed25519 AAAA attacker" | timeout 60 "$slog" --give-up-after 5s "syslog://127.0.0.1:$port" 2>/dev/null
+  for _ in $(seq 600); do
+    grep -q "refusing to follow" "$tmp/logd.err" && break
+    grep -q attacker "$tmp/sym/target" "$tmp/sym/app.moved" && break
+    sleep 0.05
+  done
+  kill -TERM "$lp" 2>/dev/null
+  wait_exit "$lp" >/dev/null
+  check "sluice-logd, a symlink swapped in ($how): the target is untouched" same "$(cat "$tmp/sym/target")" precious
+  check "sluice-logd, a symlink swapped in ($how): refused, saying why" \
+    grep -qx "sluice-logd: $tmp/sym/app.log: a symbolic link: refusing to follow it (ELOOP)" "$tmp/logd.err"
+  check "sluice-logd, a symlink swapped in ($how): still a symlink" test -L "$tmp/sym/app.log"
+done
+
 # ---- kafka:// on librdkafka's mock cluster
 
 if [ "$kafka" = kafka ]; then
