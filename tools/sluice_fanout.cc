@@ -8,6 +8,7 @@
 // holds at most --max-buffered bytes.
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -451,7 +452,19 @@ class fanout_tool {
     term_.reset();
     int_.reset();
     if (linger_timer_ != 0) sluice::loop::current().clear_timeout(linger_timer_);
-    linger_timer_ = 0;
+    if (trim_timer_ != 0) sluice::loop::current().clear_timeout(trim_timer_);
+    linger_timer_ = trim_timer_ = 0;
+  }
+
+  // What a subscriber held (up to --max-buffered of lines, in many small
+  // blocks) is free once it leaves, but malloc keeps freed heap pages: give
+  // them back, once for a burst of departures.
+  void trim_soon() {
+    if (trim_timer_ != 0 || stopping_) return;
+    trim_timer_ = sluice::loop::current().set_timeout(std::chrono::milliseconds(100), [this] {
+      trim_timer_ = 0;
+      ::malloc_trim(0);
+    });
   }
 
   // Cut off by this tool (--idle-timeout, --linger): reported and counted
@@ -468,6 +481,7 @@ class fanout_tool {
     const auto* s = dynamic_cast<sluice::net::socket*>(&w);
     const std::string who = s ? describe(s->remote()) : "?";
     const bool cut = cut_here_.erase(&w) != 0 || st.cut_off;
+    trim_soon();
     if (!o_.stats) return;
     if (o_.json)
       std::fprintf(stderr, "{\"subscriber\":\"%s\",\"lines_sent\":%llu,\"lines_dropped\":%llu,\"cut_off\":%s}\n",
@@ -505,6 +519,7 @@ class fanout_tool {
   std::unordered_set<const sluice::writable*> cut_here_;  // by cut_off(), until they leave
   std::uint64_t cut_here_count_ = 0;
   sluice::timer_id linger_timer_ = 0;
+  sluice::timer_id trim_timer_ = 0;
   sluice::signal_watch term_, int_;
   std::size_t subscribed_ = 0;
   sluice_tools::nonblocking_stdin stdin_;

@@ -336,6 +336,53 @@ exec 7>&-
 wait $pid
 check "--idle-timeout: exit 0 at the end of the input" same "$?" 0
 
+# --- memory comes back when subscribers close (issue 19, item 6): 40
+# stalled subscribers each hold up to --max-buffered under drop; once they
+# close, sluice-fanout's RSS returns near where it started. Not under a
+# sanitizer, whose allocator keeps freed memory (quarantine) by design.
+if ldd "$fan" 2>/dev/null | grep -qE 'lib(a|t|l)san'; then
+  echo "SKIP memory after subscribers close: sluice-fanout runs under a sanitizer"
+else
+  cat >"$tmp/stalls.py" <<'PY'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+ss = []
+for i in range(int(sys.argv[2])):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect((host, int(port)))
+    ss.append(s)
+open(sys.argv[3], "w").close()
+time.sleep(60)
+PY
+  rss_kb() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$1/status"; }
+  rm -f "$tmp/fifo" "$tmp/stalls.ready"
+  mkfifo "$tmp/fifo"
+  "$fan" --listen 127.0.0.1:0 --policy drop --max-buffered 1M --send-buffer 4K <"$tmp/fifo" 2>"$tmp/mem.err" &
+  pid=$!
+  bg_pids+=($pid)
+  exec 7>"$tmp/fifo"
+  addr=$(listening_on "$tmp/mem.err")
+  python3 "$tmp/stalls.py" "$addr" 40 "$tmp/stalls.ready" 7>&- &
+  stalls=$!
+  bg_pids+=($stalls)
+  for ((i = 0; i < 600; i++)); do [ -e "$tmp/stalls.ready" ] && break; sleep 0.05; done
+  for ((i = 0; i < 600; i++)); do [ "$(ls /proc/$pid/fd | wc -l)" -ge 44 ] && break; sleep 0.05; done
+  start_kb=$(rss_kb $pid)
+  # 40 MB of lines: each stalled subscriber fills its 1M.
+  seq 1 1500000 | sed 's/$/ a line of the fanout, of some length/' >&7
+  for ((i = 0; i < 600; i++)); do [ "$(rss_kb $pid)" -gt $((start_kb + 40000)) ] && break; sleep 0.05; done
+  peak_kb=$(rss_kb $pid)
+  check "memory: 40 stalled subscribers hold their lines ($start_kb kB -> $peak_kb kB)" test "$peak_kb" -gt $((start_kb + 40000))
+  kill $stalls
+  for ((i = 0; i < 600; i++)); do [ "$(rss_kb $pid)" -lt $((start_kb + 8000)) ] && break; sleep 0.05; done
+  end_kb=$(rss_kb $pid)
+  check "memory: back within 8 MB of the start once they close ($peak_kb kB -> $end_kb kB)" test "$end_kb" -lt $((start_kb + 8000))
+  exec 7>&-
+  wait $pid
+  check "memory: exit 0" same "$?" 0
+fi
+
 # --- an address in use: exit 1 with the reason ---
 python3 -c '
 import socket, sys, time

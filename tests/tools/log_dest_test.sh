@@ -375,6 +375,17 @@ check "default --max-message 64K: counted, nothing lost" \
   same "$(stat "$e" truncated) $(stat "$e" maybe_lost) $(stat "$e" sent)" "1 0 2001"
 check "default --max-message 64K: one note" \
   same "$(grep -c "was sent truncated" "$e")" 1
+python3 -c 'import sys; sys.stdout.write("\u00e9" * 1000 + "\n")' >"$tmp/long.in"
+# Two limits of either parity: one of them falls inside a character.
+for max in 1001 1002; do
+  refused_run utf8 --max-message $max
+  check "--max-message $max: a cut never splits a UTF-8 character, and the message fits" python3 -c '
+import sys
+m = open(sys.argv[1], "rb").read().split(b"\n")[0]
+t = m.decode("utf-8")
+assert t == "\u00e9" * len(t) and 0 < len(m) < int(sys.argv[2]), len(m)
+' "$tmp/ref.utf8.out" $max
+done
 
 # ---- sluice-logd never follows a symbolic link (issue 19, item 11): one
 # named at start is refused; one swapped in for FILE (mv FILE x; ln -s
