@@ -61,6 +61,7 @@ class syslog_sink final : public sink {
   void final(final_done done) override {
     ending_ = true;
     cancel_timers();
+    broken_before_close();
     if (!sock_ || sock_->destroyed()) {
       done();
       return;
@@ -71,6 +72,7 @@ class syslog_sink final : public sink {
   bool has_final() const noexcept override { return true; }
 
   std::error_code destroy(std::error_code err) noexcept override {
+    broken_before_close();
     destroyed_ = true;
     cancel_timers();
     final_.reset();
@@ -290,6 +292,15 @@ class syslog_sink final : public sink {
       if (connected_ || writing_) return;
       complete(last_error_ ? last_error_ : std::make_error_code(std::errc::timed_out));
     }, this);
+  }
+
+  // The receiver broke the connection (the socket is destroyed) and its
+  // 'close' has not come yet: counted now, before an end() that finds it
+  // gone, or the stream's own destroy(), makes it look like ours.
+  void broken_before_close() noexcept {
+    if (!connected_ || !sock_ || !sock_->destroyed() || dying_) return;
+    connected_ = false;
+    lost(conn_error_);
   }
 
   void lost_quietly() noexcept {
