@@ -350,7 +350,7 @@ TEST_CASE("two writers rotating one log: every line once, in each one's order, n
   CHECK(next_b == n);
 }
 
-TEST_CASE("what is not a regular file is written without rotation: a symlink (to a file, to /dev/null), a FIFO") {
+TEST_CASE("what is not a regular file is written without rotation: a FIFO") {
   temp_dir dir;
   const std::string path = dir.file("app.log");
   loop l;
@@ -358,39 +358,104 @@ TEST_CASE("what is not a regular file is written without rotation: a symlink (to
   std::string expected;
   for (int i = 0; i < 100; ++i) expected += line(i);
   // 100 lines through a log of 200 bytes at most: no rotation, no file renamed.
-  auto write_100 = [&] {
-    auto w = make_log_writable(path, {.max_size = 200, .keep = 2}, on(l));
-    write_lines(*w, cb, 0, 100);
-    w->end(ended.cb());
-    l.run();
-    CHECK(sink_of(*w).rotations() == 0);
-    CHECK_FALSE(exists(path + ".1"));
-  };
-  SUBCASE("a symlink to a file") {
-    spit(dir.file("target"), "");
-    REQUIRE(::symlink("target", path.c_str()) == 0);
-    write_100();
-    CHECK(fs::is_symlink(path));
-    CHECK(slurp(dir.file("target")) == expected);
-  }
-  SUBCASE("a symlink to /dev/null") {
-    REQUIRE(::symlink("/dev/null", path.c_str()) == 0);
-    write_100();
-    CHECK(fs::read_symlink(path) == "/dev/null");
-  }
-  SUBCASE("a FIFO") {
-    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
-    const int reader = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    REQUIRE(reader >= 0);
-    write_100();  // 100 short lines fit in the pipe
-    std::string got(expected.size() + 1, '\0');
-    CHECK(::read(reader, got.data(), got.size()) == static_cast<ssize_t>(expected.size()));
-    got.resize(expected.size());
-    CHECK(got == expected);
-    CHECK(fs::is_fifo(path));
-    ::close(reader);
-  }
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  const int reader = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(reader >= 0);
+  auto w = make_log_writable(path, {.max_size = 200, .keep = 2}, on(l));
+  write_lines(*w, cb, 0, 100);  // 100 short lines fit in the pipe
+  w->end(ended.cb());
+  l.run();
+  CHECK(sink_of(*w).rotations() == 0);
+  CHECK_FALSE(exists(path + ".1"));
+  std::string got(expected.size() + 1, '\0');
+  CHECK(::read(reader, got.data(), got.size()) == static_cast<ssize_t>(expected.size()));
+  got.resize(expected.size());
+  CHECK(got == expected);
+  CHECK(fs::is_fifo(path));
+  ::close(reader);
   CHECK(ended.error() == std::error_code{});
+}
+
+// ---- symbolic links (issue 19, item 11): never followed
+
+TEST_CASE("a log path that is a symbolic link is refused at open, with ELOOP; its target is untouched") {
+  temp_dir dir;
+  const std::string path = dir.file("app.log");
+  loop l;
+  spit(dir.file("target"), "mine\n");
+  SUBCASE("to a file") { REQUIRE(::symlink("target", path.c_str()) == 0); }
+  SUBCASE("to a missing file") {
+    fs::remove(dir.file("target"));
+    REQUIRE(::symlink("target", path.c_str()) == 0);
+  }
+  SUBCASE("to /dev/null") { REQUIRE(::symlink("/dev/null", path.c_str()) == 0); }
+  try {
+    make_log_writable(path, {.max_size = 200}, on(l));
+    FAIL("no throw");
+  } catch (const stream_error& e) {
+    CHECK(e.code() == std::errc::too_many_symbolic_link_levels);
+  }
+  std::error_code ec;
+  CHECK(make_log_writable(path, {}, on(l), ec) == nullptr);
+  CHECK(ec == std::errc::too_many_symbolic_link_levels);
+  CHECK(fs::is_symlink(path));
+  if (fs::exists(dir.file("target"))) CHECK(slurp(dir.file("target")) == "mine\n");
+  else CHECK_FALSE(fs::exists(dir.file("target")));
+}
+
+// The attack: the log's directory is writable by someone else, who moves the
+// log away and puts a symbolic link to a file of the writer's in its place.
+TEST_CASE("a symbolic link swapped in for the log is never written through: rotation's check, reopen()") {
+  temp_dir dir;
+  const std::string path = dir.file("app.log");
+  const std::string target = dir.file("precious");
+  spit(target, "precious\n");
+  loop l;
+  events ev;
+  must_call first(2), after;
+  SUBCASE("with max_size: the next write's 'was the file moved?' check opens the path again") {
+    auto w = make_log_writable(path, {.max_size = 1 << 20, .keep = 2}, on(l));
+    ev.attach(*w);
+    write_lines(*w, first, 0, 2);
+    l.run_until_idle();
+    REQUIRE(::rename(path.c_str(), dir.file("moved").c_str()) == 0);
+    REQUIRE(::symlink(target.c_str(), path.c_str()) == 0);
+    w->write(line(2), after.cb());
+    l.run();
+    CHECK(after.error() == std::errc::too_many_symbolic_link_levels);
+    CHECK(ev.str() == "error ELOOP; close");
+  }
+  SUBCASE("reopen() (SIGHUP)") {
+    auto w = make_log_writable(path, {}, on(l));
+    ev.attach(*w);
+    write_lines(*w, first, 0, 2);
+    l.run_until_idle();
+    REQUIRE(::rename(path.c_str(), dir.file("moved").c_str()) == 0);
+    REQUIRE(::symlink(target.c_str(), path.c_str()) == 0);
+    CHECK(sink_of(*w).reopen() == std::errc::too_many_symbolic_link_levels);
+    l.run();
+    CHECK(ev.str() == "error ELOOP; close");
+    w->write(line(2), after.cb());
+    l.run();
+    CHECK(after.error() == errc::destroyed);
+  }
+  SUBCASE("rotation: the fresh file's name is a symbolic link by then") {
+    // Every line rotates (max_size 8); a link put in the way of the fresh
+    // file between two rotations is refused when it is opened.
+    auto w = make_log_writable(path, {.max_size = 8, .keep = 2}, on(l));
+    ev.attach(*w);
+    write_lines(*w, first, 0, 2);
+    l.run_until_idle();
+    REQUIRE(::unlink(path.c_str()) == 0);
+    REQUIRE(::symlink(target.c_str(), path.c_str()) == 0);
+    w->write(line(2), after.cb());
+    l.run();
+    CHECK(after.error() == std::errc::too_many_symbolic_link_levels);
+    CHECK(ev.str() == "error ELOOP; close");
+  }
+  CHECK(first.error() == std::error_code{});
+  CHECK(slurp(target) == "precious\n");
+  CHECK(fs::is_symlink(path));
 }
 
 TEST_CASE("keep N: app.log.1 is the newest, files beyond N are deleted") {

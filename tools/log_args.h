@@ -4,13 +4,20 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 
 #include "sluice/sinks/log_options.h"
 
 namespace sluice_tools {
+
+// The longest syslog message, header included (octet counting's LEN), by
+// default: what sluice-logd takes and sluice-log sends (rsyslog's default
+// is 8 KiB; syslog-ng's 64 KiB). One constant so that the two agree.
+inline constexpr std::size_t default_max_message = 64 * 1024;
 
 // A whole number in [0, max] with an optional K, M or G suffix (1024-based),
 // or false when `s` is not one.
@@ -35,6 +42,15 @@ inline bool parse_size(const char* s, bool suffix, std::uint64_t max, std::uint6
   if (*end != '\0' || v > max) return false;
   out = v;
   return true;
+}
+
+// What to say of a log FILE's error: the library's log file never follows
+// a symbolic link (O_NOFOLLOW), whose ELOOP strerror() would call "Too many
+// levels of symbolic links".
+inline std::string file_error(std::error_code ec) {
+  if (ec == std::errc::too_many_symbolic_link_levels)
+    return "a symbolic link: refusing to follow it (ELOOP)";
+  return ec.message();
 }
 
 // never, end, bytes=SIZE or ms=T (1 to 86400000) into `log`; false for

@@ -8,6 +8,7 @@
 // holds at most --max-buffered bytes.
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -57,7 +58,22 @@ Options:
   --max-buffered SIZE   drop, disconnect: the most bytes one subscriber may
                         hold unsent (K, M or G suffix, 1024-based; default 1M)
   --write-deadline MS   cut off a subscriber whose unsent data has not drained
-                        for MS milliseconds (any policy; 0, the default: never)
+                        for MS milliseconds (any policy; 0, the default: never):
+                        this is what cuts off a subscriber that stops reading
+  --idle-timeout MS     cut off a subscriber when nothing was sent to it and
+                        nothing came from it for MS milliseconds (0, the
+                        default: never). A quiet input makes every subscriber
+                        idle: use it with an input of steady lines, or with
+                        subscribers that send something now and then (read
+                        and ignored). It is not needed for one that stops
+                        reading while lines wait: --write-deadline is.
+  --max-connections N   at most N subscribers at once; one more is closed at
+                        once, without a line (0, the default: no limit)
+  --linger MS           drop, disconnect: after the end of the input (or the
+                        first SIGTERM or SIGINT), the subscribers have MS
+                        milliseconds (default 5000) to take what they are
+                        owed; then whoever is left is cut off and
+                        sluice-fanout exits
   --send-buffer SIZE    set each subscriber socket's kernel send buffer
                         (SO_SNDBUF) to SIZE; by default the kernel sizes it,
                         up to net.ipv4.tcp_wmem's largest (4 MiB here), and
@@ -79,13 +95,23 @@ Options:
 
 Lines end at "\n" or "\r\n" and are sent with "\n"; a last line without one
 gets one. A subscriber gets the lines read while it is connected; what it
-sends is read and ignored.
+sends is read and ignored, and one that ends its sending side (a FIN: socat
+or nc with standard input at /dev/null) still gets every line.
+
+A subscriber cut off (disconnect, --write-deadline, --idle-timeout, --linger,
+a second signal) may see a partial last line: the kernel already holds part
+of it, and TCP cannot take bytes back. Its socket is closed, so it sees the
+end (or a reset) right after. Under drop a subscriber that stays connected
+never gets part of a line.
 
 End of input, SIGTERM and SIGINT: nothing more is read; every subscriber gets
 every line it is owed under its policy, then its socket is ended (FIN) and
-closed, and sluice-fanout exits 0. Under pause a subscriber that never reads
-holds this up: a second SIGTERM or SIGINT cuts the remaining subscribers off
-at once (as does --write-deadline, by itself).
+closed, and sluice-fanout exits 0. Under drop and disconnect this takes at
+most --linger: a subscriber that does not read is then cut off (reported as
+'sluice-fanout: cut off ADDR: still owed lines MS ms after the end of the
+input'). Under pause a subscriber that never reads holds this up (pause
+means waiting for it): --write-deadline bounds it. Under every policy a
+second SIGTERM or SIGINT cuts the remaining subscribers off at once.
 
 A unix: path that is a socket nobody accepts on (left by a sluice-fanout that
 was killed) is removed and listened on again; anything else there (a file, a
@@ -113,6 +139,9 @@ struct options {
   std::uint64_t write_deadline_ms = 0;
   std::uint64_t wait_for = 0;
   std::uint64_t send_buffer = 0;  // 0: the kernel's
+  std::uint64_t idle_timeout_ms = 0;
+  std::uint64_t max_connections = 0;  // 0: no limit
+  std::uint64_t linger_ms = 5000;
   bool drop_notice = true;
   bool stats = false;
   bool json = false;
@@ -153,7 +182,10 @@ options parse_args(int argc, char** argv) {
     stats,
     json,
     socket_mode,
-    socket_group
+    socket_group,
+    idle_timeout,
+    max_connections,
+    linger
   };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},
@@ -168,6 +200,9 @@ options parse_args(int argc, char** argv) {
       {"json", no_argument, nullptr, json},
       {"socket-mode", required_argument, nullptr, socket_mode},
       {"socket-group", required_argument, nullptr, socket_group},
+      {"idle-timeout", required_argument, nullptr, idle_timeout},
+      {"max-connections", required_argument, nullptr, max_connections},
+      {"linger", required_argument, nullptr, linger},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -216,6 +251,18 @@ options parse_args(int argc, char** argv) {
           usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
                       optarg + "'");
         o.max_line_length = v;
+        break;
+      case idle_timeout:
+      case linger:
+        if (!sluice_tools::parse_size(optarg, false, 86'400'000, v))
+          usage_error(std::string(c == linger ? "--linger" : "--idle-timeout") +
+                      " wants milliseconds from 0 to 86400000, got '" + optarg + "'");
+        (c == linger ? o.linger_ms : o.idle_timeout_ms) = v;
+        break;
+      case max_connections:
+        if (!sluice_tools::parse_size(optarg, false, 1'000'000, v))
+          usage_error(std::string("--max-connections wants a whole number from 0 to 1000000, got '") + optarg + "'");
+        o.max_connections = v;
         break;
       case stats: o.stats = true; break;
       case json: o.json = true; break;
@@ -317,6 +364,10 @@ class fanout_tool {
     so.connection.write_deadline = std::chrono::milliseconds(o.write_deadline_ms);
     so.unix_mode = o.socket_mode;
     so.unix_group = o.socket_group;
+    // A subscriber that ends its sending side (standard input at /dev/null)
+    // still reads: our side stays open for its lines.
+    so.connection.allow_half_open = true;
+    if (o.max_connections != 0) so.max_connections = static_cast<std::size_t>(o.max_connections);
     return so;
   }
 
@@ -338,6 +389,12 @@ class fanout_tool {
                      ec.message().c_str(), sluice::code_name(ec).c_str());
     });
     s.on(sluice::event::close, [this, &s] { sockets_.erase(&s); });
+    if (o_.idle_timeout_ms != 0) {
+      s.set_timeout(std::chrono::milliseconds(o_.idle_timeout_ms));
+      s.on(sluice::event::timeout, [this, &s] {
+        cut_off(s, "nothing sent or received for " + std::to_string(o_.idle_timeout_ms) + " ms (--idle-timeout)");
+      });
+    }
     hub_.add(s);
     ++subscribed_;
     if (!reading_ && listening_ && subscribed_ >= o_.wait_for) start_reading();
@@ -401,6 +458,15 @@ class fanout_tool {
     if (stopping_) return;
     stopping_ = true;
     if (in_ && !in_->destroyed()) in_->destroy();
+    // drop, disconnect: nobody is waited for past --linger (pause waits, by
+    // definition, for its slowest subscriber).
+    if (o_.policy != sluice::slow_policy::pause)
+      linger_timer_ = sluice::loop::current().set_timeout(std::chrono::milliseconds(o_.linger_ms), [this] {
+        linger_timer_ = 0;
+        std::vector<sluice::net::socket*> left(sockets_.begin(), sockets_.end());
+        for (auto* s : left)
+          cut_off(*s, "still owed lines " + std::to_string(o_.linger_ms) + " ms after the end of the input (--linger)");
+      });
     hub_.input().end([this](std::error_code) {
       // Every subscriber has its lines and our FIN: nothing is owed to the
       // ones that keep their side open.
@@ -414,20 +480,46 @@ class fanout_tool {
   void quit() {
     term_.reset();
     int_.reset();
+    if (linger_timer_ != 0) sluice::loop::current().clear_timeout(linger_timer_);
+    if (trim_timer_ != 0) sluice::loop::current().clear_timeout(trim_timer_);
+    linger_timer_ = trim_timer_ = 0;
+  }
+
+  // What a subscriber held (up to --max-buffered of lines, in many small
+  // blocks) is free once it leaves, but malloc keeps freed heap pages: give
+  // them back, once for a burst of departures.
+  void trim_soon() {
+    if (trim_timer_ != 0 || stopping_) return;
+    trim_timer_ = sluice::loop::current().set_timeout(std::chrono::milliseconds(100), [this] {
+      trim_timer_ = 0;
+      ::malloc_trim(0);
+    });
+  }
+
+  // Cut off by this tool (--idle-timeout, --linger): reported and counted
+  // as the hub's own cut-offs are.
+  void cut_off(sluice::net::socket& s, const std::string& why) {
+    if (s.destroyed()) return;
+    std::fprintf(stderr, "sluice-fanout: cut off %s: %s\n", describe(s.remote()).c_str(), why.c_str());
+    cut_here_.insert(&s);
+    ++cut_here_count_;
+    s.destroy();
   }
 
   void left(sluice::writable& w, const sluice::subscriber_stats& st) {
     const auto* s = dynamic_cast<sluice::net::socket*>(&w);
     const std::string who = s ? describe(s->remote()) : "?";
+    const bool cut = cut_here_.erase(&w) != 0 || st.cut_off;
+    trim_soon();
     if (!o_.stats) return;
     if (o_.json)
       std::fprintf(stderr, "{\"subscriber\":\"%s\",\"lines_sent\":%llu,\"lines_dropped\":%llu,\"cut_off\":%s}\n",
                    who.c_str(), static_cast<unsigned long long>(st.messages_sent),
-                   static_cast<unsigned long long>(st.messages_dropped), st.cut_off ? "true" : "false");
+                   static_cast<unsigned long long>(st.messages_dropped), cut ? "true" : "false");
     else
       std::fprintf(stderr, "sluice-fanout: subscriber %s: %llu lines sent, %llu dropped%s\n", who.c_str(),
                    static_cast<unsigned long long>(st.messages_sent),
-                   static_cast<unsigned long long>(st.messages_dropped), st.cut_off ? ", cut off" : "");
+                   static_cast<unsigned long long>(st.messages_dropped), cut ? ", cut off" : "");
   }
 
   void print_totals() const {
@@ -438,12 +530,12 @@ class fanout_tool {
       std::fprintf(stderr,
                    "{\"lines_in\":%llu,\"lines_sent\":%llu,\"lines_dropped\":%llu,\"subscribers\":%zu,"
                    "\"cut_off\":%llu,\"policy\":\"%s\"}\n",
-                   in, sent, dropped, subscribed_, static_cast<unsigned long long>(hub_.cut_off()),
+                   in, sent, dropped, subscribed_, static_cast<unsigned long long>(hub_.cut_off() + cut_here_count_),
                    sluice::to_string(o_.policy));
     else
       std::fprintf(stderr,
                    "sluice-fanout: %llu lines in, %llu sent, %llu dropped, %zu subscribers, %llu cut off (%s)\n", in,
-                   sent, dropped, subscribed_, static_cast<unsigned long long>(hub_.cut_off()),
+                   sent, dropped, subscribed_, static_cast<unsigned long long>(hub_.cut_off() + cut_here_count_),
                    sluice::to_string(o_.policy));
   }
 
@@ -453,6 +545,10 @@ class fanout_tool {
   sluice::net::server server_;
   std::unique_ptr<sluice::readable> in_;
   std::unordered_set<sluice::net::socket*> sockets_;
+  std::unordered_set<const sluice::writable*> cut_here_;  // by cut_off(), until they leave
+  std::uint64_t cut_here_count_ = 0;
+  sluice::timer_id linger_timer_ = 0;
+  sluice::timer_id trim_timer_ = 0;
   sluice::signal_watch term_, int_;
   std::size_t subscribed_ = 0;
   sluice_tools::nonblocking_stdin stdin_;

@@ -97,14 +97,18 @@ Options for every DEST:
                             timestamps and newlines included; a line the
                             file refused is not counted)
                     syslog: 'sluice-log: N lines, S sent, D dropped,
-                            R reconnects' (N: lines read, S: in the kernel's
-                            socket buffer, D: given up, R: connections made
-                            after the first)
+                            R reconnects, L maybe lost, T truncated' (N:
+                            lines read, S: in the kernel's socket buffer, D:
+                            given up, R: connections made after the first,
+                            L: of S, sent on connections the receiver broke
+                            (see 'Lost connections'), T: cut to
+                            --max-message)
                     kafka:  'sluice-log: N lines, D delivered, F failed'
                             (D: acknowledged by the broker)
   --json            with --stats: print them as one JSON object instead:
                     {"lines":N,"bytes":B,"rotations":R,"reopens":H},
-                    {"lines":N,"sent":S,"dropped":D,"reconnects":R} or
+                    {"lines":N,"sent":S,"dropped":D,"reconnects":R,
+                    "maybe_lost":L,"truncated":T} or
                     {"lines":N,"delivered":D,"failed":F}
   -h, --help        show this help
 
@@ -115,9 +119,9 @@ Options for a FILE:
                     (1024-based: 64K = 65536 bytes). 0, the default: never
                     rotate. A line is never split across two files; a line
                     longer than SIZE goes whole into a file of its own.
-                    Only a regular file is rotated: a FIFO, a device, a
-                    socket or a symbolic link (to anything) is written
-                    without rotation, with a note on standard error. Several
+                    Only a regular file is rotated: a FIFO, a device or a
+                    socket is written without rotation, with a note on
+                    standard error. Several
                     sluice-log processes may write and rotate one FILE: a
                     lock (flock) on FILE orders their writes and rotations,
                     and each follows the others' rotations, so that every
@@ -146,6 +150,16 @@ Options for syslog:// and syslog+unix: (each line is sent as RFC 5424,
                     default), debug, or 0 to 7
   --app-name NAME   APP-NAME (default '-', none; at most 48 characters)
   --hostname NAME   HOSTNAME (default: this machine's name)
+  --max-message SIZE
+                    the longest message sent, its header included, as the
+                    receiver counts it (default 64K, sluice-logd's default
+                    --max-message; rsyslog's is 8K: set both alike). A line
+                    that makes a longer message is sent cut to SIZE (at a
+                    UTF-8 character boundary), counted as truncated, with
+                    one note on standard error. A receiver given a longer
+                    message than it takes may cut it (rsyslog) or close the
+                    connection, losing what followed (see 'Lost
+                    connections').
   --give-up-after T a message that has waited T for the receiver is given
                     up: it and every message after it are dropped (counted),
                     and sluice-log exits 1. Default: wait as long as it
@@ -165,6 +179,11 @@ becomes "\n"); a last line without a newline is written with one. To a
 network DEST a line is one message, without its "\n".
 A line longer than the maximum is an error: the lines before it are
 written, then sluice-log stops with a message and exit status 1.
+
+A FILE that is a symbolic link is refused, at start and whenever FILE is
+opened again (rotation, SIGHUP, following another sluice-log's rotation):
+'sluice-log: FILE: a symbolic link: refusing to follow it (ELOOP)', exit 1,
+as sluice-logd does; nothing is written to the link's target.
 
 Signals: SIGHUP closes and reopens FILE (after an external rename, as
 logrotate does); it does nothing to a network DEST. SIGTERM and SIGINT stop
@@ -188,6 +207,19 @@ per --fsync); to syslog, the message is in the kernel's socket buffer
 (plain TCP can lose what is in flight when the connection breaks; see
 docs/shipping.md); to Kafka, the broker acknowledged it (per acks).
 
+Lost connections (syslog): a message is 'at risk' from its write until
+the connection is next quiet (nothing written for 1 s and the socket's send
+queue empty: every byte acknowledged by the receiver's host over TCP, read
+by the receiver over a Unix socket). When the receiver closes the
+connection (before sluice-log's end of input) or resets it (at any time)
+with messages at risk, they may be lost: sluice-log says so on standard
+error ('sluice-log: DEST: the receiver closed the connection (REASON) with
+up to N messages in flight: they may be lost'), reconnects and sends the
+rest, counts them (L above), and exits 1. For TCP the count is an upper
+bound only for a receiver that had read what its host acknowledged; a
+receiver that read everything and then closed cannot be told apart from
+one that kept it all.
+
 Kafka: kafka:// needs sluice-log built with librdkafka (meson -Dkafka=auto
 or enabled, Debian's librdkafka-dev); without it, kafka:// is an error
 (exit 2).
@@ -195,8 +227,10 @@ or enabled, Debian's librdkafka-dev); without it, kafka:// is an error
 Exit status: 0 at the end of the input or on SIGTERM/SIGINT, with every line
 read in the file or sent; 1 when FILE cannot be opened or written (reported
 as 'sluice-log: FILE: <reason>'), when standard input cannot be read, on a
-line too long, or when messages were dropped (reported as 'sluice-log:
-DEST: D of N messages not sent: <reason>'); 2 on bad usage.
+line too long, when messages were dropped (reported as 'sluice-log:
+DEST: D of N messages not sent: <reason>'), or when messages may be lost
+(reported as 'sluice-log: DEST: up to L of the S messages sent may be lost:
+the receiver broke C connections with messages in flight'); 2 on bad usage.
 
 Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server.log
          my-server 2>&1 | sluice-log --app-name my-server syslog://10.0.0.5:514
@@ -220,13 +254,14 @@ struct options {
   bool stats = false;
   bool json = false;
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
+  std::size_t max_message = sluice_tools::default_max_message;
 };
 
 options parse_args(int argc, char** argv) {
   options o;
   enum {
     max_size = 256, keep, timestamp, fsync, max_line_length, stats, json,
-    framing, facility, severity, app_name, hostname, give_up_after, grace,
+    framing, facility, severity, app_name, hostname, give_up_after, grace, max_message,
   };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
@@ -243,6 +278,7 @@ options parse_args(int argc, char** argv) {
       {"hostname", required_argument, nullptr, hostname},
       {"give-up-after", required_argument, nullptr, give_up_after},
       {"grace", required_argument, nullptr, grace},
+      {"max-message", required_argument, nullptr, max_message},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -330,6 +366,13 @@ options parse_args(int argc, char** argv) {
         o.grace_text = optarg;
         network_option = "--grace";
         break;
+      case max_message:
+        if (!parse_size(optarg, true, 1ull << 30, v) || v < 1)
+          usage_error(std::string("--max-message wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
+                      optarg + "'");
+        o.max_message = static_cast<std::size_t>(v);
+        syslog_option = "--max-message";
+        break;
       case 'X': {
         const char* eq = std::strchr(optarg, '=');
         if (!eq || eq == optarg || eq[1] == '\0')
@@ -374,6 +417,7 @@ options parse_args(int argc, char** argv) {
     usage_error("kafka:// needs Kafka support, and this sluice-log was built without it (build it with "
                 "librdkafka: Debian's librdkafka-dev, meson -Dkafka=enabled)");
 #endif
+  o.syslog.max_message = o.max_message;
   if (k == kind::syslog_tcp) {
     o.syslog.host = o.dest.host;
     o.syslog.port = o.dest.port;
@@ -469,7 +513,7 @@ class log_tool {
     std::error_code ec;
     worker_ = sluice::file_worker::open_log(o_.dest.file, o_.log, ec);
     if (!worker_) {
-      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest.file.c_str(), ec.message().c_str());
+      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest.file.c_str(), sluice_tools::file_error(ec).c_str());
       status_ = 1;
       return false;
     }
@@ -482,7 +526,13 @@ class log_tool {
   // receiver that is away is not an error (unless --give-up-after).
   bool open_network() {
     if (o_.dest.type != sluice_tools::log_destination::kind::kafka) {
-      auto w = std::make_unique<sluice::syslog_writable>(o_.syslog);
+      sluice::syslog_options so = o_.syslog;
+      so.on_connection_lost = [this](std::error_code ec, std::size_t n) {
+        std::fprintf(stderr, "sluice-log: %s: the receiver %s with up to %zu messages in flight: they may be lost\n",
+                     o_.dest_text.c_str(),
+                     ec ? ("reset the connection (" + ec.message() + ")").c_str() : "closed the connection", n);
+      };
+      auto w = std::make_unique<sluice::syslog_writable>(so);
       syslog_ = w.get();
       out_ = std::move(w);
       return true;
@@ -529,12 +579,16 @@ class log_tool {
   void print_stats() const {
     if (syslog_) {
       const std::size_t reconnects = syslog_->reconnects();
+      const std::size_t lost = syslog_->maybe_lost(), cut = syslog_->truncated();
       if (o_.json)
-        std::fprintf(stderr, "{\"lines\":%zu,\"sent\":%zu,\"dropped\":%zu,\"reconnects\":%zu}\n", lines_, written_,
-                     unsent_, reconnects);
+        std::fprintf(stderr,
+                     "{\"lines\":%zu,\"sent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,\"maybe_lost\":%zu,"
+                     "\"truncated\":%zu}\n",
+                     lines_, written_, unsent_, reconnects, lost, cut);
       else
-        std::fprintf(stderr, "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects\n", lines_, written_,
-                     unsent_, reconnects);
+        std::fprintf(stderr,
+                     "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects, %zu maybe lost, %zu truncated\n",
+                     lines_, written_, unsent_, reconnects, lost, cut);
       return;
     }
     if (network()) {
@@ -558,8 +612,7 @@ class log_tool {
   void note_if_not_rotated() const {
     struct stat st {};
     if (::lstat(o_.dest.file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
-    const char* kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+    const char* kind = S_ISFIFO(st.st_mode) ? "a FIFO"
                        : S_ISCHR(st.st_mode)  ? "a character device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                        : S_ISBLK(st.st_mode)  ? "a block device"
@@ -576,6 +629,11 @@ class log_tool {
     auto landed = [this](std::error_code ec) {
       if (!ec) ++written_;
       else ++unsent_;
+      if (syslog_ && !noted_truncation_ && syslog_->truncated() != 0) {
+        noted_truncation_ = true;
+        std::fprintf(stderr, "sluice-log: %s: a line longer than --max-message %zu bytes (header included) was sent "
+                     "truncated; --stats counts them\n", o_.dest_text.c_str(), o_.max_message);
+      }
     };
     const bool net = network();
     bool more;
@@ -683,14 +741,25 @@ class log_tool {
       give_up(reason_);
       return;
     }
-    std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest_text.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest_text.c_str(), sluice_tools::file_error(ec).c_str());
     // Nothing more can be written: stop reading too.
     if (in_ && !in_->destroyed()) in_->destroy();
     quit();
   }
 
-  // Every callback has come: "D of N messages not sent" unless all were.
+  // Every callback has come: "D of N messages not sent" unless all were,
+  // and what the receiver may have lost.
   void report_unsent() {
+    if (syslog_ && syslog_->maybe_lost() != 0) {
+      std::fprintf(stderr,
+                   "sluice-log: %s: up to %zu of the %zu messages sent may be lost: the receiver broke %zu "
+                   "connection%s with messages in flight\n",
+                   o_.dest_text.c_str(), syslog_->maybe_lost(), written_, syslog_->connections_lost(),
+                   syslog_->connections_lost() == 1 ? "" : "s");
+      status_ = 1;
+      // The stream's own error is that break: said above.
+      if (unsent_ == 0) return;
+    }
     if (written_ + unsent_ != lines_) {
       // Nothing left to do and a callback never came: a bug, not a state to hide.
       std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages never reported\n", o_.dest_text.c_str(),
@@ -737,6 +806,7 @@ class log_tool {
   bool finished_ = false;  // every line is in the file, or sent
   bool failed_ = false;    // the file failed, or the network stream gave up with an error
   bool gave_up_ = false;   // the network stream was destroyed: what it held is dropped
+  bool noted_truncation_ = false;  // the first line cut to --max-message was noted
   std::string reason_;     // why messages were not sent
   std::error_code read_error_;
 };

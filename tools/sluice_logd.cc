@@ -114,6 +114,10 @@ A unix: path that is a socket nobody accepts on (left by a sluice-logd
 that was killed) is removed and listened on again; anything else there (a
 file, a live listener) makes the address fail.
 
+FILE is never followed if it is a symbolic link, at start or when it is
+opened again (rotation, SIGHUP): that is an error ('sluice-logd: FILE: a
+symbolic link: refusing to follow it (ELOOP)'), as in sluice-log.
+
 Signals: SIGHUP closes and reopens FILE (after an external rename), and
 tries a write that waits for room at once. SIGTERM and SIGINT stop
 accepting and reading: every message already read is written, once, whole,
@@ -144,7 +148,7 @@ Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --m
 struct options {
   std::vector<std::string> listen;
   sluice::syslog_frame_reader::mode framing = sluice::syslog_frame_reader::mode::automatic;
-  std::size_t max_message = 64 * 1024;
+  std::size_t max_message = sluice_tools::default_max_message;
   std::string file;
   sluice::log_options log;
   bool stats = false;
@@ -359,7 +363,7 @@ class logd {
     worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
-      std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), ec.message().c_str());
+      std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
       return 1;
     }
     // The loop's eventfd (for the worker's completions) is made at its first
@@ -640,7 +644,7 @@ class logd {
     if (failed_) return;
     failed_ = true;
     status_ = 1;
-    std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
     if (!stopping_) {
       stopping_ = true;
       for (auto& s : servers_) s->close();

@@ -71,7 +71,8 @@ stat() { python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read()
 "$slog" --help >"$tmp/out" 2>"$tmp/err"
 check "--help exits 0" test $? -eq 0
 for word in 'syslog://HOST:PORT' 'syslog+unix:PATH' 'kafka://BROKER' '--framing' '--facility' '--severity' \
-    '--app-name' '--hostname' '--give-up-after' '--grace' '-X KEY=VALUE' '"delivered"' '"reconnects"'; do
+    '--app-name' '--hostname' '--give-up-after' '--grace' '-X KEY=VALUE' '"delivered"' '"reconnects"' \
+    '--max-message SIZE' '"maybe_lost"' '"truncated"' 'Lost connections'; do
   check "--help documents $word" grep -qF -- "$word" "$tmp/out"
 done
 
@@ -83,7 +84,8 @@ for args in "--max-size 1M syslog://127.0.0.1:514" "--keep 3 syslog+unix:/x" "--
     "kafka:///t" "kafka://k:9092/" "kafka://k:9092/a/b" "kafka:k/t" "--framing octets syslog://127.0.0.1:514" \
     "--facility local8 syslog://127.0.0.1:514" "--severity 8 syslog://127.0.0.1:514" \
     "--give-up-after 0 syslog://127.0.0.1:514" "--grace soon syslog://127.0.0.1:514" "-X acks kafka://k:9092/t" \
-    "-X =1 kafka://k:9092/t" "syslog://127.0.0.1:514 f"; do
+    "-X =1 kafka://k:9092/t" "syslog://127.0.0.1:514 f" "--max-message 64K f" "--max-message 0 syslog://127.0.0.1:514" \
+    "--max-message 2G syslog://127.0.0.1:514" "--max-message 1X syslog://127.0.0.1:514"; do
   # shellcheck disable=SC2086
   (cd "$tmp/usage" && "$slog" $args </dev/null >"$tmp/out" 2>"$tmp/err")
   status=$?
@@ -130,7 +132,8 @@ printf 'first\nsecond\r\nwith\ttab\nlast, no newline' |
   timeout 60 "$slog" --framing lf --facility local0 --severity warning --app-name web --hostname h1 \
     --timestamp --stats "syslog+unix:$tmp/logd.sock" 2>"$tmp/err"
 check "syslog+unix:: exit 0 (got $?)" test $? -eq 0
-check "syslog+unix:: --stats" same "$(cat "$tmp/err")" "sluice-log: 4 lines, 4 sent, 0 dropped, 0 reconnects"
+check "syslog+unix:: --stats" \
+  same "$(cat "$tmp/err")" "sluice-log: 4 lines, 4 sent, 0 dropped, 0 reconnects, 0 maybe lost, 0 truncated"
 wait_lines "$tmp/unix.log" 4
 stop_logd
 check "syslog+unix:: the header options (local0.warning = 132, HOSTNAME, APP-NAME)" \
@@ -270,6 +273,157 @@ seq 1 3000 | timeout 60 "$slog" --give-up-after 300ms "syslog://127.0.0.1:$port"
 check "--give-up-after: exit 1 (got $?)" test $? -eq 1
 check "--give-up-after: the count and the connect error" \
   grep -qx "sluice-log: syslog://127.0.0.1:$port: 3000 of 3000 messages not sent: Connection refused" "$tmp/err"
+
+# ---- a receiver that refuses a long message (issue 19, item 3): it closes
+# the connection, what was in flight after it is lost, and sluice-log says
+# so and exits 1, every run; with the default --max-message the long line
+# is sent cut to 64 KiB instead, and everything arrives.
+
+# An octet-counting receiver with a 64 KiB limit: a longer frame closes the
+# connection at once, unread bytes and all (as sluice-logd's did); it takes
+# the next connection. The messages it took go to OUT, one a line.
+cat >"$tmp/refuser.py" <<'PY'
+import socket, sys
+out, portfile = open(sys.argv[1], "wb"), sys.argv[2]
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen()
+open(portfile, "w").write("%d\n" % srv.getsockname()[1])
+srv.settimeout(60)
+conns = 0
+while True:
+    try:
+        c, _ = srv.accept()
+    except socket.timeout:
+        break
+    conns += 1
+    c.settimeout(10 if conns == 1 else 3)
+    buf = b""
+    try:
+        while True:
+            sp = buf.find(b" ")
+            if sp > 0:
+                n = int(buf[:sp])
+                if n > 65536:
+                    break  # refused: closed with the rest unread
+                if len(buf) >= sp + 1 + n:
+                    out.write(buf[sp + 1:sp + 1 + n].split(b" ", 7)[7] + b"\n")
+                    out.flush()
+                    buf = buf[sp + 1 + n:]
+                    continue
+            b = c.recv(4096)
+            if not b:
+                break
+            buf += b
+    except socket.timeout:
+        pass
+    c.close()
+    if conns > 1:
+        srv.settimeout(3)
+PY
+python3 -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(1, 2001):
+        f.write("line %d\n" % i)
+        if i == 1000:
+            f.write("x" * 100000 + "\n")
+' "$tmp/long.in"
+refused_run() {  # refused_run TAG SLUICE-LOG-OPTION...: sets $status, $rport; stderr in $tmp/ref.TAG.err
+  local tag=$1
+  shift
+  rm -f "$tmp/rport"
+  python3 "$tmp/refuser.py" "$tmp/ref.$tag.out" "$tmp/rport" &
+  local rp=$!
+  bg_pids+=("$rp")
+  for _ in $(seq 600); do [ -s "$tmp/rport" ] && break; sleep 0.05; done
+  rport=$(cat "$tmp/rport")
+  timeout 60 "$slog" --stats --json "$@" "syslog://127.0.0.1:$rport" <"$tmp/long.in" 2>"$tmp/ref.$tag.err"
+  status=$?
+  kill "$rp" 2>/dev/null  # sluice-log is done: so is what it sent
+  wait "$rp" 2>/dev/null
+}
+ok_runs=0
+for run in $(seq 10); do
+  refused_run "$run" --max-message 1M
+  e="$tmp/ref.$run.err"
+  if [ $status -eq 1 ] &&
+      grep -qE "^sluice-log: syslog://127.0.0.1:$rport: the receiver (reset|closed) the connection.* with up to [0-9]+ messages in flight: they may be lost$" "$e" &&
+      grep -qE "^sluice-log: syslog://127.0.0.1:$rport: up to [1-9][0-9]* of the 2001 messages sent may be lost: the receiver broke [1-9][0-9]* connections? with messages in flight$" "$e" &&
+      [ "$(stat "$e" maybe_lost)" -ge $((2001 - $(wc -l <"$tmp/ref.$run.out"))) ] &&
+      [ "$(stat "$e" sent)" = 2001 ]; then
+    ok_runs=$((ok_runs + 1))
+  else
+    echo "  run $run: exit $status, $(wc -l <"$tmp/ref.$run.out") lines received:"; sed 's/^/    /' "$e"
+  fi
+done
+check "a refused long message: exit 1, the break reported, the loss counted (at least what was lost), 10 of 10 runs" \
+  same "$ok_runs" 10
+check "a refused long message: the receiver lost lines (the test broke a connection)" \
+  test "$(wc -l <"$tmp/ref.1.out")" -lt 2001
+
+refused_run default
+e="$tmp/ref.default.err"
+check "default --max-message 64K: the long line is cut, everything arrives, exit 0 (got $status)" test $status -eq 0
+check "default --max-message 64K: 2001 messages received" same "$(wc -l <"$tmp/ref.default.out")" 2001
+check "default --max-message 64K: the long line cut so that the message is 65536 bytes" python3 -c '
+import sys
+m = open(sys.argv[1], "rb").read().split(b"\n")[1000]
+assert m == b"x" * len(m) and 65000 < len(m) < 65536, len(m)
+' "$tmp/ref.default.out"
+check "default --max-message 64K: counted, nothing lost" \
+  same "$(stat "$e" truncated) $(stat "$e" maybe_lost) $(stat "$e" sent)" "1 0 2001"
+check "default --max-message 64K: one note" \
+  same "$(grep -c "was sent truncated" "$e")" 1
+python3 -c 'import sys; sys.stdout.write("\u00e9" * 1000 + "\n")' >"$tmp/long.in"
+# Two limits of either parity: one of them falls inside a character.
+for max in 1001 1002; do
+  refused_run utf8 --max-message $max
+  check "--max-message $max: a cut never splits a UTF-8 character, and the message fits" python3 -c '
+import sys
+m = open(sys.argv[1], "rb").read().split(b"\n")[0]
+t = m.decode("utf-8")
+assert t == "\u00e9" * len(t) and 0 < len(m) < int(sys.argv[2]), len(m)
+' "$tmp/ref.utf8.out" $max
+done
+
+# ---- sluice-logd never follows a symbolic link (issue 19, item 11): one
+# named at start is refused; one swapped in for FILE (mv FILE x; ln -s
+# TARGET FILE) is refused at the next message's rotation check (with
+# --max-size) or at SIGHUP, and the target (a file of the daemon's user)
+# gets no sender's bytes.
+mkdir "$tmp/sym"
+printf 'precious\n' >"$tmp/sym/target"
+ln -s target "$tmp/sym/link.log"
+timeout 60 "$logd" --listen 127.0.0.1:0 "$tmp/sym/link.log" 2>"$tmp/sym.err"
+check "sluice-logd, a symlink FILE at start: exit 1 (got $?)" test $? -eq 1
+check "sluice-logd, a symlink FILE at start: refused, saying why" \
+  grep -qx "sluice-logd: $tmp/sym/link.log: a symbolic link: refusing to follow it (ELOOP)" "$tmp/sym.err"
+for how in max-size sighup; do
+  rm -f "$tmp/sym/app.log" "$tmp/sym/app.moved"
+  opts=()
+  [ $how = max-size ] && opts=(--max-size 1M)
+  start_logd --listen 127.0.0.1:0 "${opts[@]}" "$tmp/sym/app.log"
+  echo before | timeout 60 "$slog" "syslog://127.0.0.1:$port" 2>/dev/null
+  wait_lines "$tmp/sym/app.log" 1
+  mv "$tmp/sym/app.log" "$tmp/sym/app.moved"
+  ln -s target "$tmp/sym/app.log"
+  # SIGHUP: the reopen comes before or after the next message; either way
+  # the path is opened again.
+  [ $how = sighup ] && kill -HUP "$lp"
+  echo "ssh-ed25519 AAAA attacker" | timeout 60 "$slog" --give-up-after 5s "syslog://127.0.0.1:$port" 2>/dev/null
+  for _ in $(seq 600); do
+    grep -q "refusing to follow" "$tmp/logd.err" && break
+    grep -q attacker "$tmp/sym/target" "$tmp/sym/app.moved" && break
+    sleep 0.05
+  done
+  kill -TERM "$lp" 2>/dev/null
+  wait_exit "$lp" >/dev/null
+  check "sluice-logd, a symlink swapped in ($how): the target is untouched" same "$(cat "$tmp/sym/target")" precious
+  check "sluice-logd, a symlink swapped in ($how): refused, saying why" \
+    grep -qx "sluice-logd: $tmp/sym/app.log: a symbolic link: refusing to follow it (ELOOP)" "$tmp/logd.err"
+  check "sluice-logd, a symlink swapped in ($how): still a symlink" test -L "$tmp/sym/app.log"
+done
 
 # ---- kafka:// on librdkafka's mock cluster
 

@@ -321,25 +321,49 @@ check "--keep 0: FILE holds the last lines" same "$(tail -n 1 "$tmp/keep0.log")"
 python3 "$tmp/gen.py" 5000 5000 0 | "$slog" --max-size 1M --keep 3 "$tmp/big.log"
 check "--max-size 1M: no rotation for 100 KB" same "$(cd "$tmp" && ls -d big.log*)" "big.log"
 
-# ---- what is not a regular file is written without rotation (issue 10,
-# defect 5): never renamed, never removed, with one note on stderr.
+# ---- a symbolic link is never followed (issue 19, item 11): named at
+# start it is refused, exit 1; swapped in for FILE while sluice-log runs
+# (mv FILE x; ln -s TARGET FILE), the next write's rotation check (with
+# --max-size) or SIGHUP refuses it; the target is untouched either way.
 mkdir "$tmp/kinds"
 ln -s /dev/null "$tmp/kinds/null.log"
 seq 100000 | "$slog" --max-size 1K --keep 2 "$tmp/kinds/null.log" 2>"$tmp/err"
-check "a symlink to /dev/null: exits 0" test $? -eq 0
+check "a symlink to /dev/null: exits 1" test $? -eq 1
 check "a symlink to /dev/null: still that symlink" same "$(readlink "$tmp/kinds/null.log")" /dev/null
-check "a symlink to /dev/null: no rotated file" same "$(cd "$tmp/kinds" && ls -d null.log*)" null.log
-check "a symlink to /dev/null: one note" \
-  same "$(cat "$tmp/err")" "sluice-log: $tmp/kinds/null.log: a symbolic link: written without rotation"
-: >"$tmp/kinds/target"
+check "a symlink to /dev/null: refused, saying why" \
+  same "$(cat "$tmp/err")" "sluice-log: $tmp/kinds/null.log: a symbolic link: refusing to follow it (ELOOP)"
+printf 'precious\n' >"$tmp/kinds/target"
 ln -s target "$tmp/kinds/link.log"
-seq 1000 | "$slog" --max-size 1K --keep 2 "$tmp/kinds/link.log" 2>"$tmp/err"
-check "a symlink to a file: exits 0" test $? -eq 0
-check "a symlink to a file: still that symlink" same "$(readlink "$tmp/kinds/link.log")" target
-check "a symlink to a file: every line in the target, not rotated" same "$(cat "$tmp/kinds/target")" "$(seq 1000)"
-check "a symlink to a file: no rotated file" same "$(cd "$tmp/kinds" && ls -d link.log* target*)" "$(printf 'link.log\ntarget')"
-check "a symlink to a file: one note" \
-  same "$(cat "$tmp/err")" "sluice-log: $tmp/kinds/link.log: a symbolic link: written without rotation"
+seq 1000 | "$slog" "$tmp/kinds/link.log" 2>"$tmp/err"
+check "a symlink to a file: exits 1" test $? -eq 1
+check "a symlink to a file: the target is untouched" same "$(cat "$tmp/kinds/target")" precious
+check "a symlink to a file: refused, saying why" \
+  same "$(cat "$tmp/err")" "sluice-log: $tmp/kinds/link.log: a symbolic link: refusing to follow it (ELOOP)"
+for how in max-size sighup; do
+  rm -f "$tmp/in" "$tmp/kinds/swap.log" "$tmp/kinds/swap.moved"
+  mkfifo "$tmp/in"
+  opts=()
+  [ $how = max-size ] && opts=(--max-size 1M)
+  "$slog" "${opts[@]}" "$tmp/kinds/swap.log" <"$tmp/in" 2>"$tmp/err" &
+  sp=$!
+  bg_pids+=("$sp")
+  exec 7>"$tmp/in"
+  echo before >&7
+  wait_for_content "$tmp/kinds/swap.log" before
+  mv "$tmp/kinds/swap.log" "$tmp/kinds/swap.moved"
+  ln -s target "$tmp/kinds/swap.log"
+  [ $how = sighup ] && kill -HUP "$sp"
+  echo "ssh-ed25519 AAAA attacker" >&7
+  for _ in $(seq 600); do kill -0 "$sp" 2>/dev/null || break; sleep 0.05; done
+  exec 7>&-
+  wait "$sp"
+  status=$?
+  check "a symlink swapped in ($how): exits 1 (got $status)" test $status -eq 1
+  check "a symlink swapped in ($how): the target is untouched" same "$(cat "$tmp/kinds/target")" precious
+  check "a symlink swapped in ($how): the moved file has what came before" same "$(head -n 1 "$tmp/kinds/swap.moved")" before
+  check "a symlink swapped in ($how): refused, saying why" \
+    grep -qx "sluice-log: $tmp/kinds/swap.log: a symbolic link: refusing to follow it (ELOOP)" "$tmp/err"
+done
 mkfifo "$tmp/kinds/fifo.log"
 cat "$tmp/kinds/fifo.log" >"$tmp/kinds/from-fifo" &
 cat_pid=$!
@@ -354,7 +378,7 @@ check "a FIFO: one note" same "$(cat "$tmp/err")" "sluice-log: $tmp/kinds/fifo.l
 seq 10 | "$slog" --max-size 1K /dev/null 2>"$tmp/err"
 check "a character device: exits 0, one note" \
   same "$?:$(cat "$tmp/err")" "0:sluice-log: /dev/null: a character device: written without rotation"
-seq 10 | "$slog" "$tmp/kinds/null.log" 2>"$tmp/err"
+seq 10 | "$slog" /dev/null 2>"$tmp/err"
 check "no --max-size, no note" test ! -s "$tmp/err"
 
 # ---- two processes rotating one FILE (issue 10, defect 8): every line of

@@ -36,8 +36,13 @@ std::uint64_t file_size(int fd) noexcept {
 
 }  // namespace
 
+// O_NOFOLLOW: a log is often in a directory its writer does not own alone
+// (a service's, under a root daemon). A symbolic link swapped in for the
+// path (mv app.log x; ln -s /etc/shadow app.log) would make the next open,
+// at a rotation, a reopen or when following another writer's rotation,
+// append to its target: every open refuses it with ELOOP instead.
 int log_file::open_fd(const std::string& path, mode_t permissions) noexcept {
-  return detail::open_fd(path, O_WRONLY | O_CREAT | O_APPEND, permissions);
+  return detail::open_fd(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, permissions);
 }
 
 // Owns fd from the start: closes it if anything here throws.

@@ -27,11 +27,16 @@ namespace sluice::detail {
 /// files. After rotate() or reopen() fd() may have changed: the writer then
 /// points its fd_writer at the new one.
 ///
+/// A symbolic link is never followed (a link swapped in for the log would
+/// send its lines to a file its owner chose): every open of the
+/// path (the first, and those of rotate(), reopen() and of following
+/// another writer's rotation) uses O_NOFOLLOW, so a path that is, or has
+/// become, a symbolic link fails with ELOOP (std::errc::
+/// too_many_symbolic_link_levels) and nothing is written to its target.
+///
 /// Rotation applies to a regular file only, named by the path itself: a
-/// FIFO, a character device, a socket, or a symbolic link (to anything:
-/// renaming the link would leave its target, and a link to /dev/null would
-/// become a file) is written without rotation, as logrotate skips a
-/// symbolic link. This is checked at each open, since the path may change.
+/// FIFO, a character device or a socket is written without rotation. This
+/// is checked at each open, since the path may change.
 ///
 /// Several processes may rotate one log (a tool run twice). With rotation
 /// on, each part is written under an exclusive flock(2) on the file, taken
@@ -43,7 +48,8 @@ namespace sluice::detail {
 /// no file passes max_size (but for a chunk larger than max_size).
 class log_file {
  public:
-  /// open(2) of a log: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, EINTR retried.
+  /// open(2) of a log: O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
+  /// O_CLOEXEC, EINTR retried.
   static int open_fd(const std::string& path, mode_t permissions) noexcept;
 
   /// Takes `fd` (closing it if this throws), open on `path`.

@@ -54,6 +54,9 @@ class syslog_formatter {
   void append(std::string& out, std::string_view msg, const timespec& now);
   /// The size append() adds for `msg`, at most (for reserving).
   std::size_t framed_size_max(std::size_t msg_size) const noexcept { return fixed_.size() + 48 + msg_size; }
+  /// The size of a message's header, before MSG (the timestamp's 27
+  /// characters included): a message is header_size() + MSG's size long.
+  std::size_t header_size() const noexcept { return pri_.size() + 27 + fixed_.size(); }
 
  private:
   std::string_view stamp(const timespec& now);

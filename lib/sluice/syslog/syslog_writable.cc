@@ -1,8 +1,13 @@
 // The syslog writable's sink: frames each batch of messages into one buffer
 // and writes it to a net::socket; a lost connection is replaced after a
 // backoff, and the batch in flight is sent again from its first message the
-// kernel had not fully taken.
+// kernel had not fully taken. It counts the messages written on a
+// connection since its last quiet moment, which a connection the receiver
+// breaks turns into "maybe lost".
 #include "sluice/syslog/syslog_writable.h"
+
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <optional>
@@ -15,6 +20,8 @@
 namespace sluice {
 namespace detail {
 
+constexpr std::chrono::milliseconds writable_quiet_time = syslog_writable::quiet_time;
+
 class syslog_sink final : public sink {
  public:
   explicit syslog_sink(const syslog_options& o) : o_(o), format_(o.header, o.framing), backoff_(o.reconnect_min) {}
@@ -23,6 +30,7 @@ class syslog_sink final : public sink {
     if (loop_) loop_->cancel(this);
     if (retry_timer_) loop_->clear_timeout(retry_timer_);
     if (give_up_timer_) loop_->clear_timeout(give_up_timer_);
+    if (quiet_timer_) loop_->clear_timeout(quiet_timer_);
     sock_.reset();
     old_.reset();
   }
@@ -53,6 +61,7 @@ class syslog_sink final : public sink {
   void final(final_done done) override {
     ending_ = true;
     cancel_timers();
+    broken_before_close();
     if (!sock_ || sock_->destroyed()) {
       done();
       return;
@@ -63,6 +72,7 @@ class syslog_sink final : public sink {
   bool has_final() const noexcept override { return true; }
 
   std::error_code destroy(std::error_code err) noexcept override {
+    broken_before_close();
     destroyed_ = true;
     cancel_timers();
     final_.reset();
@@ -76,6 +86,9 @@ class syslog_sink final : public sink {
   std::size_t failed() const noexcept { return failed_; }
   std::size_t reconnects() const noexcept { return reconnects_; }
   bool connected() const noexcept { return connected_; }
+  std::size_t maybe_lost() const noexcept { return maybe_lost_; }
+  std::size_t connections_lost() const noexcept { return connections_lost_; }
+  std::size_t truncated() const noexcept { return truncated_; }
 
  private:
   void start_batch(write_done done) {
@@ -97,6 +110,14 @@ class syslog_sink final : public sink {
   }
 
   void add(std::string_view msg) {
+    if (o_.max_message != 0 && format_.header_size() + msg.size() > o_.max_message) {
+      // Cut to fit, never inside a UTF-8 character: a receiver would
+      // otherwise refuse the message, or close the connection on it.
+      std::size_t cut = o_.max_message > format_.header_size() ? o_.max_message - format_.header_size() : 0;
+      while (cut > 0 && (static_cast<unsigned char>(msg[cut]) & 0xC0) == 0x80) --cut;
+      msg = msg.substr(0, cut);
+      ++truncated_;
+    }
     format_.append(*buf_, msg, now_);
     ends_.push_back(buf_->size());
   }
@@ -113,13 +134,16 @@ class syslog_sink final : public sink {
     writing_ = true;
     const std::size_t from = first_unsent_ == 0 ? 0 : ends_[first_unsent_ - 1];
     base_ = sock_->bytes_written();
+    last_write_ = std::chrono::steady_clock::now();
     net::socket* s = sock_.get();
-    sock_->write(buf_, std::string_view(*buf_).substr(from), [this, s, from](std::error_code ec) {
+    const std::size_t first = first_unsent_;
+    sock_->write(buf_, std::string_view(*buf_).substr(from), [this, s, from, first](std::error_code ec) {
       if (dying_) return;
       writing_ = false;
       if (destroyed_) return;  // destroy() calls back
       if (!ec) {
         first_unsent_ = ends_.size();
+        taken_on(s, first_unsent_ - first);
         complete({});
         return;
       }
@@ -127,6 +151,7 @@ class syslog_sink final : public sink {
       // loss window); the rest waits for the next connection.
       const std::size_t taken = from + (s->bytes_written() - base_);
       while (first_unsent_ < ends_.size() && ends_[first_unsent_] <= taken) ++first_unsent_;
+      taken_on(s, first_unsent_ - first);
       if (first_unsent_ == ends_.size()) {
         complete({});
         return;
@@ -134,6 +159,51 @@ class syslog_sink final : public sink {
       if (connected_) sock_->destroy();  // a write failed: this connection is done
       arm_give_up();
     });
+  }
+
+  // `n` messages are in the kernel on `s`: at risk until it is quiet; if
+  // `s` is already lost (its 'close' came first), maybe lost at once.
+  void taken_on(net::socket* s, std::size_t n) {
+    if (n == 0) return;
+    last_write_ = std::chrono::steady_clock::now();
+    if (s != sock_.get() || !connected_) {
+      maybe_lost_ += n;
+      return;
+    }
+    at_risk_ += n;
+    if (!quiet_timer_) quiet_timer_ = loop_->set_timeout(writable_quiet_time, [this] { check_quiet(); }, this);
+  }
+
+  // Nothing written for quiet_time and nothing in the send queue: what was
+  // written on this connection has reached the receiver's host (TCP) or
+  // the receiver (a Unix socket).
+  void check_quiet() {
+    quiet_timer_ = 0;
+    if (!connected_ || at_risk_ == 0) return;
+    const auto idle = std::chrono::steady_clock::now() - last_write_;
+    std::chrono::milliseconds again = writable_quiet_time / 4;
+    if (!writing_ && idle >= writable_quiet_time) {
+      int queued = 0;
+      if (::ioctl(sock_->fd(), SIOCOUTQ, &queued) == 0 && queued == 0) {
+        at_risk_ = 0;
+        return;
+      }
+    } else if (!writing_) {
+      again = std::chrono::ceil<std::chrono::milliseconds>(writable_quiet_time - idle);
+    }
+    quiet_timer_ = loop_->set_timeout(again, [this] { check_quiet(); }, this);
+  }
+
+  // The connection is gone: if the receiver broke it with messages at
+  // risk, they may be lost.
+  void lost(std::error_code ec) {
+    if (quiet_timer_) loop_->clear_timeout(quiet_timer_);
+    quiet_timer_ = 0;
+    const std::size_t n = std::exchange(at_risk_, 0);
+    if (n == 0) return;
+    maybe_lost_ += n;
+    ++connections_lost_;
+    if (o_.on_connection_lost) o_.on_connection_lost(ec, n);
   }
 
   void complete(std::error_code ec, bool count_failed = true) noexcept {
@@ -169,7 +239,11 @@ class syslog_sink final : public sink {
       // The receiver closed: it reads no more, so nothing more is written.
       if (!final_ && !s->destroyed()) s->destroy();
     });
-    s->on(event::error, [this](std::error_code ec) { last_error_ = ec; });
+    conn_error_ = {};
+    s->on(event::error, [this, s](std::error_code ec) {
+      last_error_ = ec;
+      if (s == sock_.get()) conn_error_ = ec;
+    });
     s->on(event::close, [this, s](const event_arg& a) { on_close(s, a.error); });
     if (o_.unix_path.empty())
       s->connect(o_.port, o_.host);
@@ -191,7 +265,13 @@ class syslog_sink final : public sink {
 
   void on_close(net::socket* s, std::error_code err) {
     if (dying_ || s != sock_.get()) return;
-    connected_ = false;
+    const bool was_connected = std::exchange(connected_, false);
+    if (!err) err = conn_error_;
+    // Broken by the receiver: its FIN or a reset before our end(), or a
+    // reset during it. Our own end() that closes cleanly, or destroy(),
+    // is not a loss.
+    if (was_connected && !destroyed_ && (!final_ || err)) lost(err);
+    else lost_quietly();
     if (final_) {
       const final_done done = *final_;
       final_.reset();
@@ -212,6 +292,21 @@ class syslog_sink final : public sink {
       if (connected_ || writing_) return;
       complete(last_error_ ? last_error_ : std::make_error_code(std::errc::timed_out));
     }, this);
+  }
+
+  // The receiver broke the connection (the socket is destroyed) and its
+  // 'close' has not come yet: counted now, before an end() that finds it
+  // gone, or the stream's own destroy(), makes it look like ours.
+  void broken_before_close() noexcept {
+    if (!connected_ || !sock_ || !sock_->destroyed() || dying_) return;
+    connected_ = false;
+    lost(conn_error_);
+  }
+
+  void lost_quietly() noexcept {
+    at_risk_ = 0;
+    if (quiet_timer_) loop_->clear_timeout(quiet_timer_);
+    quiet_timer_ = 0;
   }
 
   void cancel_timers() noexcept {
@@ -238,9 +333,16 @@ class syslog_sink final : public sink {
   timespec now_{};
   std::optional<final_done> final_;
   std::error_code last_error_;
+  std::error_code conn_error_;  // the current connection's error, if any
   std::chrono::milliseconds backoff_;
   timer_id retry_timer_ = 0;
   timer_id give_up_timer_ = 0;
+  timer_id quiet_timer_ = 0;
+  std::chrono::steady_clock::time_point last_write_{};
+  std::size_t at_risk_ = 0;  // taken by the kernel on sock_ since its last quiet moment
+  std::size_t maybe_lost_ = 0;
+  std::size_t connections_lost_ = 0;
+  std::size_t truncated_ = 0;
   std::size_t sent_ = 0;
   std::size_t failed_ = 0;
   std::size_t reconnects_ = 0;
@@ -274,6 +376,9 @@ const detail::syslog_sink& syslog_writable::transport() const noexcept {
 std::size_t syslog_writable::sent() const noexcept { return transport().sent(); }
 std::size_t syslog_writable::dropped() const noexcept { return dropped_ + transport().failed(); }
 std::size_t syslog_writable::reconnects() const noexcept { return transport().reconnects(); }
+std::size_t syslog_writable::maybe_lost() const noexcept { return transport().maybe_lost(); }
+std::size_t syslog_writable::connections_lost() const noexcept { return transport().connections_lost(); }
+std::size_t syslog_writable::truncated() const noexcept { return transport().truncated(); }
 bool syslog_writable::connected() const noexcept { return transport().connected(); }
 
 std::error_code syslog_writable::destroy_io(std::error_code err) noexcept {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,16 @@ struct syslog_options {
   /// Unset (the default): messages wait as long as it takes, and the
   /// producer is held back by write() returning false (see below).
   std::optional<std::chrono::milliseconds> give_up_after{};
+  /// The longest message, header included, as a receiver counts it (octet
+  /// counting's LEN; sluice-logd's and rsyslog's maximum message size): a
+  /// longer message is sent cut to fit, at a UTF-8 character boundary, and
+  /// counted in truncated(). 0 (the default): no limit.
+  std::size_t max_message = 0;
+  /// Called when the receiver closed or reset a connection (or a write on it
+  /// failed) while messages written on it were not known to have arrived:
+  /// `at_risk` of them (see maybe_lost()), `ec` the error, empty for the
+  /// receiver's FIN. The writable reconnects and goes on, as before.
+  std::function<void(std::error_code ec, std::size_t at_risk)> on_connection_lost{};
   /// The stream's options. Chunks are messages: the stream is in object
   /// mode, and the high-water mark counts messages (1024 unless set).
   writable_options stream{};
@@ -79,6 +90,19 @@ struct syslog_options {
 /// when they are written while connected, but the reconnection's time for
 /// messages that waited for one.
 ///
+/// What it can tell of that loss: the messages written on a connection since
+/// its last quiet moment are "at risk" (a quiet moment: nothing written for
+/// quiet_time, and the socket's send queue empty, SIOCOUTQ 0: every byte
+/// acknowledged by the receiver's host over TCP, read by the receiver over a
+/// Unix socket). A connection that the receiver closes (its FIN before our
+/// end()) or resets (ECONNRESET, EPIPE: at any time, during end() too) turns
+/// its messages at risk into maybe_lost(), and on_connection_lost says so.
+/// For TCP that is an upper bound only for a receiver that reads what its
+/// host acknowledged before it closes (one that keeps bytes read but not yet
+/// written somewhere can lose more); a receiver that reads every byte and
+/// our FIN and then closes looks like success. Only acknowledgements from
+/// the receiver itself (RELP) know more.
+///
 /// end(): the callback comes once every message is in the kernel and the
 /// connection is closed (FIN); or with the error that stopped it, each
 /// unsent message's callback then saying why (ERR_STREAM_DESTROYED for
@@ -98,6 +122,16 @@ class syslog_writable : public writable {
   std::size_t reconnects() const noexcept;
   /// Whether a connection is up now.
   bool connected() const noexcept;
+  /// Messages sent (counted in sent()) on connections the receiver closed or
+  /// reset while they were at risk: they may be lost (see above).
+  std::size_t maybe_lost() const noexcept;
+  /// Connections lost with messages at risk.
+  std::size_t connections_lost() const noexcept;
+  /// Messages cut to max_message.
+  std::size_t truncated() const noexcept;
+  /// A connection is quiet once nothing was written on it for this long
+  /// and its send queue is empty.
+  static constexpr std::chrono::milliseconds quiet_time{1000};
 
  private:
   std::error_code destroy_io(std::error_code err) noexcept override;
