@@ -157,9 +157,9 @@ Options for syslog:// and syslog+unix: (each line is sent as RFC 5424,
                     that makes a longer message is sent cut to SIZE (at a
                     UTF-8 character boundary), counted as truncated, with
                     one note on standard error. A receiver given a longer
-                    message than it takes may cut it (rsyslog) or close the
-                    connection, losing what followed (see 'Lost
-                    connections').
+                    message than it takes may cut it (rsyslog,
+                    sluice-logd) or close the connection, losing what
+                    followed (see 'Lost connections').
   --give-up-after T a message that has waited T for the receiver is given
                     up: it and every message after it are dropped (counted),
                     and sluice-log exits 1. Default: wait as long as it

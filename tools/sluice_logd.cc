@@ -50,7 +50,7 @@ Options:
                     for LF framing; octet: octet counting only; lf: LF only
   --max-message SIZE
                     the longest message written whole (default 64K, as
-                    sluice-log's --max-line-length); a longer one is written
+                    sluice-log's --max-message); a longer one is written
                     cut to SIZE bytes, its rest skipped up to the end its
                     frame gives (the octet count or the LF), and the
                     connection goes on; counted as truncated, and said on
