@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "close_stdout.h"
+#include "tool.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -56,10 +56,7 @@ cannot be written, 2 on bad usage.
 Example: sluice-devnull --duration 10 --chunk-size 100 --json
 )";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-devnull: %s\nTry 'sluice-devnull --help' for more information.\n", msg.c_str());
-  std::exit(2);
-}
+constexpr sluice_tools::tool this_tool{"sluice-devnull", usage_text, sluice_tools::ignore_pipe_and_xfsz};
 
 // The largest batch of chunks, in bytes: a batch may sit in memory whole.
 constexpr std::uint64_t max_batch_bytes = std::uint64_t{1} << 30;
@@ -71,8 +68,8 @@ std::uint64_t parse_count(const std::string& opt, const char* s, std::uint64_t m
   const unsigned long long v = std::strtoull(s, &end, 10);
   if (errno || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
     if (max == UINT64_MAX)
-      usage_error(fmt::format("{} wants a whole number of at least {}, got '{}'", opt, min, s));
-    usage_error(fmt::format("{} wants a whole number from {} to {}, got '{}'", opt, min, max, s));
+      this_tool.usage_error(fmt::format("{} wants a whole number of at least {}, got '{}'", opt, min, s));
+    this_tool.usage_error(fmt::format("{} wants a whole number from {} to {}, got '{}'", opt, min, max, s));
   }
   return v;
 }
@@ -82,7 +79,7 @@ double parse_seconds(const std::string& opt, const char* s) {
   char* end = nullptr;
   const double v = std::strtod(s, &end);
   if (errno || end == s || *end != '\0' || !(v > 0) || v > 1e6)
-    usage_error(fmt::format("{} wants a positive number of seconds, got '{}'", opt, s));
+    this_tool.usage_error(fmt::format("{} wants a positive number of seconds, got '{}'", opt, s));
   return v;
 }
 
@@ -112,11 +109,11 @@ options parse_args(int argc, char** argv) {
     }
     auto value = [&]() -> const char* {
       if (inline_value) return inline_value->c_str();
-      if (i + 1 >= argc) usage_error(a + " needs a value");
+      if (i + 1 >= argc) this_tool.usage_error(a + " needs a value");
       return argv[++i];
     };
     auto flag = [&] {
-      if (inline_value) usage_error(a + " takes no value");
+      if (inline_value) this_tool.usage_error(a + " takes no value");
     };
     if (a == "-h" || a == "--help") {
       std::fputs(usage_text, stdout);
@@ -139,7 +136,7 @@ options parse_args(int argc, char** argv) {
       o.hwm = parse_count(a, value(), 0);
     } else if (a == "--target") {
       o.target = value();
-      if (o.target.empty()) usage_error("--target wants a path");
+      if (o.target.empty()) this_tool.usage_error("--target wants a path");
     } else if (a == "--json") {
       flag();
       o.json = true;
@@ -147,11 +144,11 @@ options parse_args(int argc, char** argv) {
       flag();
       o.quiet = true;
     } else {
-      usage_error("unknown option '" + a + "'");
+      this_tool.usage_error("unknown option '" + a + "'");
     }
   }
   if (std::uint64_t{o.chunk_size} * o.batch > max_batch_bytes)
-    usage_error(fmt::format("--chunk-size {} times --batch {} is more than {} bytes: lower --batch", o.chunk_size, o.batch,
+    this_tool.usage_error(fmt::format("--chunk-size {} times --batch {} is more than {} bytes: lower --batch", o.chunk_size, o.batch,
                             max_batch_bytes));
   return o;
 }
@@ -361,12 +358,5 @@ class bench {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  sluice_tools::close_stdout_at_exit("sluice-devnull");
-  const options o = parse_args(argc, argv);
-  // A reader that goes away, or a file past `ulimit -f`, is an error to
-  // report (EPIPE, EFBIG), not a reason to die.
-  ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGXFSZ, SIG_IGN);
-  return bench(o).run();
+  return this_tool.run(argc, argv, parse_args, [](const options& o) { return bench(o).run(); });
 }

@@ -48,9 +48,9 @@
 #include <utility>
 #include <vector>
 
-#include "close_stdout.h"
+#include "tool.h"
 #include "nonblocking_stdin.h"
-#include "log_args.h"
+#include "args.h"
 #include "log_dest.h"
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
@@ -237,10 +237,7 @@ Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server
          my-server 2>&1 | sluice-log -X acks=all kafka://k1:9092,k2:9092/logs
 )";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-log: %s\nTry 'sluice-log --help' for more information.\n", msg.c_str());
-  std::exit(2);
-}
+constexpr sluice_tools::tool this_tool{"sluice-log", usage_text, sluice_tools::ignore_pipe_and_xfsz};
 
 struct options {
   sluice_tools::log_destination dest;
@@ -294,13 +291,13 @@ options parse_args(int argc, char** argv) {
     switch (c) {
       case max_size:
         if (!parse_size(optarg, true, UINT64_MAX >> 1, v))
-          usage_error(std::string("--max-size wants a number of bytes, with K, M or G or none, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--max-size wants a number of bytes, with K, M or G or none, got '") + optarg + "'");
         o.log.max_size = v;
         file_option = "--max-size";
         break;
       case keep:
         if (!parse_size(optarg, false, 100'000, v))
-          usage_error(std::string("--keep wants a whole number from 0 to 100000, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--keep wants a whole number from 0 to 100000, got '") + optarg + "'");
         o.log.keep = static_cast<unsigned>(v);
         file_option = "--keep";
         break;
@@ -309,12 +306,12 @@ options parse_args(int argc, char** argv) {
         break;
       case fsync:
         if (!parse_fsync(optarg, o.log))
-          usage_error(std::string("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '") + optarg + "'");
+          this_tool.usage_error(std::string("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '") + optarg + "'");
         file_option = "--fsync";
         break;
       case max_line_length:
         if (!parse_size(optarg, false, 1ull << 30, v) || v < 1)
-          usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
+          this_tool.usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
                       optarg + "'");
         o.max_line_length = static_cast<std::size_t>(v);
         break;
@@ -327,48 +324,48 @@ options parse_args(int argc, char** argv) {
       case framing:
         if (std::strcmp(optarg, "octet") == 0) o.syslog.framing = sluice::syslog_framing::octet_counting;
         else if (std::strcmp(optarg, "lf") == 0) o.syslog.framing = sluice::syslog_framing::lf;
-        else usage_error(std::string("--framing wants octet or lf, got '") + optarg + "'");
+        else this_tool.usage_error(std::string("--framing wants octet or lf, got '") + optarg + "'");
         syslog_option = "--framing";
         break;
       case facility:
         if (!sluice_tools::parse_syslog_facility(optarg, o.syslog.header.facility))
-          usage_error(std::string("--facility wants a name (user, daemon, local0 ...) or 0 to 23, got '") + optarg +
+          this_tool.usage_error(std::string("--facility wants a name (user, daemon, local0 ...) or 0 to 23, got '") + optarg +
                       "'");
         syslog_option = "--facility";
         break;
       case severity:
         if (!sluice_tools::parse_syslog_severity(optarg, o.syslog.header.severity))
-          usage_error(std::string("--severity wants emerg, alert, crit, err, warning, notice, info, debug or 0 to 7, "
+          this_tool.usage_error(std::string("--severity wants emerg, alert, crit, err, warning, notice, info, debug or 0 to 7, "
                                   "got '") + optarg + "'");
         syslog_option = "--severity";
         break;
       case app_name:
-        if (optarg[0] == '\0') usage_error("--app-name is empty");
+        if (optarg[0] == '\0') this_tool.usage_error("--app-name is empty");
         o.syslog.header.app_name = optarg;
         syslog_option = "--app-name";
         break;
       case hostname:
-        if (optarg[0] == '\0') usage_error("--hostname is empty");
+        if (optarg[0] == '\0') this_tool.usage_error("--hostname is empty");
         o.syslog.header.hostname = optarg;
         syslog_option = "--hostname";
         break;
       case give_up_after: {
         std::chrono::milliseconds t{};
         if (!sluice_tools::parse_duration(optarg, t) || t.count() == 0)
-          usage_error(std::string("--give-up-after wants a time above 0, e.g. 30s, 500ms or 2m, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--give-up-after wants a time above 0, e.g. 30s, 500ms or 2m, got '") + optarg + "'");
         o.syslog.give_up_after = t;
         syslog_option = "--give-up-after";
         break;
       }
       case grace:
         if (!sluice_tools::parse_duration(optarg, o.grace))
-          usage_error(std::string("--grace wants a time, e.g. 5s, 500ms or 0, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--grace wants a time, e.g. 5s, 500ms or 0, got '") + optarg + "'");
         o.grace_text = optarg;
         network_option = "--grace";
         break;
       case max_message:
         if (!parse_size(optarg, true, 1ull << 30, v) || v < 1)
-          usage_error(std::string("--max-message wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
+          this_tool.usage_error(std::string("--max-message wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
                       optarg + "'");
         o.max_message = static_cast<std::size_t>(v);
         syslog_option = "--max-message";
@@ -376,37 +373,28 @@ options parse_args(int argc, char** argv) {
       case 'X': {
         const char* eq = std::strchr(optarg, '=');
         if (!eq || eq == optarg || eq[1] == '\0')
-          usage_error(std::string("-X wants KEY=VALUE (a librdkafka property), got '") + optarg + "'");
+          this_tool.usage_error(std::string("-X wants KEY=VALUE (a librdkafka property), got '") + optarg + "'");
         o.kafka_config.emplace_back(std::string(optarg, static_cast<std::size_t>(eq - optarg)), std::string(eq + 1));
         kafka_option = "-X";
         break;
       }
       case 'h':
-        // The help is longer than stdout's buffer: a failed write's errno
-        // is gone by the exit's close, so it is checked here.
-        errno = 0;
-        if (std::fputs(usage_text, stdout) == EOF || std::fflush(stdout) != 0)
-          std::exit(sluice_tools::close_stdout("sluice-log", errno) ? 0 : 1);
-        std::exit(0);
-      case ':':
-        usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
+        this_tool.help();
       default:
-        if (optopt > 0 && optopt < 256)
-          usage_error(std::string("unknown option '-") + static_cast<char>(optopt) + "'");
-        usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+        this_tool.bad_option(c, argv);
     }
   }
-  if (o.json && !o.stats) usage_error("--json goes with --stats");
-  if (optind == argc) usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH or kafka://...)");
-  if (argc - optind > 1) usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
+  if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
+  if (optind == argc) this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH or kafka://...)");
+  if (argc - optind > 1) this_tool.usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
   o.dest_text = argv[optind];
-  if (o.dest_text.empty()) usage_error("DEST is empty");
+  if (o.dest_text.empty()) this_tool.usage_error("DEST is empty");
   std::string why;
-  if (!sluice_tools::parse_log_destination(o.dest_text, o.dest, why)) usage_error(why);
+  if (!sluice_tools::parse_log_destination(o.dest_text, o.dest, why)) this_tool.usage_error(why);
   using kind = sluice_tools::log_destination::kind;
   const kind k = o.dest.type;
   auto only = [&](const char* opt, const char* what) {
-    if (opt) usage_error(std::string(opt) + " applies to " + what + " only, not to '" + o.dest_text + "'");
+    if (opt) this_tool.usage_error(std::string(opt) + " applies to " + what + " only, not to '" + o.dest_text + "'");
   };
   if (k != kind::file) only(file_option, "a FILE");
   if (k != kind::syslog_tcp && k != kind::syslog_unix) only(syslog_option, "syslog:// and syslog+unix:");
@@ -414,7 +402,7 @@ options parse_args(int argc, char** argv) {
   if (k == kind::file) only(network_option, "a network DEST (syslog://, syslog+unix:, kafka://)");
 #if !SLUICE_LOG_KAFKA
   if (k == kind::kafka)
-    usage_error("kafka:// needs Kafka support, and this sluice-log was built without it (build it with "
+    this_tool.usage_error("kafka:// needs Kafka support, and this sluice-log was built without it (build it with "
                 "librdkafka: Debian's librdkafka-dev, meson -Dkafka=enabled)");
 #endif
   o.syslog.max_message = o.max_message;
@@ -540,12 +528,12 @@ class log_tool {
 #if SLUICE_LOG_KAFKA
     std::string why;
     const sluice_log_make_kafka_fn make = load_kafka_module(why);
-    if (!make) usage_error(o_.dest_text + ": cannot load sluice-log's Kafka module: " + why);
+    if (!make) this_tool.usage_error(o_.dest_text + ": cannot load sluice-log's Kafka module: " + why);
     sluice::kafka_options k{.topic = o_.dest.topic, .config = {{"bootstrap.servers", o_.dest.brokers}}};
     k.config.insert(k.config.end(), o_.kafka_config.begin(), o_.kafka_config.end());
     out_.reset(make(&k, &why));
     // librdkafka refuses a property or a value: the command line is wrong.
-    if (!out_) usage_error(o_.dest_text + ": " + why);
+    if (!out_) this_tool.usage_error(o_.dest_text + ": " + why);
     return true;
 #else
     return false;  // parse_args() refused kafka://
@@ -814,22 +802,5 @@ class log_tool {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  sluice_tools::close_stdout_at_exit("sluice-log");
-  const options o = parse_args(argc, argv);
-  // FILE may be a pipe (or /dev/stdout on one), DEST a socket: a reader that goes away, or a file past
-  // `ulimit -f`, is an error to report, not a reason to die.
-  ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGXFSZ, SIG_IGN);
-  // Resources that run out where the streams cannot turn it into an error
-  // of their own (building them, the loop's poll): a message and exit 1,
-  // never std::terminate (issue 10, defect 7).
-  try {
-    return log_tool(o).run();
-  } catch (const std::bad_alloc&) {
-    std::fputs("sluice-log: out of memory\n", stderr);
-  } catch (const std::system_error& e) {
-    std::fprintf(stderr, "sluice-log: %s\n", e.what());
-  }
-  return 1;
+  return this_tool.run(argc, argv, parse_args, [](const options& o) { return log_tool(o).run(); });
 }
