@@ -41,18 +41,18 @@ class log_file_output final : public log_output {
     if (worker_) worker_->request_reopen();
   }
 
-  bool report(const log_counts&, bool finished, bool failed, const std::string&) override {
+  bool report(const log_counts&, const log_end& end) override {
     // Every line is written (or the file failed): the last sync and the close.
-    if (const std::error_code closed = worker_->close(); closed && !failed) {
+    if (const std::error_code closed = worker_->close(); closed && !end.failed) {
       std::fprintf(stderr, "sluice-log: %s: %s\n", name_.c_str(), file_error(closed).c_str());
       return false;
     }
-    if (!failed && !finished) {
+    if (!end.failed && !end.finished) {
       // Nothing left to do and the file never finished: a bug, not a state to hide.
       std::fprintf(stderr, "sluice-log: %s: the log did not finish\n", name_.c_str());
       return false;
     }
-    return !failed;
+    return !end.failed;
   }
 
   void print_stats(const log_counts& n, bool json) const override {

@@ -19,6 +19,14 @@ struct log_counts {
   std::size_t unsent = 0;   // of those, refused or dropped
 };
 
+// How the run ended, for report().
+struct log_end {
+  bool finished = false;   // the stream's end() succeeded
+  bool failed = false;     // the output's error is already reported
+  bool ok_so_far = true;   // nothing has made the run's status 1 yet
+  std::string reason;      // why messages were not sent
+};
+
 class log_output {
  public:
   virtual ~log_output() = default;
@@ -40,10 +48,8 @@ class log_output {
   virtual void landed() {}
 
   /// Every callback has come (the loop ended): the last sync and close, and
-  /// what did not land. `finished` says the stream's end() succeeded,
-  /// `failed` that an error was already reported, `reason` why messages
-  /// were not sent. Returns false when the run must exit 1.
-  virtual bool report(const log_counts& n, bool finished, bool failed, const std::string& reason) = 0;
+  /// what did not land. Returns false when the run must exit 1.
+  virtual bool report(const log_counts& n, const log_end& end) = 0;
 
   /// --stats, on standard error: one line, or one JSON object.
   virtual void print_stats(const log_counts& n, bool json) const = 0;

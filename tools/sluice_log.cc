@@ -52,11 +52,10 @@
 #include "nonblocking_stdin.h"
 #include "args.h"
 #include "log_dest.h"
+#include "log_file_output.h"
+#include "log_net_output.h"
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
-#if SLUICE_LOG_KAFKA
-#include "log_kafka.h"
-#endif
 
 namespace {
 
@@ -439,9 +438,18 @@ class clock_stamp {
   std::size_t len_ = 0;
 };
 
+// The run: standard input, split into lines, into the destination's
+// writable, with backpressure; the destination (log_output.h) opens,
+// counts and reports.
 class log_tool {
  public:
-  explicit log_tool(const options& o) : o_(o) {}
+  explicit log_tool(const options& o) : o_(o) {
+    if (o.dest.network())
+      out_ = std::make_unique<sluice_tools::log_net_output>(this_tool, o.dest, o.dest_text, o.syslog, o.kafka_config,
+                                                            o.max_message);
+    else
+      out_ = std::make_unique<sluice_tools::log_file_output>(o.dest.file, o.dest_text, o.log);
+  }
 
   int run() {
     auto& loop = sluice::loop::current();
@@ -452,7 +460,7 @@ class log_tool {
     std::error_code ec;
     term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_signal(); }, ec);
     if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { stop_signal(); }, ec);
-    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { if (worker_) worker_->request_reopen(); }, ec);
+    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { out_->reopen(); }, ec);
     if (ec) {
       std::fprintf(stderr, "sluice-log: cannot handle signals: %s\n", ec.message().c_str());
       return 1;
@@ -460,11 +468,11 @@ class log_tool {
 
     // The worker's thread, and librdkafka's, start with the signals held,
     // and so keep them blocked.
-    const bool opened = network() ? open_network() : open_file();
+    const bool opened = out_->open();
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-    if (!opened) return status_;
-    out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
-    out_->on(sluice::event::drain, [this] {
+    if (!opened) return 1;
+    out().on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
+    out().on(sluice::event::drain, [this] {
       if (!waiting_ || !in_ || stopping_) return;
       waiting_ = false;
       in_->resume();
@@ -479,160 +487,37 @@ class log_tool {
         {.max_line_length = o_.max_line_length});
     loop.run();
     stdin_.restore();
-    if (network()) {
-      report_unsent();
-    } else {
-      // Every line is written (or the file failed): the last sync and the close.
-      if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
-      if (!failed_ && !finished_) {
-        // Nothing left to do and the file never finished: a bug, not a state to hide.
-        std::fprintf(stderr, "sluice-log: %s: the log did not finish\n", o_.dest_text.c_str());
-        status_ = 1;
-      }
-    }
-    if (o_.stats) print_stats();
+    if (!out_->report(n_, {.finished = finished_, .failed = failed_, .ok_so_far = status_ == 0, .reason = reason_}))
+      status_ = 1;
+    if (o_.stats) out_->print_stats(n_, o_.json);
     return status_;
   }
 
  private:
-  bool network() const noexcept { return o_.dest.network(); }
-
-  bool open_file() {
-    std::error_code ec;
-    worker_ = sluice::file_worker::open_log(o_.dest.file, o_.log, ec);
-    if (!worker_) {
-      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest.file.c_str(), sluice_tools::file_error(ec).c_str());
-      status_ = 1;
-      return false;
-    }
-    if (o_.log.max_size != 0) note_if_not_rotated();
-    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 64 * 1024});
-    return true;
-  }
-
-  // The syslog writable connects at once, and reconnects on its own: a
-  // receiver that is away is not an error (unless --give-up-after).
-  bool open_network() {
-    if (o_.dest.type != sluice_tools::log_destination::kind::kafka) {
-      sluice::syslog_options so = o_.syslog;
-      so.on_connection_lost = [this](std::error_code ec, std::size_t n) {
-        std::fprintf(stderr, "sluice-log: %s: the receiver %s with up to %zu messages in flight: they may be lost\n",
-                     o_.dest_text.c_str(),
-                     ec ? ("reset the connection (" + ec.message() + ")").c_str() : "closed the connection", n);
-      };
-      auto w = std::make_unique<sluice::syslog_writable>(so);
-      syslog_ = w.get();
-      out_ = std::move(w);
-      return true;
-    }
-#if SLUICE_LOG_KAFKA
-    std::string why;
-    const sluice_log_make_kafka_fn make = load_kafka_module(why);
-    if (!make) this_tool.usage_error(o_.dest_text + ": cannot load sluice-log's Kafka module: " + why);
-    sluice::kafka_options k{.topic = o_.dest.topic, .config = {{"bootstrap.servers", o_.dest.brokers}}};
-    k.config.insert(k.config.end(), o_.kafka_config.begin(), o_.kafka_config.end());
-    out_.reset(make(&k, &why));
-    // librdkafka refuses a property or a value: the command line is wrong.
-    if (!out_) this_tool.usage_error(o_.dest_text + ": " + why);
-    return true;
-#else
-    return false;  // parse_args() refused kafka://
-#endif
-  }
-
-#if SLUICE_LOG_KAFKA
-  // The Kafka module (log_kafka.h): beside sluice-log in the build tree,
-  // else where it is installed (SLUICE_LOG_KAFKA_MODULE, from $ORIGIN,
-  // sluice-log's directory, as its RUNPATH). It stays loaded to the exit.
-  static sluice_log_make_kafka_fn load_kafka_module(std::string& why) {
-    char exe[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("./sluice-log");
-    dir.erase(dir.rfind('/'));
-    std::string installed = SLUICE_LOG_KAFKA_MODULE;
-    if (installed.rfind("$ORIGIN", 0) == 0) installed.replace(0, 7, dir);
-    for (const std::string& path : {dir + "/sluice-log-kafka.so", installed}) {
-      void* module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!module) {
-        why = ::dlerror();
-        continue;
-      }
-      if (void* f = ::dlsym(module, "sluice_log_make_kafka")) return reinterpret_cast<sluice_log_make_kafka_fn>(f);
-      why = path + ": no sluice_log_make_kafka";
-    }
-    return nullptr;
-  }
-#endif
-
-  void print_stats() const {
-    if (syslog_) {
-      const std::size_t reconnects = syslog_->reconnects();
-      const std::size_t lost = syslog_->maybe_lost(), cut = syslog_->truncated();
-      if (o_.json)
-        std::fprintf(stderr,
-                     "{\"lines\":%zu,\"sent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,\"maybe_lost\":%zu,"
-                     "\"truncated\":%zu}\n",
-                     lines_, written_, unsent_, reconnects, lost, cut);
-      else
-        std::fprintf(stderr,
-                     "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects, %zu maybe lost, %zu truncated\n",
-                     lines_, written_, unsent_, reconnects, lost, cut);
-      return;
-    }
-    if (network()) {
-      if (o_.json)
-        std::fprintf(stderr, "{\"lines\":%zu,\"delivered\":%zu,\"failed\":%zu}\n", lines_, written_, unsent_);
-      else
-        std::fprintf(stderr, "sluice-log: %zu lines, %zu delivered, %zu failed\n", lines_, written_, unsent_);
-      return;
-    }
-    const auto bytes = static_cast<unsigned long long>(worker_->bytes_written());
-    if (o_.json)
-      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", written_, bytes,
-                   worker_->rotations(), worker_->reopens());
-    else
-      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", written_, bytes,
-                   worker_->rotations(), worker_->reopens());
-  }
-
-  // The library rotates a regular file only (log_file.h); say so when
-  // --max-size will not apply, once.
-  void note_if_not_rotated() const {
-    struct stat st {};
-    if (::lstat(o_.dest.file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
-    const char* kind = S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                       : S_ISBLK(st.st_mode)  ? "a block device"
-                                              : "not a regular file";
-    std::fprintf(stderr, "sluice-log: %s: %s: written without rotation\n", o_.dest.file.c_str(), kind);
-  }
+  sluice::writable& out() noexcept { return out_->stream(); }
+  bool network() const noexcept { return out_->network(); }
 
   // One line: one chunk, so that rotation never splits it; to a network
   // DEST, one message, without its newline.
   bool on_line(std::string_view line) {
     if (stopping_) return false;
-    ++lines_;
+    ++n_.lines;
     // The counts say what landed: each callback comes once, with the truth.
     auto landed = [this](std::error_code ec) {
-      if (!ec) ++written_;
-      else ++unsent_;
-      if (syslog_ && !noted_truncation_ && syslog_->truncated() != 0) {
-        noted_truncation_ = true;
-        std::fprintf(stderr, "sluice-log: %s: a line longer than --max-message %zu bytes (header included) was sent "
-                     "truncated; --stats counts them\n", o_.dest_text.c_str(), o_.max_message);
-      }
+      if (!ec) ++n_.written;
+      else ++n_.unsent;
+      out_->landed();
     };
     const bool net = network();
     bool more;
     if (o_.timestamp) {
       long usec = 0;
       const std::string_view secs = stamp_.seconds(usec);
-      more = out_->vprint(net ? "{}.{:06}Z {}" : "{}.{:06}Z {}\n", fmt::make_format_args(secs, usec, line), landed);
+      more = out().vprint(net ? "{}.{:06}Z {}" : "{}.{:06}Z {}\n", fmt::make_format_args(secs, usec, line), landed);
     } else {
-      more = out_->vprint(net ? "{}" : "{}\n", fmt::make_format_args(line), landed);
+      more = out().vprint(net ? "{}" : "{}\n", fmt::make_format_args(line), landed);
     }
-    if (!more && !waiting_ && !out_->errored() && !out_->destroyed()) {
+    if (!more && !waiting_ && !out().errored() && !out().destroyed()) {
       // Backpressure: no more input until 'drain'. The rest of the chunk in
       // hand is still split and written (at most a read's worth).
       waiting_ = true;
@@ -646,12 +531,12 @@ class log_tool {
     // that failed still ends its stream, whose callbacks then count the rest.
     if (stopping_ || (failed_ && !network())) return;
     if (ec == sluice::errc::line_too_long) {
-      std::fprintf(stderr, "sluice-log: standard input: line %zu is longer than %zu bytes (%s)\n", lines_ + 1,
+      std::fprintf(stderr, "sluice-log: standard input: line %zu is longer than %zu bytes (%s)\n", n_.lines + 1,
                    o_.max_line_length, sluice::code_name(ec).c_str());
       status_ = 1;
     } else if (ec == std::errc::not_enough_memory) {
       // The lines before are written; the rest of the input is not read.
-      std::fprintf(stderr, "sluice-log: out of memory at line %zu of standard input\n", lines_ + 1);
+      std::fprintf(stderr, "sluice-log: out of memory at line %zu of standard input\n", n_.lines + 1);
       status_ = 1;
     } else if (ec) {
       std::fprintf(stderr, "sluice-log: standard input: %s\n", (read_error_ ? read_error_ : ec).message().c_str());
@@ -692,7 +577,7 @@ class log_tool {
     if (grace_timer_ != 0) sluice::loop::current().clear_timeout(grace_timer_);
     grace_timer_ = 0;
     if (reason_.empty()) reason_ = std::move(why);
-    if (!out_->destroyed()) out_->destroy();
+    if (!out().destroyed()) out().destroy();
     release_input();
   }
 
@@ -709,7 +594,7 @@ class log_tool {
   void finish_output() {
     stopping_ = true;
     if (in_ && !in_->destroyed()) in_->destroy();
-    out_->end([this](std::error_code ec) {
+    out().end([this](std::error_code ec) {
       if (ec && !network()) return output_failed(ec);
       if (ec && reason_.empty()) reason_ = ec.message();
       finished_ = !ec;
@@ -724,7 +609,7 @@ class log_tool {
     if (network()) {
       // The stream is destroyed with `ec` (--give-up-after, a Kafka delivery
       // failure): the rest of what was read is counted as not sent, and
-      // report_unsent() names `ec`.
+      // log_net_output::report() names `ec`.
       reason_ = ec.message();
       give_up(reason_);
       return;
@@ -733,36 +618,6 @@ class log_tool {
     // Nothing more can be written: stop reading too.
     if (in_ && !in_->destroyed()) in_->destroy();
     quit();
-  }
-
-  // Every callback has come: "D of N messages not sent" unless all were,
-  // and what the receiver may have lost.
-  void report_unsent() {
-    if (syslog_ && syslog_->maybe_lost() != 0) {
-      std::fprintf(stderr,
-                   "sluice-log: %s: up to %zu of the %zu messages sent may be lost: the receiver broke %zu "
-                   "connection%s with messages in flight\n",
-                   o_.dest_text.c_str(), syslog_->maybe_lost(), written_, syslog_->connections_lost(),
-                   syslog_->connections_lost() == 1 ? "" : "s");
-      status_ = 1;
-      // The stream's own error is that break: said above.
-      if (unsent_ == 0) return;
-    }
-    if (written_ + unsent_ != lines_) {
-      // Nothing left to do and a callback never came: a bug, not a state to hide.
-      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages never reported\n", o_.dest_text.c_str(),
-                   lines_ - written_ - unsent_, lines_);
-      status_ = 1;
-    }
-    if (unsent_ != 0) {
-      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages not sent: %s\n", o_.dest_text.c_str(), unsent_, lines_,
-                   reason_.empty() ? "unknown" : reason_.c_str());
-      status_ = 1;
-    } else if (!finished_ && status_ == 0) {
-      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest_text.c_str(),
-                   reason_.empty() ? "the stream did not finish" : reason_.c_str());
-      status_ = 1;
-    }
   }
 
   // The signal watches and the grace timer keep the loop running; without
@@ -776,16 +631,12 @@ class log_tool {
   }
 
   const options& o_;
-  std::unique_ptr<sluice::file_worker> worker_;
-  std::unique_ptr<sluice::writable> out_;  // its sink may outlive worker_
-  sluice::syslog_writable* syslog_ = nullptr;  // out_, for syslog://
+  std::unique_ptr<sluice_tools::log_output> out_;
   std::unique_ptr<sluice::readable> in_;
   sluice::signal_watch term_, int_, hup_;
   sluice::timer_id grace_timer_ = 0;
   clock_stamp stamp_;
-  std::size_t lines_ = 0;    // read and handed to the output
-  std::size_t written_ = 0;  // of those, written or sent
-  std::size_t unsent_ = 0;   // of those, refused or dropped
+  sluice_tools::log_counts n_;
   sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'
@@ -794,7 +645,6 @@ class log_tool {
   bool finished_ = false;  // every line is in the file, or sent
   bool failed_ = false;    // the file failed, or the network stream gave up with an error
   bool gave_up_ = false;   // the network stream was destroyed: what it held is dropped
-  bool noted_truncation_ = false;  // the first line cut to --max-message was noted
   std::string reason_;     // why messages were not sent
   std::error_code read_error_;
 };
