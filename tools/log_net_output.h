@@ -151,11 +151,11 @@ class log_net_output final : public log_output {
   }
 #endif
 
-  const tool& tool_;
+  [[maybe_unused]] const tool& tool_;  // for kafka:// only
   const log_destination& dest_;
   const std::string& name_;
   const sluice::syslog_options& syslog_options_;
-  const kafka_config& kafka_;
+  [[maybe_unused]] const kafka_config& kafka_;  // for kafka:// only
   std::size_t max_message_;
   sluice::syslog_writable* syslog_ = nullptr;  // out_, for syslog://
   bool noted_truncation_ = false;  // the first line cut to --max-message was noted

@@ -51,7 +51,7 @@ with a message and exit status 1. Exit status 2: bad usage.
 Example: sluice-cat header.txt - footer.txt < body.txt > page.txt
 )";
 
-constexpr sluice_tools::tool this_tool{"sluice-cat", usage_text, sluice_tools::ignore_pipe_and_xfsz};
+constexpr sluice_tools::tool this_tool{"sluice-cat", usage_text};
 
 struct options {
   std::vector<std::string> files;
@@ -80,7 +80,7 @@ options parse_args(int argc, char** argv) {
       case 'h':
         this_tool.help();
       default:
-        this_tool.bad_option(c, argv);
+        this_tool.bad_option(c, argv, ":h");
     }
   }
   for (int i = optind; i < argc; ++i) o.files.emplace_back(argv[i]);

@@ -2,6 +2,7 @@
 // to /dev/null (or any file) as fast as a sluice fd writable clears them,
 // printing progress once a second and a summary at the end.
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -56,7 +57,7 @@ cannot be written, 2 on bad usage.
 Example: sluice-devnull --duration 10 --chunk-size 100 --json
 )";
 
-constexpr sluice_tools::tool this_tool{"sluice-devnull", usage_text, sluice_tools::ignore_pipe_and_xfsz};
+constexpr sluice_tools::tool this_tool{"sluice-devnull", usage_text};
 
 // The largest batch of chunks, in bytes: a batch may sit in memory whole.
 constexpr std::uint64_t max_batch_bytes = std::uint64_t{1} << 30;
@@ -98,55 +99,45 @@ struct options {
 
 options parse_args(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::optional<std::string> inline_value;
-    if (a.rfind("--", 0) == 0) {
-      if (auto eq = a.find('='); eq != std::string::npos) {
-        inline_value = a.substr(eq + 1);
-        a.erase(eq);
-      }
-    }
-    auto value = [&]() -> const char* {
-      if (inline_value) return inline_value->c_str();
-      if (i + 1 >= argc) this_tool.usage_error(a + " needs a value");
-      return argv[++i];
-    };
-    auto flag = [&] {
-      if (inline_value) this_tool.usage_error(a + " takes no value");
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(usage_text, stdout);
-      std::exit(0);
-    } else if (a == "--chunk-size") {
-      o.chunk_size = parse_count(a, value(), 1, max_batch_bytes);
-    } else if (a == "--batch") {
-      o.batch = parse_count(a, value(), 1, 1'000'000);
-    } else if (a == "--duration") {
-      o.duration = parse_seconds(a, value());
-    } else if (a == "--count") {
-      o.count = parse_count(a, value(), 1);
-    } else if (a == "--no-callback") {
-      flag();
-      o.callback = false;
-    } else if (a == "--cork") {
-      flag();
-      o.cork = true;
-    } else if (a == "--hwm") {
-      o.hwm = parse_count(a, value(), 0);
-    } else if (a == "--target") {
-      o.target = value();
-      if (o.target.empty()) this_tool.usage_error("--target wants a path");
-    } else if (a == "--json") {
-      flag();
-      o.json = true;
-    } else if (a == "--quiet") {
-      flag();
-      o.quiet = true;
-    } else {
-      this_tool.usage_error("unknown option '" + a + "'");
+  enum { chunk_size = 256, batch, duration, count, no_callback, cork, hwm, target, json, quiet };
+  static const option long_options[] = {
+      {"chunk-size", required_argument, nullptr, chunk_size},
+      {"batch", required_argument, nullptr, batch},
+      {"duration", required_argument, nullptr, duration},
+      {"count", required_argument, nullptr, count},
+      {"no-callback", no_argument, nullptr, no_callback},
+      {"cork", no_argument, nullptr, cork},
+      {"hwm", required_argument, nullptr, hwm},
+      {"target", required_argument, nullptr, target},
+      {"json", no_argument, nullptr, json},
+      {"quiet", no_argument, nullptr, quiet},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  opterr = 0;
+  int c;
+  while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
+    switch (c) {
+      case chunk_size: o.chunk_size = parse_count("--chunk-size", optarg, 1, max_batch_bytes); break;
+      case batch: o.batch = parse_count("--batch", optarg, 1, 1'000'000); break;
+      case duration: o.duration = parse_seconds("--duration", optarg); break;
+      case count: o.count = parse_count("--count", optarg, 1); break;
+      case no_callback: o.callback = false; break;
+      case cork: o.cork = true; break;
+      case hwm: o.hwm = parse_count("--hwm", optarg, 0); break;
+      case target:
+        o.target = optarg;
+        if (o.target.empty()) this_tool.usage_error("--target wants a path");
+        break;
+      case json: o.json = true; break;
+      case quiet: o.quiet = true; break;
+      case 'h':
+        this_tool.help();
+      default:
+        this_tool.bad_option(c, argv, ":h");
     }
   }
+  if (optind != argc) this_tool.usage_error(std::string("unexpected argument '") + argv[optind] + "'");
   if (std::uint64_t{o.chunk_size} * o.batch > max_batch_bytes)
     this_tool.usage_error(fmt::format("--chunk-size {} times --batch {} is more than {} bytes: lower --batch", o.chunk_size, o.batch,
                             max_batch_bytes));

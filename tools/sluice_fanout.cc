@@ -124,7 +124,7 @@ cannot be listened on, standard input cannot be read, or a line is too long;
 Example: tail -F app.log | sluice-fanout --listen 127.0.0.1:9000 --policy drop --stats
 )";
 
-constexpr sluice_tools::tool this_tool{"sluice-fanout", usage_text, sluice_tools::ignore_pipe};
+constexpr sluice_tools::tool this_tool{"sluice-fanout", usage_text};
 
 struct options {
   std::string listen;
@@ -274,7 +274,7 @@ options parse_args(int argc, char** argv) {
       case 'h':
         this_tool.help();
       default:
-        this_tool.bad_option(c, argv);
+        this_tool.bad_option(c, argv, ":h");
     }
   }
   if (optind != argc) this_tool.usage_error(std::string("unexpected argument '") + argv[optind] + "'");

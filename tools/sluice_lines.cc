@@ -52,7 +52,7 @@ input; unlike grep, which dies of SIGPIPE or exits 2); 2 on bad usage.
 Example: sluice-lines -F ' 500 ' access.log access.log.1
 )";
 
-constexpr sluice_tools::tool this_tool{"sluice-lines", usage_text, sluice_tools::ignore_pipe_and_xfsz};
+constexpr sluice_tools::tool this_tool{"sluice-lines", usage_text};
 
 struct options {
   bool count = false;
@@ -93,7 +93,7 @@ options parse_args(int argc, char** argv) {
       case 'h':
         this_tool.help();
       default:
-        this_tool.bad_option(c, argv);
+        this_tool.bad_option(c, argv, ":cF:h");
     }
   }
   for (int i = optind; i < argc; ++i) o.files.emplace_back(argv[i]);

@@ -236,7 +236,7 @@ Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server
          my-server 2>&1 | sluice-log -X acks=all kafka://k1:9092,k2:9092/logs
 )";
 
-constexpr sluice_tools::tool this_tool{"sluice-log", usage_text, sluice_tools::ignore_pipe_and_xfsz};
+constexpr sluice_tools::tool this_tool{"sluice-log", usage_text};
 
 struct options {
   sluice_tools::log_destination dest;
@@ -380,7 +380,7 @@ options parse_args(int argc, char** argv) {
       case 'h':
         this_tool.help();
       default:
-        this_tool.bad_option(c, argv);
+        this_tool.bad_option(c, argv, ":hX:");
     }
   }
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");

@@ -140,7 +140,7 @@ were not written, or an address cannot be listened on; 2 on bad usage.
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M app.log
 )";
 
-constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text, sluice_tools::ignore_pipe_and_xfsz};
+constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text};
 
 struct options {
   std::vector<std::string> listen;
@@ -246,7 +246,7 @@ options parse_args(int argc, char** argv) {
       case 'h':
         this_tool.help();
       default:
-        this_tool.bad_option(c, argv);
+        this_tool.bad_option(c, argv, ":h");
     }
   }
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");

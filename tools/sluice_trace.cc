@@ -61,8 +61,7 @@ constexpr const char* usage =
     "\n"
     "Example: sluice-trace tests/conformance/writable-drain-once.scn\n";
 
-// It prints a trace only: a reader that goes away ends it, as it ends cat.
-constexpr sluice_tools::tool this_tool{"sluice-trace", usage, sluice_tools::ignore_nothing};
+constexpr sluice_tools::tool this_tool{"sluice-trace", usage};
 
 struct options {
   std::string file;  // empty or "-": standard input
@@ -77,7 +76,7 @@ options parse_args(int argc, char** argv) {
   int c;
   while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
     if (c == 'h') this_tool.help();
-    this_tool.bad_option(c, argv);
+    this_tool.bad_option(c, argv, ":h");
   }
   if (argc - optind > 1) this_tool.usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   options o;

@@ -2,7 +2,7 @@
 // same last catch, the same usage errors and --help, so that the seven
 // tools cannot drift apart on them.
 //
-//   constexpr sluice_tools::tool this_tool{"sluice-cat", usage_text, sluice_tools::ignore_pipe_and_xfsz};
+//   constexpr sluice_tools::tool this_tool{"sluice-cat", usage_text};
 //   ... this_tool.usage_error("...") in parse_args() ...
 //   int main(int argc, char** argv) {
 //     return this_tool.run(argc, argv, parse_args, [](const options& o) { return cat(o).run(); });
@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <system_error>
@@ -27,18 +28,9 @@
 
 namespace sluice_tools {
 
-// The signals whose default action (death) a tool turns into an error it
-// reports: SIGPIPE (a reader that went away: EPIPE) and SIGXFSZ (a file past
-// `ulimit -f`: EFBIG).
-enum class ignored_signals { none, pipe, pipe_and_xfsz };
-inline constexpr ignored_signals ignore_nothing = ignored_signals::none;
-inline constexpr ignored_signals ignore_pipe = ignored_signals::pipe;
-inline constexpr ignored_signals ignore_pipe_and_xfsz = ignored_signals::pipe_and_xfsz;
-
 struct tool {
   const char* name;   // "sluice-cat": the prefix of every message
   const char* usage;  // the --help text
-  ignored_signals ignores = ignore_pipe_and_xfsz;
 
   /// Bad usage: one line, the pointer to --help, exit status 2.
   [[noreturn]] void usage_error(const std::string& msg) const {
@@ -58,14 +50,22 @@ struct tool {
   }
 
   /// getopt_long()'s answer for an option it did not take (with opterr = 0
-  /// and optstring starting with ':'): ':' is a missing value, anything else
-  /// an unknown option, named as the user wrote it.
-  [[noreturn]] void bad_option(int c, char** argv) const {
+  /// and `shorts`, its optstring, starting with ':'): ':' is a missing
+  /// value, anything else an unknown option or a value given to a long
+  /// option that takes none, named as the user wrote it.
+  [[noreturn]] void bad_option(int c, char** argv, const char* shorts) const {
     if (c == ':') usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
-    // An unknown short option may be one of several in one argument (-vx):
-    // name that letter alone.
-    if (optopt > 0 && optopt < 256) usage_error(std::string("unknown option '-") + static_cast<char>(optopt) + "'");
-    usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+    // An unknown short option may be one of several in one argument (-vx),
+    // where optind has not moved on: name that letter alone. (A long
+    // option's error sets optopt to its own value, never an unknown letter.)
+    if (optopt > 0 && optopt < 256 && optopt != ':' && !std::strchr(shorts, optopt))
+      usage_error(std::string("unknown option '-") + static_cast<char>(optopt) + "'");
+    const std::string arg = argv[optind - 1];
+    // glibc names a long option in optopt only when it knows it: then it
+    // was given a value it does not take (--json=1).
+    if (optopt != 0 && arg.rfind("--", 0) == 0)
+      usage_error("option '" + arg.substr(0, arg.find('=')) + "' takes no value");
+    usage_error("unknown option '" + arg + "'");
   }
 
   /// main()'s body: the set-up, parse(argc, argv), then body(options).
@@ -79,8 +79,10 @@ struct tool {
     close_stdout_at_exit(name);
     try {
       const auto o = parse(argc, argv);
-      if (ignores != ignore_nothing) ::signal(SIGPIPE, SIG_IGN);
-      if (ignores == ignore_pipe_and_xfsz) ::signal(SIGXFSZ, SIG_IGN);
+      // A reader that goes away (EPIPE) or a file past `ulimit -f` (EFBIG) is
+      // an error to report, not a reason to die.
+      ::signal(SIGPIPE, SIG_IGN);
+      ::signal(SIGXFSZ, SIG_IGN);
       return body(o);
     } catch (const std::bad_alloc&) {
       std::fprintf(stderr, "%s: out of memory\n", name);
