@@ -313,8 +313,14 @@ class fanout_tool {
     ignore_quietly.sa_flags = SA_RESTART;
     sigemptyset(&ignore_quietly.sa_mask);
     for (int sig : {SIGTERM, SIGINT}) ::sigaction(sig, &ignore_quietly, nullptr);
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { on_stop_signal(); });
-    int_ = sluice::on_signal(loop, SIGINT, [this] { on_stop_signal(); });
+    // Each watch takes an fd (an eventfd): with none left, say so and stop.
+    std::error_code ec;
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { on_stop_signal(); }, ec);
+    if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { on_stop_signal(); }, ec);
+    if (ec) {
+      std::fprintf(stderr, "sluice-fanout: cannot handle signals: %s\n", ec.message().c_str());
+      return 1;
+    }
 
     hub_.on_leave([this](sluice::writable& w, const sluice::subscriber_stats& st) { left(w, st); });
     hub_.input().on(sluice::event::drain, [this] {

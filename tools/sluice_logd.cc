@@ -348,12 +348,17 @@ class logd {
     // As in sluice-log: the signals come to the loop, and the worker thread
     // keeps them blocked so that they all come to this one.
     const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_signal(); });
-    int_ = sluice::on_signal(loop, SIGINT, [this] { stop_signal(); });
-    // A reopen also ends a wait for space at once (after room was made).
-    hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });
-
+    // Each watch takes an fd (an eventfd): with none left, say so and stop.
     std::error_code ec;
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_signal(); }, ec);
+    if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { stop_signal(); }, ec);
+    // A reopen also ends a wait for space at once (after room was made).
+    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { if (worker_) worker_->request_reopen(); }, ec);
+    if (ec) {
+      std::fprintf(stderr, "sluice-logd: cannot handle signals: %s\n", ec.message().c_str());
+      return 1;
+    }
+
     worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
