@@ -5,12 +5,12 @@
 // for_each_line(); each line (with its optional timestamp) is one print()
 // into the output writable.
 //
-// A file: a file_worker made with log_options (the worker I/O thread
+// A file (log_file_output.h): a file_worker made with log_options (the worker I/O thread
 // rotates, reopens and syncs the file), and a worker_sink writable on this
 // thread's loop. A line is one chunk, and the worker rotates only between
 // chunks, so a line is never torn or split across two files.
 //
-// A network DEST: a syslog_writable (which reconnects on its own) or a Kafka
+// A network DEST (log_net_output.h): a syslog_writable (which reconnects on its own) or a Kafka
 // writable; a line is one message, and each write's callback says whether it
 // was sent, which the counts and the exit status report.
 //
@@ -24,9 +24,7 @@
 //
 // The loop's thread only reads and splits: a slow disk or receiver holds the
 // output, whose completions then come late, so 'drain' holds the reading back.
-#include <dlfcn.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
