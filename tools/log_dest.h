@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "log_args.h"
+#include "args.h"
 
 namespace sluice_tools {
 

@@ -4,12 +4,14 @@
 // bounded however slow the reader of the output is. pipe_zero_copy() lets
 // the kernel move the bytes where it can.
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -17,7 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "close_stdout.h"
+#include "args.h"
+#include "tool.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -48,47 +51,40 @@ with a message and exit status 1. Exit status 2: bad usage.
 Example: sluice-cat header.txt - footer.txt < body.txt > page.txt
 )";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-cat: %s\nTry 'sluice-cat --help' for more information.\n", msg.c_str());
-  std::exit(2);
-}
+constexpr sluice_tools::tool this_tool{"sluice-cat", usage_text};
 
 struct options {
   std::vector<std::string> files;
   std::size_t chunk_size = 128 * 1024;
 };
 
-std::size_t parse_size(const std::string& opt, const char* s) {
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || end == s || *end != '\0' || s[0] == '-' || v < 1 || v > (1ull << 30))
-    usage_error("'" + opt + "' wants a whole number of bytes from 1 to 1073741824, got '" + s + "'");
-  return static_cast<std::size_t>(v);
-}
-
 options parse_args(int argc, char** argv) {
   options o;
-  bool only_files = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (only_files || a == "-" || a.empty() || a[0] != '-') {
-      o.files.push_back(a);
-    } else if (a == "--") {
-      only_files = true;
-    } else if (a == "-h" || a == "--help") {
-      std::fputs(usage_text, stdout);
-      std::exit(0);
-    } else if (a == "--chunk-size") {
-      if (i + 1 >= argc) usage_error("'--chunk-size' needs a value");
-      o.chunk_size = parse_size(a, argv[++i]);
-    } else if (a.rfind("--chunk-size=", 0) == 0) {
-      o.chunk_size = parse_size("--chunk-size", a.c_str() + 13);
-    } else {
-      usage_error("unknown option '" + a + "'");
+  enum { chunk_size = 256 };
+  static const option long_options[] = {
+      {"chunk-size", required_argument, nullptr, chunk_size},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  opterr = 0;
+  int c;
+  std::uint64_t v = 0;
+  while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
+    switch (c) {
+      case chunk_size:
+        if (!sluice_tools::parse_size(optarg, false, 1u << 30, v) || v < 1)
+          this_tool.usage_error(std::string("--chunk-size wants a whole number of bytes from 1 to 1073741824, got '") +
+                                optarg + "'");
+        o.chunk_size = static_cast<std::size_t>(v);
+        break;
+      case 'h':
+        this_tool.help();
+      default:
+        this_tool.bad_option(c, argv, ":h");
     }
   }
-  if (o.files.empty()) o.files.push_back("-");
+  for (int i = optind; i < argc; ++i) o.files.emplace_back(argv[i]);
+  if (o.files.empty()) o.files.emplace_back("-");
   return o;
 }
 
@@ -206,11 +202,5 @@ class cat {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  sluice_tools::close_stdout_at_exit("sluice-cat");
-  const options o = parse_args(argc, argv);
-  // A reader that goes away, or a file past `ulimit -f`, is an error to report, not a reason to die.
-  ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGXFSZ, SIG_IGN);
-  return cat(o).run();
+  return this_tool.run(argc, argv, parse_args, [](const options& o) { return cat(o).run(); });
 }

@@ -2,6 +2,7 @@
 // to /dev/null (or any file) as fast as a sluice fd writable clears them,
 // printing progress once a second and a summary at the end.
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "close_stdout.h"
+#include "tool.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -56,10 +57,7 @@ cannot be written, 2 on bad usage.
 Example: sluice-devnull --duration 10 --chunk-size 100 --json
 )";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-devnull: %s\nTry 'sluice-devnull --help' for more information.\n", msg.c_str());
-  std::exit(2);
-}
+constexpr sluice_tools::tool this_tool{"sluice-devnull", usage_text};
 
 // The largest batch of chunks, in bytes: a batch may sit in memory whole.
 constexpr std::uint64_t max_batch_bytes = std::uint64_t{1} << 30;
@@ -71,8 +69,8 @@ std::uint64_t parse_count(const std::string& opt, const char* s, std::uint64_t m
   const unsigned long long v = std::strtoull(s, &end, 10);
   if (errno || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
     if (max == UINT64_MAX)
-      usage_error(fmt::format("{} wants a whole number of at least {}, got '{}'", opt, min, s));
-    usage_error(fmt::format("{} wants a whole number from {} to {}, got '{}'", opt, min, max, s));
+      this_tool.usage_error(fmt::format("{} wants a whole number of at least {}, got '{}'", opt, min, s));
+    this_tool.usage_error(fmt::format("{} wants a whole number from {} to {}, got '{}'", opt, min, max, s));
   }
   return v;
 }
@@ -82,7 +80,7 @@ double parse_seconds(const std::string& opt, const char* s) {
   char* end = nullptr;
   const double v = std::strtod(s, &end);
   if (errno || end == s || *end != '\0' || !(v > 0) || v > 1e6)
-    usage_error(fmt::format("{} wants a positive number of seconds, got '{}'", opt, s));
+    this_tool.usage_error(fmt::format("{} wants a positive number of seconds, got '{}'", opt, s));
   return v;
 }
 
@@ -101,57 +99,47 @@ struct options {
 
 options parse_args(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::optional<std::string> inline_value;
-    if (a.rfind("--", 0) == 0) {
-      if (auto eq = a.find('='); eq != std::string::npos) {
-        inline_value = a.substr(eq + 1);
-        a.erase(eq);
-      }
-    }
-    auto value = [&]() -> const char* {
-      if (inline_value) return inline_value->c_str();
-      if (i + 1 >= argc) usage_error(a + " needs a value");
-      return argv[++i];
-    };
-    auto flag = [&] {
-      if (inline_value) usage_error(a + " takes no value");
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(usage_text, stdout);
-      std::exit(0);
-    } else if (a == "--chunk-size") {
-      o.chunk_size = parse_count(a, value(), 1, max_batch_bytes);
-    } else if (a == "--batch") {
-      o.batch = parse_count(a, value(), 1, 1'000'000);
-    } else if (a == "--duration") {
-      o.duration = parse_seconds(a, value());
-    } else if (a == "--count") {
-      o.count = parse_count(a, value(), 1);
-    } else if (a == "--no-callback") {
-      flag();
-      o.callback = false;
-    } else if (a == "--cork") {
-      flag();
-      o.cork = true;
-    } else if (a == "--hwm") {
-      o.hwm = parse_count(a, value(), 0);
-    } else if (a == "--target") {
-      o.target = value();
-      if (o.target.empty()) usage_error("--target wants a path");
-    } else if (a == "--json") {
-      flag();
-      o.json = true;
-    } else if (a == "--quiet") {
-      flag();
-      o.quiet = true;
-    } else {
-      usage_error("unknown option '" + a + "'");
+  enum { chunk_size = 256, batch, duration, count, no_callback, cork, hwm, target, json, quiet };
+  static const option long_options[] = {
+      {"chunk-size", required_argument, nullptr, chunk_size},
+      {"batch", required_argument, nullptr, batch},
+      {"duration", required_argument, nullptr, duration},
+      {"count", required_argument, nullptr, count},
+      {"no-callback", no_argument, nullptr, no_callback},
+      {"cork", no_argument, nullptr, cork},
+      {"hwm", required_argument, nullptr, hwm},
+      {"target", required_argument, nullptr, target},
+      {"json", no_argument, nullptr, json},
+      {"quiet", no_argument, nullptr, quiet},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  opterr = 0;
+  int c;
+  while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
+    switch (c) {
+      case chunk_size: o.chunk_size = parse_count("--chunk-size", optarg, 1, max_batch_bytes); break;
+      case batch: o.batch = parse_count("--batch", optarg, 1, 1'000'000); break;
+      case duration: o.duration = parse_seconds("--duration", optarg); break;
+      case count: o.count = parse_count("--count", optarg, 1); break;
+      case no_callback: o.callback = false; break;
+      case cork: o.cork = true; break;
+      case hwm: o.hwm = parse_count("--hwm", optarg, 0); break;
+      case target:
+        o.target = optarg;
+        if (o.target.empty()) this_tool.usage_error("--target wants a path");
+        break;
+      case json: o.json = true; break;
+      case quiet: o.quiet = true; break;
+      case 'h':
+        this_tool.help();
+      default:
+        this_tool.bad_option(c, argv, ":h");
     }
   }
+  if (optind != argc) this_tool.usage_error(std::string("unexpected argument '") + argv[optind] + "'");
   if (std::uint64_t{o.chunk_size} * o.batch > max_batch_bytes)
-    usage_error(fmt::format("--chunk-size {} times --batch {} is more than {} bytes: lower --batch", o.chunk_size, o.batch,
+    this_tool.usage_error(fmt::format("--chunk-size {} times --batch {} is more than {} bytes: lower --batch", o.chunk_size, o.batch,
                             max_batch_bytes));
   return o;
 }
@@ -361,12 +349,5 @@ class bench {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  sluice_tools::close_stdout_at_exit("sluice-devnull");
-  const options o = parse_args(argc, argv);
-  // A reader that goes away, or a file past `ulimit -f`, is an error to
-  // report (EPIPE, EFBIG), not a reason to die.
-  ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGXFSZ, SIG_IGN);
-  return bench(o).run();
+  return this_tool.run(argc, argv, parse_args, [](const options& o) { return bench(o).run(); });
 }

@@ -24,9 +24,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "close_stdout.h"
+#include "tool.h"
 #include "nonblocking_stdin.h"
-#include "log_args.h"
+#include "args.h"
 #include "socket_perms.h"
 #include "sluice/net/server.h"
 #include "sluice/sluice.h"
@@ -124,10 +124,7 @@ cannot be listened on, standard input cannot be read, or a line is too long;
 Example: tail -F app.log | sluice-fanout --listen 127.0.0.1:9000 --policy drop --stats
 )";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-fanout: %s\nTry 'sluice-fanout --help' for more information.\n", msg.c_str());
-  std::exit(2);
-}
+constexpr sluice_tools::tool this_tool{"sluice-fanout", usage_text};
 
 struct options {
   std::string listen;
@@ -152,18 +149,18 @@ struct options {
 
 void parse_listen(const std::string& a, options& o) {
   if (a.rfind("unix:", 0) == 0) {
-    if (a.size() == 5) usage_error("--listen unix: wants a path");
+    if (a.size() == 5) this_tool.usage_error("--listen unix: wants a path");
     o.unix_socket = true;
     o.host = a.substr(5);
     return;
   }
   const auto colon = a.rfind(':');
-  if (colon == std::string::npos || colon == 0) usage_error("--listen wants HOST:PORT or unix:PATH, got '" + a + "'");
+  if (colon == std::string::npos || colon == 0) this_tool.usage_error("--listen wants HOST:PORT or unix:PATH, got '" + a + "'");
   std::string host = a.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   std::uint64_t port = 0;
   if (!sluice_tools::parse_size(a.c_str() + colon + 1, false, 65535, port))
-    usage_error("--listen wants a port from 0 to 65535, got '" + a.substr(colon + 1) + "'");
+    this_tool.usage_error("--listen wants a port from 0 to 65535, got '" + a.substr(colon + 1) + "'");
   o.host = host;
   o.port = static_cast<std::uint16_t>(port);
 }
@@ -220,75 +217,71 @@ options parse_args(int argc, char** argv) {
         if (p == "pause") o.policy = sluice::slow_policy::pause;
         else if (p == "drop") o.policy = sluice::slow_policy::drop;
         else if (p == "disconnect") o.policy = sluice::slow_policy::disconnect;
-        else usage_error("--policy wants pause, drop or disconnect, got '" + p + "'");
+        else this_tool.usage_error("--policy wants pause, drop or disconnect, got '" + p + "'");
         break;
       }
       case max_buffered:
         if (!sluice_tools::parse_size(optarg, true, 1ull << 40, v) || v < 1)
-          usage_error(std::string("--max-buffered wants a number of bytes from 1 to 1T, with K, M or G or none, got '") +
+          this_tool.usage_error(std::string("--max-buffered wants a number of bytes from 1 to 1T, with K, M or G or none, got '") +
                       optarg + "'");
         o.max_buffered = v;
         break;
       case write_deadline:
         if (!sluice_tools::parse_size(optarg, false, 86'400'000, v))
-          usage_error(std::string("--write-deadline wants milliseconds from 0 to 86400000, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--write-deadline wants milliseconds from 0 to 86400000, got '") + optarg + "'");
         o.write_deadline_ms = v;
         break;
       case send_buffer:
         if (!sluice_tools::parse_size(optarg, true, 1ull << 30, v) || v < 1)
-          usage_error(std::string("--send-buffer wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
+          this_tool.usage_error(std::string("--send-buffer wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
                       optarg + "'");
         o.send_buffer = v;
         break;
       case wait_for:
         if (!sluice_tools::parse_size(optarg, false, 100'000, v))
-          usage_error(std::string("--wait-for wants a whole number from 0 to 100000, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--wait-for wants a whole number from 0 to 100000, got '") + optarg + "'");
         o.wait_for = v;
         break;
       case no_drop_notice: o.drop_notice = false; break;
       case max_line_length:
         if (!sluice_tools::parse_size(optarg, false, 1ull << 30, v) || v < 1)
-          usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
+          this_tool.usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
                       optarg + "'");
         o.max_line_length = v;
         break;
       case idle_timeout:
       case linger:
         if (!sluice_tools::parse_size(optarg, false, 86'400'000, v))
-          usage_error(std::string(c == linger ? "--linger" : "--idle-timeout") +
+          this_tool.usage_error(std::string(c == linger ? "--linger" : "--idle-timeout") +
                       " wants milliseconds from 0 to 86400000, got '" + optarg + "'");
         (c == linger ? o.linger_ms : o.idle_timeout_ms) = v;
         break;
       case max_connections:
         if (!sluice_tools::parse_size(optarg, false, 1'000'000, v))
-          usage_error(std::string("--max-connections wants a whole number from 0 to 1000000, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--max-connections wants a whole number from 0 to 1000000, got '") + optarg + "'");
         o.max_connections = v;
         break;
       case stats: o.stats = true; break;
       case json: o.json = true; break;
       case socket_mode:
         if (!(o.socket_mode = sluice_tools::parse_socket_mode(optarg)))
-          usage_error(std::string("--socket-mode wants an octal mode from 0 to 777, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--socket-mode wants an octal mode from 0 to 777, got '") + optarg + "'");
         break;
       case socket_group:
         if (!(o.socket_group = sluice_tools::parse_socket_group(optarg)))
-          usage_error(std::string("--socket-group wants a group name or number, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--socket-group wants a group name or number, got '") + optarg + "'");
         break;
       case 'h':
-        std::fputs(usage_text, stdout);
-        std::exit(0);
-      case ':':
-        usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
+        this_tool.help();
       default:
-        if (optopt != 0) usage_error(std::string("unknown option '-") + static_cast<char>(optopt) + "'");
-        usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+        this_tool.bad_option(c, argv, ":h");
     }
   }
-  if (optind != argc) usage_error(std::string("unexpected argument '") + argv[optind] + "'");
-  if (o.listen.empty()) usage_error("--listen ADDR is required");
-  if (o.json && !o.stats) usage_error("--json goes with --stats");
+  if (optind != argc) this_tool.usage_error(std::string("unexpected argument '") + argv[optind] + "'");
+  if (o.listen.empty()) this_tool.usage_error("--listen ADDR is required");
+  if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
   if ((o.socket_mode || o.socket_group) && !o.unix_socket)
-    usage_error("--socket-mode and --socket-group go with --listen unix:PATH");
+    this_tool.usage_error("--socket-mode and --socket-group go with --listen unix:PATH");
   return o;
 }
 
@@ -320,8 +313,14 @@ class fanout_tool {
     ignore_quietly.sa_flags = SA_RESTART;
     sigemptyset(&ignore_quietly.sa_mask);
     for (int sig : {SIGTERM, SIGINT}) ::sigaction(sig, &ignore_quietly, nullptr);
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { on_stop_signal(); });
-    int_ = sluice::on_signal(loop, SIGINT, [this] { on_stop_signal(); });
+    // Each watch takes an fd (an eventfd): with none left, say so and stop.
+    std::error_code ec;
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { on_stop_signal(); }, ec);
+    if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { on_stop_signal(); }, ec);
+    if (ec) {
+      std::fprintf(stderr, "sluice-fanout: cannot handle signals: %s\n", ec.message().c_str());
+      return 1;
+    }
 
     hub_.on_leave([this](sluice::writable& w, const sluice::subscriber_stats& st) { left(w, st); });
     hub_.input().on(sluice::event::drain, [this] {
@@ -564,9 +563,5 @@ class fanout_tool {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  sluice_tools::close_stdout_at_exit("sluice-fanout");
-  const options o = parse_args(argc, argv);
-  ::signal(SIGPIPE, SIG_IGN);  // the sockets send with MSG_NOSIGNAL; this is for anything else
-  return fanout_tool(o).run();
+  return this_tool.run(argc, argv, parse_args, [](const options& o) { return fanout_tool(o).run(); });
 }

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "close_stdout.h"
+#include "tool.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -52,10 +52,7 @@ input; unlike grep, which dies of SIGPIPE or exits 2); 2 on bad usage.
 Example: sluice-lines -F ' 500 ' access.log access.log.1
 )";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-lines: %s\nTry 'sluice-lines --help' for more information.\n", msg.c_str());
-  std::exit(2);
-}
+constexpr sluice_tools::tool this_tool{"sluice-lines", usage_text};
 
 struct options {
   bool count = false;
@@ -81,7 +78,7 @@ options parse_args(int argc, char** argv) {
         o.count = true;
         break;
       case 'F':
-        if (o.text) usage_error("-F can be given once");
+        if (o.text) this_tool.usage_error("-F can be given once");
         o.text = optarg;
         break;
       case 'm': {
@@ -89,19 +86,14 @@ options parse_args(int argc, char** argv) {
         char* end = nullptr;
         const unsigned long long v = std::strtoull(optarg, &end, 10);
         if (errno || end == optarg || *end != '\0' || optarg[0] == '-' || v < 1)
-          usage_error(std::string("--max-line-length wants a whole number of bytes of at least 1, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--max-line-length wants a whole number of bytes of at least 1, got '") + optarg + "'");
         o.max_line_length = static_cast<std::size_t>(v);
         break;
       }
       case 'h':
-        std::fputs(usage_text, stdout);
-        std::exit(0);
-      case ':':
-        usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
+        this_tool.help();
       default:
-        if (optopt)
-          usage_error(std::string("unknown option '-") + static_cast<char>(optopt) + "'");
-        usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+        this_tool.bad_option(c, argv, ":cF:h");
     }
   }
   for (int i = optind; i < argc; ++i) o.files.emplace_back(argv[i]);
@@ -231,11 +223,5 @@ class lines_tool {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  sluice_tools::close_stdout_at_exit("sluice-lines");
-  const options o = parse_args(argc, argv);
-  // A reader that goes away, or a file past `ulimit -f`, is an error to report, not a reason to die.
-  ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGXFSZ, SIG_IGN);
-  return lines_tool(o).run();
+  return this_tool.run(argc, argv, parse_args, [](const options& o) { return lines_tool(o).run(); });
 }

@@ -5,12 +5,12 @@
 // for_each_line(); each line (with its optional timestamp) is one print()
 // into the output writable.
 //
-// A file: a file_worker made with log_options (the worker I/O thread
+// A file (log_file_output.h): a file_worker made with log_options (the worker I/O thread
 // rotates, reopens and syncs the file), and a worker_sink writable on this
 // thread's loop. A line is one chunk, and the worker rotates only between
 // chunks, so a line is never torn or split across two files.
 //
-// A network DEST: a syslog_writable (which reconnects on its own) or a Kafka
+// A network DEST (log_net_output.h): a syslog_writable (which reconnects on its own) or a Kafka
 // writable; a line is one message, and each write's callback says whether it
 // was sent, which the counts and the exit status report.
 //
@@ -24,9 +24,7 @@
 //
 // The loop's thread only reads and splits: a slow disk or receiver holds the
 // output, whose completions then come late, so 'drain' holds the reading back.
-#include <dlfcn.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -48,15 +46,14 @@
 #include <utility>
 #include <vector>
 
-#include "close_stdout.h"
+#include "tool.h"
 #include "nonblocking_stdin.h"
-#include "log_args.h"
+#include "args.h"
 #include "log_dest.h"
+#include "log_file_output.h"
+#include "log_net_output.h"
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
-#if SLUICE_LOG_KAFKA
-#include "log_kafka.h"
-#endif
 
 namespace {
 
@@ -237,10 +234,7 @@ Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server
          my-server 2>&1 | sluice-log -X acks=all kafka://k1:9092,k2:9092/logs
 )";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-log: %s\nTry 'sluice-log --help' for more information.\n", msg.c_str());
-  std::exit(2);
-}
+constexpr sluice_tools::tool this_tool{"sluice-log", usage_text};
 
 struct options {
   sluice_tools::log_destination dest;
@@ -294,13 +288,13 @@ options parse_args(int argc, char** argv) {
     switch (c) {
       case max_size:
         if (!parse_size(optarg, true, UINT64_MAX >> 1, v))
-          usage_error(std::string("--max-size wants a number of bytes, with K, M or G or none, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--max-size wants a number of bytes, with K, M or G or none, got '") + optarg + "'");
         o.log.max_size = v;
         file_option = "--max-size";
         break;
       case keep:
         if (!parse_size(optarg, false, 100'000, v))
-          usage_error(std::string("--keep wants a whole number from 0 to 100000, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--keep wants a whole number from 0 to 100000, got '") + optarg + "'");
         o.log.keep = static_cast<unsigned>(v);
         file_option = "--keep";
         break;
@@ -309,12 +303,12 @@ options parse_args(int argc, char** argv) {
         break;
       case fsync:
         if (!parse_fsync(optarg, o.log))
-          usage_error(std::string("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '") + optarg + "'");
+          this_tool.usage_error(std::string("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '") + optarg + "'");
         file_option = "--fsync";
         break;
       case max_line_length:
         if (!parse_size(optarg, false, 1ull << 30, v) || v < 1)
-          usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
+          this_tool.usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
                       optarg + "'");
         o.max_line_length = static_cast<std::size_t>(v);
         break;
@@ -327,48 +321,48 @@ options parse_args(int argc, char** argv) {
       case framing:
         if (std::strcmp(optarg, "octet") == 0) o.syslog.framing = sluice::syslog_framing::octet_counting;
         else if (std::strcmp(optarg, "lf") == 0) o.syslog.framing = sluice::syslog_framing::lf;
-        else usage_error(std::string("--framing wants octet or lf, got '") + optarg + "'");
+        else this_tool.usage_error(std::string("--framing wants octet or lf, got '") + optarg + "'");
         syslog_option = "--framing";
         break;
       case facility:
         if (!sluice_tools::parse_syslog_facility(optarg, o.syslog.header.facility))
-          usage_error(std::string("--facility wants a name (user, daemon, local0 ...) or 0 to 23, got '") + optarg +
+          this_tool.usage_error(std::string("--facility wants a name (user, daemon, local0 ...) or 0 to 23, got '") + optarg +
                       "'");
         syslog_option = "--facility";
         break;
       case severity:
         if (!sluice_tools::parse_syslog_severity(optarg, o.syslog.header.severity))
-          usage_error(std::string("--severity wants emerg, alert, crit, err, warning, notice, info, debug or 0 to 7, "
+          this_tool.usage_error(std::string("--severity wants emerg, alert, crit, err, warning, notice, info, debug or 0 to 7, "
                                   "got '") + optarg + "'");
         syslog_option = "--severity";
         break;
       case app_name:
-        if (optarg[0] == '\0') usage_error("--app-name is empty");
+        if (optarg[0] == '\0') this_tool.usage_error("--app-name is empty");
         o.syslog.header.app_name = optarg;
         syslog_option = "--app-name";
         break;
       case hostname:
-        if (optarg[0] == '\0') usage_error("--hostname is empty");
+        if (optarg[0] == '\0') this_tool.usage_error("--hostname is empty");
         o.syslog.header.hostname = optarg;
         syslog_option = "--hostname";
         break;
       case give_up_after: {
         std::chrono::milliseconds t{};
         if (!sluice_tools::parse_duration(optarg, t) || t.count() == 0)
-          usage_error(std::string("--give-up-after wants a time above 0, e.g. 30s, 500ms or 2m, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--give-up-after wants a time above 0, e.g. 30s, 500ms or 2m, got '") + optarg + "'");
         o.syslog.give_up_after = t;
         syslog_option = "--give-up-after";
         break;
       }
       case grace:
         if (!sluice_tools::parse_duration(optarg, o.grace))
-          usage_error(std::string("--grace wants a time, e.g. 5s, 500ms or 0, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--grace wants a time, e.g. 5s, 500ms or 0, got '") + optarg + "'");
         o.grace_text = optarg;
         network_option = "--grace";
         break;
       case max_message:
         if (!parse_size(optarg, true, 1ull << 30, v) || v < 1)
-          usage_error(std::string("--max-message wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
+          this_tool.usage_error(std::string("--max-message wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
                       optarg + "'");
         o.max_message = static_cast<std::size_t>(v);
         syslog_option = "--max-message";
@@ -376,37 +370,28 @@ options parse_args(int argc, char** argv) {
       case 'X': {
         const char* eq = std::strchr(optarg, '=');
         if (!eq || eq == optarg || eq[1] == '\0')
-          usage_error(std::string("-X wants KEY=VALUE (a librdkafka property), got '") + optarg + "'");
+          this_tool.usage_error(std::string("-X wants KEY=VALUE (a librdkafka property), got '") + optarg + "'");
         o.kafka_config.emplace_back(std::string(optarg, static_cast<std::size_t>(eq - optarg)), std::string(eq + 1));
         kafka_option = "-X";
         break;
       }
       case 'h':
-        // The help is longer than stdout's buffer: a failed write's errno
-        // is gone by the exit's close, so it is checked here.
-        errno = 0;
-        if (std::fputs(usage_text, stdout) == EOF || std::fflush(stdout) != 0)
-          std::exit(sluice_tools::close_stdout("sluice-log", errno) ? 0 : 1);
-        std::exit(0);
-      case ':':
-        usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
+        this_tool.help();
       default:
-        if (optopt > 0 && optopt < 256)
-          usage_error(std::string("unknown option '-") + static_cast<char>(optopt) + "'");
-        usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+        this_tool.bad_option(c, argv, ":hX:");
     }
   }
-  if (o.json && !o.stats) usage_error("--json goes with --stats");
-  if (optind == argc) usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH or kafka://...)");
-  if (argc - optind > 1) usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
+  if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
+  if (optind == argc) this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH or kafka://...)");
+  if (argc - optind > 1) this_tool.usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
   o.dest_text = argv[optind];
-  if (o.dest_text.empty()) usage_error("DEST is empty");
+  if (o.dest_text.empty()) this_tool.usage_error("DEST is empty");
   std::string why;
-  if (!sluice_tools::parse_log_destination(o.dest_text, o.dest, why)) usage_error(why);
+  if (!sluice_tools::parse_log_destination(o.dest_text, o.dest, why)) this_tool.usage_error(why);
   using kind = sluice_tools::log_destination::kind;
   const kind k = o.dest.type;
   auto only = [&](const char* opt, const char* what) {
-    if (opt) usage_error(std::string(opt) + " applies to " + what + " only, not to '" + o.dest_text + "'");
+    if (opt) this_tool.usage_error(std::string(opt) + " applies to " + what + " only, not to '" + o.dest_text + "'");
   };
   if (k != kind::file) only(file_option, "a FILE");
   if (k != kind::syslog_tcp && k != kind::syslog_unix) only(syslog_option, "syslog:// and syslog+unix:");
@@ -414,7 +399,7 @@ options parse_args(int argc, char** argv) {
   if (k == kind::file) only(network_option, "a network DEST (syslog://, syslog+unix:, kafka://)");
 #if !SLUICE_LOG_KAFKA
   if (k == kind::kafka)
-    usage_error("kafka:// needs Kafka support, and this sluice-log was built without it (build it with "
+    this_tool.usage_error("kafka:// needs Kafka support, and this sluice-log was built without it (build it with "
                 "librdkafka: Debian's librdkafka-dev, meson -Dkafka=enabled)");
 #endif
   o.syslog.max_message = o.max_message;
@@ -451,9 +436,18 @@ class clock_stamp {
   std::size_t len_ = 0;
 };
 
+// The run: standard input, split into lines, into the destination's
+// writable, with backpressure; the destination (log_output.h) opens,
+// counts and reports.
 class log_tool {
  public:
-  explicit log_tool(const options& o) : o_(o) {}
+  explicit log_tool(const options& o) : o_(o) {
+    if (o.dest.network())
+      out_ = std::make_unique<sluice_tools::log_net_output>(this_tool, o.dest, o.dest_text, o.syslog, o.kafka_config,
+                                                            o.max_message);
+    else
+      out_ = std::make_unique<sluice_tools::log_file_output>(o.dest.file, o.dest_text, o.log);
+  }
 
   int run() {
     auto& loop = sluice::loop::current();
@@ -464,7 +458,7 @@ class log_tool {
     std::error_code ec;
     term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_signal(); }, ec);
     if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { stop_signal(); }, ec);
-    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { if (worker_) worker_->request_reopen(); }, ec);
+    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { out_->reopen(); }, ec);
     if (ec) {
       std::fprintf(stderr, "sluice-log: cannot handle signals: %s\n", ec.message().c_str());
       return 1;
@@ -472,11 +466,11 @@ class log_tool {
 
     // The worker's thread, and librdkafka's, start with the signals held,
     // and so keep them blocked.
-    const bool opened = network() ? open_network() : open_file();
+    const bool opened = out_->open();
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-    if (!opened) return status_;
-    out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
-    out_->on(sluice::event::drain, [this] {
+    if (!opened) return 1;
+    out().on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
+    out().on(sluice::event::drain, [this] {
       if (!waiting_ || !in_ || stopping_) return;
       waiting_ = false;
       in_->resume();
@@ -491,160 +485,37 @@ class log_tool {
         {.max_line_length = o_.max_line_length});
     loop.run();
     stdin_.restore();
-    if (network()) {
-      report_unsent();
-    } else {
-      // Every line is written (or the file failed): the last sync and the close.
-      if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
-      if (!failed_ && !finished_) {
-        // Nothing left to do and the file never finished: a bug, not a state to hide.
-        std::fprintf(stderr, "sluice-log: %s: the log did not finish\n", o_.dest_text.c_str());
-        status_ = 1;
-      }
-    }
-    if (o_.stats) print_stats();
+    if (!out_->report(n_, {.finished = finished_, .failed = failed_, .ok_so_far = status_ == 0, .reason = reason_}))
+      status_ = 1;
+    if (o_.stats) out_->print_stats(n_, o_.json);
     return status_;
   }
 
  private:
-  bool network() const noexcept { return o_.dest.network(); }
-
-  bool open_file() {
-    std::error_code ec;
-    worker_ = sluice::file_worker::open_log(o_.dest.file, o_.log, ec);
-    if (!worker_) {
-      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest.file.c_str(), sluice_tools::file_error(ec).c_str());
-      status_ = 1;
-      return false;
-    }
-    if (o_.log.max_size != 0) note_if_not_rotated();
-    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 64 * 1024});
-    return true;
-  }
-
-  // The syslog writable connects at once, and reconnects on its own: a
-  // receiver that is away is not an error (unless --give-up-after).
-  bool open_network() {
-    if (o_.dest.type != sluice_tools::log_destination::kind::kafka) {
-      sluice::syslog_options so = o_.syslog;
-      so.on_connection_lost = [this](std::error_code ec, std::size_t n) {
-        std::fprintf(stderr, "sluice-log: %s: the receiver %s with up to %zu messages in flight: they may be lost\n",
-                     o_.dest_text.c_str(),
-                     ec ? ("reset the connection (" + ec.message() + ")").c_str() : "closed the connection", n);
-      };
-      auto w = std::make_unique<sluice::syslog_writable>(so);
-      syslog_ = w.get();
-      out_ = std::move(w);
-      return true;
-    }
-#if SLUICE_LOG_KAFKA
-    std::string why;
-    const sluice_log_make_kafka_fn make = load_kafka_module(why);
-    if (!make) usage_error(o_.dest_text + ": cannot load sluice-log's Kafka module: " + why);
-    sluice::kafka_options k{.topic = o_.dest.topic, .config = {{"bootstrap.servers", o_.dest.brokers}}};
-    k.config.insert(k.config.end(), o_.kafka_config.begin(), o_.kafka_config.end());
-    out_.reset(make(&k, &why));
-    // librdkafka refuses a property or a value: the command line is wrong.
-    if (!out_) usage_error(o_.dest_text + ": " + why);
-    return true;
-#else
-    return false;  // parse_args() refused kafka://
-#endif
-  }
-
-#if SLUICE_LOG_KAFKA
-  // The Kafka module (log_kafka.h): beside sluice-log in the build tree,
-  // else where it is installed (SLUICE_LOG_KAFKA_MODULE, from $ORIGIN,
-  // sluice-log's directory, as its RUNPATH). It stays loaded to the exit.
-  static sluice_log_make_kafka_fn load_kafka_module(std::string& why) {
-    char exe[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("./sluice-log");
-    dir.erase(dir.rfind('/'));
-    std::string installed = SLUICE_LOG_KAFKA_MODULE;
-    if (installed.rfind("$ORIGIN", 0) == 0) installed.replace(0, 7, dir);
-    for (const std::string& path : {dir + "/sluice-log-kafka.so", installed}) {
-      void* module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!module) {
-        why = ::dlerror();
-        continue;
-      }
-      if (void* f = ::dlsym(module, "sluice_log_make_kafka")) return reinterpret_cast<sluice_log_make_kafka_fn>(f);
-      why = path + ": no sluice_log_make_kafka";
-    }
-    return nullptr;
-  }
-#endif
-
-  void print_stats() const {
-    if (syslog_) {
-      const std::size_t reconnects = syslog_->reconnects();
-      const std::size_t lost = syslog_->maybe_lost(), cut = syslog_->truncated();
-      if (o_.json)
-        std::fprintf(stderr,
-                     "{\"lines\":%zu,\"sent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,\"maybe_lost\":%zu,"
-                     "\"truncated\":%zu}\n",
-                     lines_, written_, unsent_, reconnects, lost, cut);
-      else
-        std::fprintf(stderr,
-                     "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects, %zu maybe lost, %zu truncated\n",
-                     lines_, written_, unsent_, reconnects, lost, cut);
-      return;
-    }
-    if (network()) {
-      if (o_.json)
-        std::fprintf(stderr, "{\"lines\":%zu,\"delivered\":%zu,\"failed\":%zu}\n", lines_, written_, unsent_);
-      else
-        std::fprintf(stderr, "sluice-log: %zu lines, %zu delivered, %zu failed\n", lines_, written_, unsent_);
-      return;
-    }
-    const auto bytes = static_cast<unsigned long long>(worker_->bytes_written());
-    if (o_.json)
-      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", written_, bytes,
-                   worker_->rotations(), worker_->reopens());
-    else
-      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", written_, bytes,
-                   worker_->rotations(), worker_->reopens());
-  }
-
-  // The library rotates a regular file only (log_file.h); say so when
-  // --max-size will not apply, once.
-  void note_if_not_rotated() const {
-    struct stat st {};
-    if (::lstat(o_.dest.file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
-    const char* kind = S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                       : S_ISBLK(st.st_mode)  ? "a block device"
-                                              : "not a regular file";
-    std::fprintf(stderr, "sluice-log: %s: %s: written without rotation\n", o_.dest.file.c_str(), kind);
-  }
+  sluice::writable& out() noexcept { return out_->stream(); }
+  bool network() const noexcept { return out_->network(); }
 
   // One line: one chunk, so that rotation never splits it; to a network
   // DEST, one message, without its newline.
   bool on_line(std::string_view line) {
     if (stopping_) return false;
-    ++lines_;
+    ++n_.lines;
     // The counts say what landed: each callback comes once, with the truth.
     auto landed = [this](std::error_code ec) {
-      if (!ec) ++written_;
-      else ++unsent_;
-      if (syslog_ && !noted_truncation_ && syslog_->truncated() != 0) {
-        noted_truncation_ = true;
-        std::fprintf(stderr, "sluice-log: %s: a line longer than --max-message %zu bytes (header included) was sent "
-                     "truncated; --stats counts them\n", o_.dest_text.c_str(), o_.max_message);
-      }
+      if (!ec) ++n_.written;
+      else ++n_.unsent;
+      out_->landed();
     };
     const bool net = network();
     bool more;
     if (o_.timestamp) {
       long usec = 0;
       const std::string_view secs = stamp_.seconds(usec);
-      more = out_->vprint(net ? "{}.{:06}Z {}" : "{}.{:06}Z {}\n", fmt::make_format_args(secs, usec, line), landed);
+      more = out().vprint(net ? "{}.{:06}Z {}" : "{}.{:06}Z {}\n", fmt::make_format_args(secs, usec, line), landed);
     } else {
-      more = out_->vprint(net ? "{}" : "{}\n", fmt::make_format_args(line), landed);
+      more = out().vprint(net ? "{}" : "{}\n", fmt::make_format_args(line), landed);
     }
-    if (!more && !waiting_ && !out_->errored() && !out_->destroyed()) {
+    if (!more && !waiting_ && !out().errored() && !out().destroyed()) {
       // Backpressure: no more input until 'drain'. The rest of the chunk in
       // hand is still split and written (at most a read's worth).
       waiting_ = true;
@@ -658,12 +529,12 @@ class log_tool {
     // that failed still ends its stream, whose callbacks then count the rest.
     if (stopping_ || (failed_ && !network())) return;
     if (ec == sluice::errc::line_too_long) {
-      std::fprintf(stderr, "sluice-log: standard input: line %zu is longer than %zu bytes (%s)\n", lines_ + 1,
+      std::fprintf(stderr, "sluice-log: standard input: line %zu is longer than %zu bytes (%s)\n", n_.lines + 1,
                    o_.max_line_length, sluice::code_name(ec).c_str());
       status_ = 1;
     } else if (ec == std::errc::not_enough_memory) {
       // The lines before are written; the rest of the input is not read.
-      std::fprintf(stderr, "sluice-log: out of memory at line %zu of standard input\n", lines_ + 1);
+      std::fprintf(stderr, "sluice-log: out of memory at line %zu of standard input\n", n_.lines + 1);
       status_ = 1;
     } else if (ec) {
       std::fprintf(stderr, "sluice-log: standard input: %s\n", (read_error_ ? read_error_ : ec).message().c_str());
@@ -704,7 +575,7 @@ class log_tool {
     if (grace_timer_ != 0) sluice::loop::current().clear_timeout(grace_timer_);
     grace_timer_ = 0;
     if (reason_.empty()) reason_ = std::move(why);
-    if (!out_->destroyed()) out_->destroy();
+    if (!out().destroyed()) out().destroy();
     release_input();
   }
 
@@ -721,7 +592,7 @@ class log_tool {
   void finish_output() {
     stopping_ = true;
     if (in_ && !in_->destroyed()) in_->destroy();
-    out_->end([this](std::error_code ec) {
+    out().end([this](std::error_code ec) {
       if (ec && !network()) return output_failed(ec);
       if (ec && reason_.empty()) reason_ = ec.message();
       finished_ = !ec;
@@ -736,7 +607,7 @@ class log_tool {
     if (network()) {
       // The stream is destroyed with `ec` (--give-up-after, a Kafka delivery
       // failure): the rest of what was read is counted as not sent, and
-      // report_unsent() names `ec`.
+      // log_net_output::report() names `ec`.
       reason_ = ec.message();
       give_up(reason_);
       return;
@@ -745,36 +616,6 @@ class log_tool {
     // Nothing more can be written: stop reading too.
     if (in_ && !in_->destroyed()) in_->destroy();
     quit();
-  }
-
-  // Every callback has come: "D of N messages not sent" unless all were,
-  // and what the receiver may have lost.
-  void report_unsent() {
-    if (syslog_ && syslog_->maybe_lost() != 0) {
-      std::fprintf(stderr,
-                   "sluice-log: %s: up to %zu of the %zu messages sent may be lost: the receiver broke %zu "
-                   "connection%s with messages in flight\n",
-                   o_.dest_text.c_str(), syslog_->maybe_lost(), written_, syslog_->connections_lost(),
-                   syslog_->connections_lost() == 1 ? "" : "s");
-      status_ = 1;
-      // The stream's own error is that break: said above.
-      if (unsent_ == 0) return;
-    }
-    if (written_ + unsent_ != lines_) {
-      // Nothing left to do and a callback never came: a bug, not a state to hide.
-      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages never reported\n", o_.dest_text.c_str(),
-                   lines_ - written_ - unsent_, lines_);
-      status_ = 1;
-    }
-    if (unsent_ != 0) {
-      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages not sent: %s\n", o_.dest_text.c_str(), unsent_, lines_,
-                   reason_.empty() ? "unknown" : reason_.c_str());
-      status_ = 1;
-    } else if (!finished_ && status_ == 0) {
-      std::fprintf(stderr, "sluice-log: %s: %s\n", o_.dest_text.c_str(),
-                   reason_.empty() ? "the stream did not finish" : reason_.c_str());
-      status_ = 1;
-    }
   }
 
   // The signal watches and the grace timer keep the loop running; without
@@ -788,16 +629,12 @@ class log_tool {
   }
 
   const options& o_;
-  std::unique_ptr<sluice::file_worker> worker_;
-  std::unique_ptr<sluice::writable> out_;  // its sink may outlive worker_
-  sluice::syslog_writable* syslog_ = nullptr;  // out_, for syslog://
+  std::unique_ptr<sluice_tools::log_output> out_;
   std::unique_ptr<sluice::readable> in_;
   sluice::signal_watch term_, int_, hup_;
   sluice::timer_id grace_timer_ = 0;
   clock_stamp stamp_;
-  std::size_t lines_ = 0;    // read and handed to the output
-  std::size_t written_ = 0;  // of those, written or sent
-  std::size_t unsent_ = 0;   // of those, refused or dropped
+  sluice_tools::log_counts n_;
   sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'
@@ -806,7 +643,6 @@ class log_tool {
   bool finished_ = false;  // every line is in the file, or sent
   bool failed_ = false;    // the file failed, or the network stream gave up with an error
   bool gave_up_ = false;   // the network stream was destroyed: what it held is dropped
-  bool noted_truncation_ = false;  // the first line cut to --max-message was noted
   std::string reason_;     // why messages were not sent
   std::error_code read_error_;
 };
@@ -814,22 +650,5 @@ class log_tool {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  sluice_tools::close_stdout_at_exit("sluice-log");
-  const options o = parse_args(argc, argv);
-  // FILE may be a pipe (or /dev/stdout on one), DEST a socket: a reader that goes away, or a file past
-  // `ulimit -f`, is an error to report, not a reason to die.
-  ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGXFSZ, SIG_IGN);
-  // Resources that run out where the streams cannot turn it into an error
-  // of their own (building them, the loop's poll): a message and exit 1,
-  // never std::terminate (issue 10, defect 7).
-  try {
-    return log_tool(o).run();
-  } catch (const std::bad_alloc&) {
-    std::fputs("sluice-log: out of memory\n", stderr);
-  } catch (const std::system_error& e) {
-    std::fprintf(stderr, "sluice-log: %s\n", e.what());
-  }
-  return 1;
+  return this_tool.run(argc, argv, parse_args, [](const options& o) { return log_tool(o).run(); });
 }

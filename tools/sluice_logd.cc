@@ -27,8 +27,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "close_stdout.h"
-#include "log_args.h"
+#include "tool.h"
+#include "args.h"
 #include "log_dest.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
@@ -140,10 +140,7 @@ were not written, or an address cannot be listened on; 2 on bad usage.
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M app.log
 )";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-logd: %s\nTry 'sluice-logd --help' for more information.\n", msg.c_str());
-  std::exit(2);
-}
+constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text};
 
 struct options {
   std::vector<std::string> listen;
@@ -187,83 +184,80 @@ options parse_args(int argc, char** argv) {
     switch (c) {
       case listen:
         if (arg.rfind("unix:", 0) == 0 ? arg.size() == 5 : arg.rfind(':') == std::string::npos)
-          usage_error("--listen wants HOST:PORT or unix:PATH, got '" + arg + "'");
+          this_tool.usage_error("--listen wants HOST:PORT or unix:PATH, got '" + arg + "'");
         o.listen.push_back(arg);
         break;
       case framing:
         if (arg == "auto") o.framing = sluice::syslog_frame_reader::mode::automatic;
         else if (arg == "octet") o.framing = sluice::syslog_frame_reader::mode::octet_counting;
         else if (arg == "lf") o.framing = sluice::syslog_frame_reader::mode::lf;
-        else usage_error("--framing wants auto, octet or lf, got '" + arg + "'");
+        else this_tool.usage_error("--framing wants auto, octet or lf, got '" + arg + "'");
         break;
       case max_message:
         if (!sluice_tools::parse_size(optarg, true, 1u << 30, v) || v < 1)
-          usage_error("--max-message wants a number of bytes from 1 to 1G, got '" + arg + "'");
+          this_tool.usage_error("--max-message wants a number of bytes from 1 to 1G, got '" + arg + "'");
         o.max_message = static_cast<std::size_t>(v);
         break;
       case max_size:
         if (!sluice_tools::parse_size(optarg, true, UINT64_MAX >> 1, v))
-          usage_error("--max-size wants a number of bytes, with K, M or G or none, got '" + arg + "'");
+          this_tool.usage_error("--max-size wants a number of bytes, with K, M or G or none, got '" + arg + "'");
         o.log.max_size = v;
         break;
       case keep:
         if (!sluice_tools::parse_size(optarg, false, 100'000, v))
-          usage_error("--keep wants a whole number from 0 to 100000, got '" + arg + "'");
+          this_tool.usage_error("--keep wants a whole number from 0 to 100000, got '" + arg + "'");
         o.log.keep = static_cast<unsigned>(v);
         break;
       case fsync:
         if (!sluice_tools::parse_fsync(arg, o.log))
-          usage_error("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '" + arg + "'");
+          this_tool.usage_error("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '" + arg + "'");
         break;
       case stats: o.stats = true; break;
       case json: o.json = true; break;
       case socket_mode:
         if (!(o.server.unix_mode = sluice_tools::parse_socket_mode(arg)))
-          usage_error("--socket-mode wants an octal mode from 0 to 777, got '" + arg + "'");
+          this_tool.usage_error("--socket-mode wants an octal mode from 0 to 777, got '" + arg + "'");
         break;
       case socket_group:
         if (!(o.server.unix_group = sluice_tools::parse_socket_group(arg)))
-          usage_error("--socket-group wants a group name or number, got '" + arg + "'");
+          this_tool.usage_error("--socket-group wants a group name or number, got '" + arg + "'");
         break;
       case on_full:
-        if (arg != "wait" && arg != "exit") usage_error("--on-full wants wait or exit, got '" + arg + "'");
+        if (arg != "wait" && arg != "exit") this_tool.usage_error("--on-full wants wait or exit, got '" + arg + "'");
         o.exit_on_full = arg == "exit";
         break;
       case grace: {
         std::chrono::milliseconds t{};
-        if (!sluice_tools::parse_duration(arg, t)) usage_error("--grace wants a time, e.g. 5s, 500ms or 0, got '" + arg + "'");
+        if (!sluice_tools::parse_duration(arg, t)) this_tool.usage_error("--grace wants a time, e.g. 5s, 500ms or 0, got '" + arg + "'");
         o.grace = t;
         o.grace_text = arg;
         break;
       }
       case max_conn:
         if (!sluice_tools::parse_size(optarg, false, 1'000'000, v) || v < 1)
-          usage_error("--max-connections wants a whole number from 1 to 1000000, got '" + arg + "'");
+          this_tool.usage_error("--max-connections wants a whole number from 1 to 1000000, got '" + arg + "'");
         o.max_connections = static_cast<std::size_t>(v);
         break;
       case idle:
         if (!sluice_tools::parse_duration(arg, o.idle_timeout) || o.idle_timeout.count() == 0)
-          usage_error("--idle-timeout wants a time above 0, e.g. 10m, 30s or 500ms, got '" + arg + "'");
+          this_tool.usage_error("--idle-timeout wants a time above 0, e.g. 10m, 30s or 500ms, got '" + arg + "'");
         o.idle_text = arg;
         break;
       case 'h':
-        std::fputs(usage_text, stdout);
-        std::exit(0);
-      case ':':
-        usage_error(std::string("option '") + argv[optind - 1] + "' needs a value");
+        this_tool.help();
       default:
-        usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+        this_tool.bad_option(c, argv, ":h");
     }
   }
-  if (o.json && !o.stats) usage_error("--json goes with --stats");
-  if (o.listen.empty()) usage_error("missing --listen ADDR");
+  if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
+  if (o.listen.empty()) this_tool.usage_error("missing --listen ADDR");
   if ((o.server.unix_mode || o.server.unix_group) &&
       std::none_of(o.listen.begin(), o.listen.end(), [](const std::string& a) { return a.rfind("unix:", 0) == 0; }))
-    usage_error("--socket-mode and --socket-group go with a --listen unix:PATH");
-  if (optind == argc) usage_error("missing FILE");
-  if (argc - optind > 1) usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
+    this_tool.usage_error("--socket-mode and --socket-group go with a --listen unix:PATH");
+  if (optind == argc) this_tool.usage_error("missing FILE");
+  if (argc - optind > 1) this_tool.usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   o.file = argv[optind];
-  if (o.file.empty()) usage_error("FILE is empty");
+  if (o.file.empty()) this_tool.usage_error("FILE is empty");
   o.log.wait_for_space = !o.exit_on_full;
   return o;
 }
@@ -354,12 +348,17 @@ class logd {
     // As in sluice-log: the signals come to the loop, and the worker thread
     // keeps them blocked so that they all come to this one.
     const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
-    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_signal(); });
-    int_ = sluice::on_signal(loop, SIGINT, [this] { stop_signal(); });
-    // A reopen also ends a wait for space at once (after room was made).
-    hup_ = sluice::on_signal(loop, SIGHUP, [this] { worker_->request_reopen(); });
-
+    // Each watch takes an fd (an eventfd): with none left, say so and stop.
     std::error_code ec;
+    term_ = sluice::on_signal(loop, SIGTERM, [this] { stop_signal(); }, ec);
+    if (!ec) int_ = sluice::on_signal(loop, SIGINT, [this] { stop_signal(); }, ec);
+    // A reopen also ends a wait for space at once (after room was made).
+    if (!ec) hup_ = sluice::on_signal(loop, SIGHUP, [this] { if (worker_) worker_->request_reopen(); }, ec);
+    if (ec) {
+      std::fprintf(stderr, "sluice-logd: cannot handle signals: %s\n", ec.message().c_str());
+      return 1;
+    }
+
     worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
@@ -423,7 +422,7 @@ class logd {
       if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
       std::uint64_t port = 0;
       if (!sluice_tools::parse_size(addr.c_str() + colon + 1, false, 65535, port))
-        usage_error("--listen wants a port from 0 to 65535, got '" + addr + "'");
+        this_tool.usage_error("--listen wants a port from 0 to 65535, got '" + addr + "'");
       s->listen(static_cast<std::uint16_t>(port), host);
     }
     servers_.push_back(std::move(srv));
@@ -711,10 +710,5 @@ class logd {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  sluice_tools::close_stdout_at_exit("sluice-logd");
-  const options o = parse_args(argc, argv);
-  ::signal(SIGPIPE, SIG_IGN);
-  ::signal(SIGXFSZ, SIG_IGN);
-  return logd(o).run();
+  return this_tool.run(argc, argv, parse_args, [](const options& o) { return logd(o).run(); });
 }

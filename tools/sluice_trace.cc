@@ -11,6 +11,7 @@
 // Exit 0 after a run; 1 when the trace cannot be written; 2 when the
 // scenario is malformed or cannot be read.
 #include <fcntl.h>
+#include <getopt.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,7 +21,7 @@
 #include <string>
 #include <system_error>
 
-#include "close_stdout.h"
+#include "tool.h"
 #include "trace/scenario.h"
 #include "trace/trace_run.h"
 
@@ -50,7 +51,7 @@ void print_trace(const sluice_trace::trace_run& run) {
   }
 }
 
-const char* usage =
+constexpr const char* usage =
     "usage: sluice-trace [FILE.scn | -]\n"
     "Runs a stream scenario (tests/conformance/SCENARIOS.md in sluice's source)\n"
     "through sluice and prints its trace.\n"
@@ -60,24 +61,33 @@ const char* usage =
     "\n"
     "Example: sluice-trace tests/conformance/writable-drain-once.scn\n";
 
-}  // namespace
+constexpr sluice_tools::tool this_tool{"sluice-trace", usage};
 
-int main(int argc, char** argv) {
-  sluice_tools::reserve_std_fds();
-  std::string file;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(usage, stdout);
-      return sluice_tools::close_stdout("sluice-trace") ? 0 : 1;
-    }
-    if (!file.empty() || (a.size() > 1 && a[0] == '-')) {
-      std::fprintf(stderr, "sluice-trace: unexpected argument '%s'\n%s", a.c_str(), usage);
-      return 2;
-    }
-    file = a;
+struct options {
+  std::string file;  // empty or "-": standard input
+};
+
+options parse_args(int argc, char** argv) {
+  static const option long_options[] = {
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  opterr = 0;
+  int c;
+  while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
+    if (c == 'h') this_tool.help();
+    this_tool.bad_option(c, argv, ":h");
   }
+  if (argc - optind > 1) this_tool.usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
+  options o;
+  if (optind < argc) o.file = argv[optind];
+  return o;
+}
 
+// The run: exit status 2 when the scenario cannot be read; otherwise it
+// ends the process itself (see the end).
+int run_trace(const options& o) {
+  const std::string& file = o.file;
   const bool from_stdin = file.empty() || file == "-";
   std::error_code ec;
   std::string text;
@@ -117,4 +127,10 @@ int main(int argc, char** argv) {
   // The streams' destructors would call callbacks still owed; the trace is
   // already printed, so leave quietly without running them.
   std::_Exit(status);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return this_tool.run(argc, argv, parse_args, run_trace);
 }

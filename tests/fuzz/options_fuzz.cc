@@ -35,7 +35,7 @@ namespace {
 #elif defined(TOOL_LINES)
   return o.max_line_length >= 1 && !o.files.empty();
 #elif defined(TOOL_LOG)
-  return !o.file.empty() && o.log.keep <= 100'000 && o.max_line_length >= 1 &&
+  return !o.dest_text.empty() && o.log.keep <= 100'000 && o.max_line_length >= 1 &&
          o.max_line_length <= (std::size_t{1} << 30) && (!o.json || o.stats);
 #else
 #error "define TOOL_DEVNULL, TOOL_CAT, TOOL_LINES or TOOL_LOG"

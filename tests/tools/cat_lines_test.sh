@@ -278,5 +278,9 @@ check "lines to a closed stdout says why" grep -qx 'sluice-lines: write error: B
 check "lines --help to /dev/full exits 1" test $? -eq 1
 check "lines --help to /dev/full says why" grep -qx 'sluice-lines: write error: No space left on device' "$tmp/err"
 
+# The skeleton every tool shares (check.sh).
+check_skeleton sluice-cat "$scat"
+check_skeleton sluice-lines "$slines"
+
 echo "cat_lines: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -395,5 +395,19 @@ check "address in use: exit 1" same "$?" 1
 check "address in use: says so" grep -q "sluice-fanout: 127.0.0.1:$(cat "$tmp/port"): Address already in use" "$tmp/inuse.err"
 kill $holder 2>/dev/null
 
+# Resources that run out where the streams cannot make an error of them
+# (fds, under `ulimit -n`) are a message and exit 1, never std::terminate
+# (tool.h's catch); with enough, the empty input ends the run: exit 0.
+for n in 4 5 6 7; do
+  (ulimit -n $n && exec timeout $((10 * ${SLUICE_TIME_SCALE:-1})) "$fan" --listen 127.0.0.1:0) \
+    </dev/null >/dev/null 2>"$tmp/emfile.err"
+  st=$?
+  check "fanout under ulimit -n $n: exit 0 or 1 (got $st)" test $st -le 1
+  check "fanout under ulimit -n $n: no terminate" not grep -q terminate "$tmp/emfile.err"
+done
+
+# The skeleton every tool shares (check.sh).
+check_skeleton sluice-fanout "$fan"
+
 echo "fanout: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -476,5 +476,20 @@ else
   echo "SKIP rsyslogd: not installed (apt-get install rsyslog)"
 fi
 
+# Resources that run out where the streams cannot make an error of them
+# (here fds, under `ulimit -n`: the loop, a signal watch, the file, the
+# listener) are a message and exit 1, never std::terminate (tool.h's catch).
+for n in 4 5 6 7 8; do
+  (ulimit -n $n && exec timeout $((3 * ${SLUICE_TIME_SCALE:-1})) "$logd" --listen 127.0.0.1:0 "$tmp/emfile.log") \
+    </dev/null >/dev/null 2>"$tmp/emfile.err"
+  st=$?
+  check "logd under ulimit -n $n: exit 1, or it runs (got $st)" test $st -eq 1 -o $st -eq 124
+  check "logd under ulimit -n $n: no terminate" not grep -q terminate "$tmp/emfile.err"
+done
+
+# The skeleton every tool shares (check.sh).
+check_skeleton sluice-log "$slog"
+check_skeleton sluice-logd "$logd"
+
 echo "log_dest: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -170,5 +170,9 @@ check "trace to a closed stdout says why" grep -qx 'sluice-trace: write error: B
 "$trace" --help >/dev/full 2>"$tmp/err"
 check "trace --help to /dev/full exits 1" test $? -eq 1
 
+# The skeleton every tool shares (check.sh).
+check_skeleton sluice-devnull "$devnull"
+check_skeleton sluice-trace "$trace"
+
 echo "tools: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -31,6 +31,9 @@ exec 3<>"$dir/in"
 run() {
   local tool=$1 path=$2
   shift 2
+  # Emptied here, not only by the child's redirection: wait_listening must
+  # not read the previous run's "listening on" before the child opens it.
+  : >"$dir/err"
   if [[ $tool == logd ]]; then
     "$logd" --listen "unix:$path" "$@" "$dir/out.log" 2>"$dir/err" &
   else

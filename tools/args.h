@@ -1,5 +1,5 @@
-// The option values sluice-log and sluice-logd share: sizes with K/M/G
-// suffixes and the --fsync policies of sluice::log_options.
+// The option parsers the tools share: sizes with K/M/G suffixes, the
+// --fsync policies of sluice::log_options, the --max-message default.
 #pragma once
 
 #include <cerrno>

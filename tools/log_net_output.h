@@ -1,0 +1,164 @@
+// sluice-log's network destinations: syslog:// and syslog+unix: (a
+// syslog_writable that connects at once and reconnects on its own), and
+// kafka:// (a module loaded only then, log_kafka.h).
+#pragma once
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "log_dest.h"
+#include "log_output.h"
+#include "sluice/sluice.h"
+#include "tool.h"
+#if SLUICE_LOG_KAFKA
+#include "log_kafka.h"
+#endif
+
+namespace sluice_tools {
+
+class log_net_output final : public log_output {
+ public:
+  using kafka_config = std::vector<std::pair<std::string, std::string>>;
+
+  // `name`: DEST as given, for messages; `max_message` for the note on a
+  // line cut to it. A Kafka module that cannot load, or a property
+  // librdkafka refuses, is bad usage (`tool`).
+  log_net_output(const tool& tool, const log_destination& dest, const std::string& name,
+                 const sluice::syslog_options& syslog, const kafka_config& kafka, std::size_t max_message)
+      : tool_(tool), dest_(dest), name_(name), syslog_options_(syslog), kafka_(kafka), max_message_(max_message) {}
+
+  // A receiver that is away is not an error (unless --give-up-after).
+  bool open() override {
+    if (dest_.type != log_destination::kind::kafka) {
+      sluice::syslog_options so = syslog_options_;
+      so.on_connection_lost = [this](std::error_code ec, std::size_t n) {
+        std::fprintf(stderr, "sluice-log: %s: the receiver %s with up to %zu messages in flight: they may be lost\n",
+                     name_.c_str(),
+                     ec ? ("reset the connection (" + ec.message() + ")").c_str() : "closed the connection", n);
+      };
+      auto w = std::make_unique<sluice::syslog_writable>(so);
+      syslog_ = w.get();
+      out_ = std::move(w);
+      return true;
+    }
+#if SLUICE_LOG_KAFKA
+    std::string why;
+    const sluice_log_make_kafka_fn make = load_kafka_module(why);
+    if (!make) tool_.usage_error(name_ + ": cannot load sluice-log's Kafka module: " + why);
+    sluice::kafka_options k{.topic = dest_.topic, .config = {{"bootstrap.servers", dest_.brokers}}};
+    k.config.insert(k.config.end(), kafka_.begin(), kafka_.end());
+    out_.reset(make(&k, &why));
+    // librdkafka refuses a property or a value: the command line is wrong.
+    if (!out_) tool_.usage_error(name_ + ": " + why);
+    return true;
+#else
+    return false;  // parse_args() refused kafka://
+#endif
+  }
+
+  bool network() const noexcept override { return true; }
+
+  void landed() override {
+    if (syslog_ && !noted_truncation_ && syslog_->truncated() != 0) {
+      noted_truncation_ = true;
+      std::fprintf(stderr, "sluice-log: %s: a line longer than --max-message %zu bytes (header included) was sent "
+                   "truncated; --stats counts them\n", name_.c_str(), max_message_);
+    }
+  }
+
+  // "D of N messages not sent" unless all were, and what the receiver may
+  // have lost.
+  bool report(const log_counts& n, const log_end& end) override {
+    bool ok = end.ok_so_far;
+    if (syslog_ && syslog_->maybe_lost() != 0) {
+      std::fprintf(stderr,
+                   "sluice-log: %s: up to %zu of the %zu messages sent may be lost: the receiver broke %zu "
+                   "connection%s with messages in flight\n",
+                   name_.c_str(), syslog_->maybe_lost(), n.written, syslog_->connections_lost(),
+                   syslog_->connections_lost() == 1 ? "" : "s");
+      // The stream's own error is that break: said above.
+      if (n.unsent == 0) return false;
+      ok = false;
+    }
+    if (n.written + n.unsent != n.lines) {
+      // Nothing left to do and a callback never came: a bug, not a state to hide.
+      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages never reported\n", name_.c_str(),
+                   n.lines - n.written - n.unsent, n.lines);
+      ok = false;
+    }
+    if (n.unsent != 0) {
+      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages not sent: %s\n", name_.c_str(), n.unsent, n.lines,
+                   end.reason.empty() ? "unknown" : end.reason.c_str());
+      ok = false;
+    } else if (!end.finished && ok) {
+      std::fprintf(stderr, "sluice-log: %s: %s\n", name_.c_str(),
+                   end.reason.empty() ? "the stream did not finish" : end.reason.c_str());
+      ok = false;
+    }
+    return ok;
+  }
+
+  void print_stats(const log_counts& n, bool json) const override {
+    if (syslog_) {
+      const std::size_t reconnects = syslog_->reconnects();
+      const std::size_t lost = syslog_->maybe_lost(), cut = syslog_->truncated();
+      if (json)
+        std::fprintf(stderr,
+                     "{\"lines\":%zu,\"sent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,\"maybe_lost\":%zu,"
+                     "\"truncated\":%zu}\n",
+                     n.lines, n.written, n.unsent, reconnects, lost, cut);
+      else
+        std::fprintf(stderr,
+                     "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects, %zu maybe lost, %zu truncated\n",
+                     n.lines, n.written, n.unsent, reconnects, lost, cut);
+      return;
+    }
+    if (json)
+      std::fprintf(stderr, "{\"lines\":%zu,\"delivered\":%zu,\"failed\":%zu}\n", n.lines, n.written, n.unsent);
+    else
+      std::fprintf(stderr, "sluice-log: %zu lines, %zu delivered, %zu failed\n", n.lines, n.written, n.unsent);
+  }
+
+ private:
+#if SLUICE_LOG_KAFKA
+  // The Kafka module (log_kafka.h): beside sluice-log in the build tree,
+  // else where it is installed (SLUICE_LOG_KAFKA_MODULE, from $ORIGIN,
+  // sluice-log's directory, as its RUNPATH). It stays loaded to the exit.
+  static sluice_log_make_kafka_fn load_kafka_module(std::string& why) {
+    char exe[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("./sluice-log");
+    dir.erase(dir.rfind('/'));
+    std::string installed = SLUICE_LOG_KAFKA_MODULE;
+    if (installed.rfind("$ORIGIN", 0) == 0) installed.replace(0, 7, dir);
+    for (const std::string& path : {dir + "/sluice-log-kafka.so", installed}) {
+      void* module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!module) {
+        why = ::dlerror();
+        continue;
+      }
+      if (void* f = ::dlsym(module, "sluice_log_make_kafka")) return reinterpret_cast<sluice_log_make_kafka_fn>(f);
+      why = path + ": no sluice_log_make_kafka";
+    }
+    return nullptr;
+  }
+#endif
+
+  [[maybe_unused]] const tool& tool_;  // for kafka:// only
+  const log_destination& dest_;
+  const std::string& name_;
+  const sluice::syslog_options& syslog_options_;
+  [[maybe_unused]] const kafka_config& kafka_;  // for kafka:// only
+  std::size_t max_message_;
+  sluice::syslog_writable* syslog_ = nullptr;  // out_, for syslog://
+  bool noted_truncation_ = false;  // the first line cut to --max-message was noted
+};
+
+}  // namespace sluice_tools
