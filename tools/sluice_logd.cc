@@ -339,6 +339,27 @@ struct connection {
   std::size_t bytes = 0;
 };
 
+// A note said at once, then at most once every 10 s with the count of those
+// not said since: a flood (EMFILE at every accept retry, a sender of long
+// messages) would otherwise print a line each time.
+struct rate_limited_note {
+  std::chrono::steady_clock::time_point next{};
+  std::size_t unsaid = 0;
+
+  // True when the note is to be said now; `more` is then what to add to it.
+  bool due(std::string& more) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next) {
+      ++unsaid;
+      return false;
+    }
+    next = now + std::chrono::seconds(10);
+    more = unsaid == 0 ? "" : " (and " + std::to_string(unsaid) + " more since the last note)";
+    unsaid = 0;
+    return true;
+  }
+};
+
 class logd {
  public:
   explicit logd(const options& o) : o_(o) {}
@@ -428,21 +449,12 @@ class logd {
     servers_.push_back(std::move(srv));
   }
 
-  // Said once, then at most once every 10 s with the count since: an EMFILE
-  // flood would otherwise print a line every accept_retry.
   void accept_failed(const std::string& addr, std::error_code e) {
     ++accept_errors_;
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next_accept_note_) {
-      ++accept_errors_unsaid_;
-      return;
-    }
-    next_accept_note_ = now + std::chrono::seconds(10);
     std::string more;
-    if (accept_errors_unsaid_ != 0) more = " (and " + std::to_string(accept_errors_unsaid_) + " more since the last note)";
-    accept_errors_unsaid_ = 0;
-    std::fprintf(stderr, "sluice-logd: %s: accepting: %s%s; accepting again in a while, the connections go on\n",
-                 addr.c_str(), e.message().c_str(), more.c_str());
+    if (accept_note_.due(more))
+      std::fprintf(stderr, "sluice-logd: %s: accepting: %s%s; accepting again in a while, the connections go on\n",
+                   addr.c_str(), e.message().c_str(), more.c_str());
   }
 
   void accept(sluice::net::socket& sock) {
@@ -527,20 +539,12 @@ class logd {
     if (space_timer_ == 0 && !quitting_) watch_space();
   }
 
-  // Said once, then at most once every 10 s with the count since.
   void truncated(const connection& c) {
     ++truncated_;
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next_truncated_note_) {
-      ++truncated_unsaid_;
-      return;
-    }
-    next_truncated_note_ = now + std::chrono::seconds(10);
     std::string more;
-    if (truncated_unsaid_ != 0) more = " (and " + std::to_string(truncated_unsaid_) + " more since the last note)";
-    truncated_unsaid_ = 0;
-    std::fprintf(stderr, "sluice-logd: %s: a message longer than %zu bytes (--max-message) written cut to it%s\n",
-                 c.peer.c_str(), o_.max_message, more.c_str());
+    if (truncated_note_.due(more))
+      std::fprintf(stderr, "sluice-logd: %s: a message longer than %zu bytes (--max-message) written cut to it%s\n",
+                   c.peer.c_str(), o_.max_message, more.c_str());
   }
 
   // While messages wait for FILE: every second, whether the worker waits for
@@ -696,8 +700,8 @@ class logd {
   // messages_: read and handed to FILE's stream; written_: of those, the
   // ones whose write succeeded (the rest are "not written").
   std::size_t messages_ = 0, bytes_ = 0, written_ = 0, connections_ = 0, malformed_ = 0;
-  std::size_t truncated_ = 0, truncated_unsaid_ = 0, idle_closed_ = 0, accept_errors_ = 0, accept_errors_unsaid_ = 0;
-  std::chrono::steady_clock::time_point next_accept_note_{}, next_truncated_note_{};
+  std::size_t truncated_ = 0, idle_closed_ = 0, accept_errors_ = 0;
+  rate_limited_note accept_note_, truncated_note_;
   std::size_t trim_mark_ = 0;  // the most connections since the last malloc_trim()
   int status_ = 0;
   bool paused_ = false;

@@ -162,6 +162,21 @@ int run_local(const std::string& scenario) {
     srv->on(event::listening, [&, then] { then(srv->address()->port); });
     srv->listen(0, "127.0.0.1");
   };
+  // A second server on the first one's port: EADDRINUSE with no 'error'
+  // listener, which ends the program (exit 1) before "still running".
+  const auto listen_twice = [&] {
+    srv = std::make_unique<sluice::net::server>();
+    srv->on(event::listening, [&] {
+      out("listening");
+      again = std::make_unique<sluice::net::server>();
+      again->listen(srv->address()->port, "127.0.0.1");
+      loop.set_timeout(200ms, [&] {
+        out("still running");
+        srv->close();
+      });
+    });
+    srv->listen(0, "127.0.0.1");
+  };
   if (scenario == "refused-writes") {
     c = sluice::net::connect(refused_port(), "127.0.0.1");
     record(*c, "client");
@@ -293,31 +308,11 @@ int run_local(const std::string& scenario) {
     // The same on an io_context (issue 19 item 17: such a program exited 0).
     boost::asio::io_context ctx;
     auto on_asio = sluice::asio::attach(ctx);
-    srv = std::make_unique<sluice::net::server>();
-    srv->on(event::listening, [&] {
-      out("listening");
-      again = std::make_unique<sluice::net::server>();
-      again->listen(srv->address()->port, "127.0.0.1");  // EADDRINUSE, and no 'error' listener
-      loop.set_timeout(200ms, [&] {
-        out("still running");
-        srv->close();
-      });
-    });
-    srv->listen(0, "127.0.0.1");
+    listen_twice();
     ctx.run();
     return 0;
   } else if (scenario == "unhandled-listen-error") {
-    srv = std::make_unique<sluice::net::server>();
-    srv->on(event::listening, [&] {
-      out("listening");
-      again = std::make_unique<sluice::net::server>();
-      again->listen(srv->address()->port, "127.0.0.1");  // EADDRINUSE, and no 'error' listener
-      loop.set_timeout(200ms, [&] {
-        out("still running");
-        srv->close();
-      });
-    });
-    srv->listen(0, "127.0.0.1");
+    listen_twice();
   } else {
     std::fprintf(stderr, "net_peer: no local scenario %s\n", scenario.c_str());
     return 2;
