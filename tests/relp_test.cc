@@ -168,6 +168,7 @@ struct relp_receiver {
   bool hold = false;                  // keep answers until release()
   std::string garbage_on_open;        // answer the first open with this
   std::string refuse_marker;          // answer "500" to a message that ends so
+  bool wrong_txnr = false;            // answer the first connection's first message with another txnr
 
   explicit relp_receiver(loop& lp) : l(lp), srv(opts(lp)) {
     srv.on_connection([this](net::socket& s) {
@@ -226,7 +227,9 @@ struct relp_receiver {
       answer(c, f.txnr, "500 not today");
       return;
     }
-    if (hold)
+    if (wrong_txnr && conns.size() == 1 && c.messages.size() == 1)
+      answer(c, f.txnr + 1000, "200 OK");
+    else if (hold)
       c.held.push_back(f.txnr);
     else
       answer(c, f.txnr, "200 OK");
@@ -379,6 +382,31 @@ TEST_CASE("a receiver that answers open with garbage loses the session; the next
   CHECK(callbacks == 10);
   CHECK(errors == 0);
   CHECK(w.reconnects() == 0);  // the first session never opened
+}
+
+TEST_CASE("a rsp for a transaction that is not open closes the session; its unanswered messages go again on the next") {
+  loop l;
+  relp_receiver rx(l);
+  rx.wrong_txnr = true;
+  REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
+  relp_writable w(test_options(l, rx.port()));
+  std::vector<int> calls(20, 0);
+  int errors = 0;
+  for (int i = 0; i < 20; ++i) w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
+  bool ended = false;
+  w.end([&](std::error_code ec) { ended = !ec; });
+  REQUIRE(spin(l, [&] { return ended; }));
+  REQUIRE(rx.conns.size() == 2);
+  CHECK(errors == 0);
+  for (int i = 0; i < 20; ++i) CHECK(calls[i] == 1);
+  CHECK(w.acked() == 20);
+  // The first session's answers that came before the bad one stand: the
+  // second starts at the first message not answered.
+  const auto& second = rx.conns[1]->messages;
+  REQUIRE_FALSE(second.empty());
+  CHECK(body_of(second.front()) == seq(20 - int(second.size())));
+  CHECK(w.resent() == second.size());
+  for (std::size_t i = 0; i < second.size(); ++i) CHECK(body_of(second[i]) == seq(20 - int(second.size()) + int(i)));
 }
 
 TEST_CASE("destroy() with transactions unanswered: each callback hears ERR_STREAM_DESTROYED, counted dropped") {
@@ -545,13 +573,19 @@ TEST_CASE("rsyslog imrelp SIGKILLed and restarted mid-stream: nothing lost, dupl
   rs.start();
   loop l;
   auto o = test_options(l, rs.port);
+  // Batches of up to 4096 from the stream, 512 of them unanswered at a
+  // time: the window slides within a batch as answers come.
   o.window = 512;
+  o.stream.high_water_mark = 4096;
   relp_writable w(o);
   const int n = 10000;
   std::vector<int> calls(n, 0);
   int errors = 0, kills = 0;
   stream_into(l, w, n, calls, errors, [&] {
-    if ((kills == 0 && w.acked() >= 3000) || (kills == 1 && w.acked() >= 6500)) {
+    // Mid-window: rsyslog is answering, some of the unanswered maybe
+    // written by it already (the duplicates to come).
+    const bool mid = w.in_flight() > 0;
+    if (mid && ((kills == 0 && w.acked() >= 3000) || (kills == 1 && w.acked() >= 6500))) {
       ++kills;
       rs.stop(SIGKILL);
       rs.start();
