@@ -169,6 +169,7 @@ struct relp_receiver {
   std::string garbage_on_open;        // answer the first open with this
   std::string refuse_marker;          // answer "500" to a message that ends so
   bool wrong_txnr = false;            // answer the first connection's first message with another txnr
+  std::size_t serverclose_after = 0;  // the first connection: serverclose after answering this many
 
   explicit relp_receiver(loop& lp) : l(lp), srv(opts(lp)) {
     srv.on_connection([this](net::socket& s) {
@@ -225,6 +226,14 @@ struct relp_receiver {
     c.messages.push_back(f.data);
     if (!refuse_marker.empty() && f.data.ends_with(refuse_marker)) {
       answer(c, f.txnr, "500 not today");
+      return;
+    }
+    if (serverclose_after != 0 && conns.size() == 1 && c.messages.size() >= serverclose_after) {
+      if (c.messages.size() == serverclose_after) {
+        answer(c, f.txnr, "200 OK");
+        c.s->write(std::string("0 serverclose 0\n"));
+        c.s->end();
+      }
       return;
     }
     if (wrong_txnr && conns.size() == 1 && c.messages.size() == 1)
@@ -407,6 +416,30 @@ TEST_CASE("a rsp for a transaction that is not open closes the session; its unan
   CHECK(body_of(second.front()) == seq(20 - int(second.size())));
   CHECK(w.resent() == second.size());
   for (std::size_t i = 0; i < second.size(); ++i) CHECK(body_of(second[i]) == seq(20 - int(second.size()) + int(i)));
+}
+
+TEST_CASE("serverclose: the session is over; what it did not answer goes on the next, in order") {
+  loop l;
+  relp_receiver rx(l);
+  rx.serverclose_after = 5;
+  REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
+  relp_writable w(test_options(l, rx.port()));
+  std::vector<int> calls(50, 0);
+  int errors = 0;
+  for (int i = 0; i < 50; ++i) w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
+  bool ended = false;
+  w.end([&](std::error_code ec) { ended = !ec; });
+  REQUIRE(spin(l, [&] { return ended; }));
+  REQUIRE(rx.conns.size() == 2);
+  CHECK(errors == 0);
+  for (int i = 0; i < 50; ++i) CHECK(calls[i] == 1);
+  CHECK(w.acked() == 50);
+  CHECK(w.reconnects() == 1);
+  const auto& second = rx.conns[1]->messages;
+  REQUIRE(second.size() == 45);
+  for (std::size_t i = 0; i < second.size(); ++i) CHECK(body_of(second[i]) == seq(5 + int(i)));
+  CHECK(w.resent() == rx.conns[0]->messages.size() - 5);
+  CHECK(rx.problems.empty());
 }
 
 TEST_CASE("destroy() with transactions unanswered: each callback hears ERR_STREAM_DESTROYED, counted dropped") {
