@@ -278,12 +278,12 @@ TEST_CASE("every message is a transaction the receiver answers; callbacks once e
   loop l;
   relp_receiver rx(l);
   REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
-  relp_writable w(test_options(l, rx.port()));
   const int n = 3000;
   int callbacks = 0, errors = 0;
-  for (int i = 0; i < n; ++i) w.write(i == 7 ? std::string("two\nlines") : seq(i), [&](std::error_code ec) { ++callbacks, errors += bool(ec); });
   int ended = 0;
   std::error_code end_ec;
+  relp_writable w(test_options(l, rx.port()));
+  for (int i = 0; i < n; ++i) w.write(i == 7 ? std::string("two\nlines") : seq(i), [&](std::error_code ec) { ++callbacks, errors += bool(ec); });
   w.end([&](std::error_code ec) { ++ended, end_ec = ec; });
   REQUIRE(spin(l, [&] { return ended == 1 && !rx.conns.back()->s; }));
   CHECK_FALSE(end_ec);
@@ -308,10 +308,11 @@ TEST_CASE("the window bounds what is unanswered; a connection dropped mid-window
   REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
   auto o = test_options(l, rx.port());
   o.window = 256;
-  relp_writable w(o);
   const int n = 1000;
   std::vector<int> calls(n, 0);
   int errors = 0, drains = 0, refused_writes = 0;
+  bool ended = false;
+  relp_writable w(o);
   w.on(event::drain, [&] { ++drains; });
   for (int i = 0; i < n; ++i) refused_writes += !w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
   CHECK(refused_writes == n - 255);  // false from the 256th write on: the mark is the window
@@ -333,7 +334,6 @@ TEST_CASE("the window bounds what is unanswered; a connection dropped mid-window
   rx.conns.back()->s->destroy();
   // 'drain' once all are answered on the next session (none after end(), as in Node).
   REQUIRE(spin(l, [&] { return drains == 1; }));
-  bool ended = false;
   w.end([&](std::error_code ec) { ended = !ec; });
   REQUIRE(spin(l, [&] { return ended; }));
   CHECK(rx.conns.size() == 2);
@@ -356,11 +356,11 @@ TEST_CASE("a message answered 500: its callback and those after it in the batch 
   relp_receiver rx(l);
   rx.refuse_marker = "refuse me";
   REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
-  relp_writable w(test_options(l, rx.port()));
   std::error_code stream_error;
-  w.on(event::error, [&](std::error_code ec) { stream_error = ec; });
   std::vector<std::error_code> ecs(5);
   std::vector<int> calls(5, 0);
+  relp_writable w(test_options(l, rx.port()));
+  w.on(event::error, [&](std::error_code ec) { stream_error = ec; });
   for (int i = 0; i < 5; ++i) w.write(i == 2 ? std::string("refuse me") : seq(i), [&, i](std::error_code ec) { ++calls[i], ecs[i] = ec; });
   REQUIRE(spin(l, [&] { return calls[4] == 1; }));
   spin(l, [&] { return false; }, 20);
@@ -379,10 +379,10 @@ TEST_CASE("a receiver that answers open with garbage loses the session; the next
   relp_receiver rx(l);
   rx.garbage_on_open = "this is not RELP\n";
   REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
-  relp_writable w(test_options(l, rx.port()));
   int callbacks = 0, errors = 0;
-  for (int i = 0; i < 10; ++i) w.write(seq(i), [&](std::error_code ec) { ++callbacks, errors += bool(ec); });
   bool ended = false;
+  relp_writable w(test_options(l, rx.port()));
+  for (int i = 0; i < 10; ++i) w.write(seq(i), [&](std::error_code ec) { ++callbacks, errors += bool(ec); });
   w.end([&](std::error_code ec) { ended = !ec; });
   REQUIRE(spin(l, [&] { return ended; }));
   CHECK(rx.conns.size() == 2);
@@ -398,11 +398,11 @@ TEST_CASE("a rsp for a transaction that is not open closes the session; its unan
   relp_receiver rx(l);
   rx.wrong_txnr = true;
   REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
-  relp_writable w(test_options(l, rx.port()));
   std::vector<int> calls(20, 0);
   int errors = 0;
-  for (int i = 0; i < 20; ++i) w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
   bool ended = false;
+  relp_writable w(test_options(l, rx.port()));
+  for (int i = 0; i < 20; ++i) w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
   w.end([&](std::error_code ec) { ended = !ec; });
   REQUIRE(spin(l, [&] { return ended; }));
   REQUIRE(rx.conns.size() == 2);
@@ -423,11 +423,11 @@ TEST_CASE("serverclose: the session is over; what it did not answer goes on the 
   relp_receiver rx(l);
   rx.serverclose_after = 5;
   REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
-  relp_writable w(test_options(l, rx.port()));
   std::vector<int> calls(50, 0);
   int errors = 0;
-  for (int i = 0; i < 50; ++i) w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
   bool ended = false;
+  relp_writable w(test_options(l, rx.port()));
+  for (int i = 0; i < 50; ++i) w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
   w.end([&](std::error_code ec) { ended = !ec; });
   REQUIRE(spin(l, [&] { return ended; }));
   REQUIRE(rx.conns.size() == 2);
@@ -447,8 +447,8 @@ TEST_CASE("destroy() with transactions unanswered: each callback hears ERR_STREA
   relp_receiver rx(l);
   rx.hold = true;
   REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
-  relp_writable w(test_options(l, rx.port()));
   std::vector<std::error_code> ecs;
+  relp_writable w(test_options(l, rx.port()));
   for (int i = 0; i < 10; ++i) w.write(seq(i), [&](std::error_code ec) { ecs.push_back(ec); });
   REQUIRE(spin(l, [&] { return rx.messages.size() == 10; }));
   w.destroy();
@@ -477,9 +477,9 @@ TEST_CASE("give_up_after with no receiver: every callback hears the connect erro
   loop l;
   auto o = test_options(l, free_port());
   o.give_up_after = 100ms;
+  std::vector<std::error_code> ecs;
   relp_writable w(o);
   w.on(event::error, [](std::error_code) {});
-  std::vector<std::error_code> ecs;
   for (int i = 0; i < 3; ++i) w.write(seq(i), [&](std::error_code ec) { ecs.push_back(ec); });
   REQUIRE(spin(l, [&] { return ecs.size() == 3; }));
   for (const auto& ec : ecs) CHECK(ec == std::errc::connection_refused);
@@ -558,8 +558,9 @@ struct rsyslog {
 // answered and end() called back; `at(acked)` runs each turn.
 void stream_into(loop& l, relp_writable& w, int n, std::vector<int>& calls, int& errors, const std::function<void()>& each_turn) {
   int next = 0;
-  bool ended = false, end_called = false;
-  std::error_code end_ec;
+  bool end_called = false;
+  // Shared with end()'s callback, which may outlive this frame if a wait fails.
+  auto end_state = std::make_shared<std::pair<bool, std::error_code>>(false, std::error_code{});
   REQUIRE(spin(l, [&] {
     each_turn();
     while (next < n && !w.writable_need_drain()) {
@@ -568,11 +569,11 @@ void stream_into(loop& l, relp_writable& w, int n, std::vector<int>& calls, int&
     }
     if (next == n && !end_called) {
       end_called = true;
-      w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+      w.end([end_state](std::error_code ec) { *end_state = {true, ec}; });
     }
-    return ended;
+    return end_state->first;
   }, 60000));
-  CHECK_FALSE(end_ec);
+  CHECK_FALSE(end_state->second);
 }
 
 TEST_CASE("rsyslog imrelp: 10,000 messages, every one in its file once, in order") {
@@ -583,10 +584,10 @@ TEST_CASE("rsyslog imrelp: 10,000 messages, every one in its file once, in order
   rsyslog rs;
   rs.start();
   loop l;
-  relp_writable w(test_options(l, rs.port));
   const int n = 10000;
   std::vector<int> calls(n, 0);
   int errors = 0;
+  relp_writable w(test_options(l, rs.port));
   stream_into(l, w, n, calls, errors, [] {});
   CHECK(errors == 0);
   for (int i = 0; i < n; ++i) REQUIRE(calls[i] == 1);
@@ -610,10 +611,10 @@ TEST_CASE("rsyslog imrelp SIGKILLed and restarted mid-stream: nothing lost, dupl
   // time: the window slides within a batch as answers come.
   o.window = 512;
   o.stream.high_water_mark = 4096;
-  relp_writable w(o);
   const int n = 10000;
   std::vector<int> calls(n, 0);
   int errors = 0, kills = 0;
+  relp_writable w(o);
   stream_into(l, w, n, calls, errors, [&] {
     // Mid-window: rsyslog is answering, some of the unanswered maybe
     // written by it already (the duplicates to come).
