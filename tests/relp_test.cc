@@ -169,6 +169,7 @@ struct relp_receiver {
   std::string garbage_on_open;        // answer the first open with this
   std::string refuse_marker;          // answer "500" to a message that ends so
   bool wrong_txnr = false;            // answer the first connection's first message with another txnr
+  bool ignore_close = false;          // never answer close
   std::size_t serverclose_after = 0;  // the first connection: serverclose after answering this many
 
   explicit relp_receiver(loop& lp) : l(lp), srv(opts(lp)) {
@@ -215,7 +216,7 @@ struct relp_receiver {
     }
     if (!c.opened) problems.push_back(f.command + " before open");
     if (f.command == "close") {
-      answer(c, f.txnr, "200 OK");
+      if (!ignore_close) answer(c, f.txnr, "200 OK");
       return;
     }
     if (f.command != "syslog") {
@@ -440,6 +441,32 @@ TEST_CASE("serverclose: the session is over; what it did not answer goes on the 
   for (std::size_t i = 0; i < second.size(); ++i) CHECK(body_of(second[i]) == seq(5 + int(i)));
   CHECK(w.resent() == rx.conns[0]->messages.size() - 5);
   CHECK(rx.problems.empty());
+}
+
+TEST_CASE("end(): a close never answered ends the session after a bounded wait; end() with nothing written ends at once") {
+  loop l;
+  relp_receiver rx(l);
+  rx.ignore_close = true;
+  REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
+  int callbacks = 0, errors = 0, ended = 0;
+  std::error_code end_ec;
+  relp_writable w(test_options(l, rx.port()));
+  for (int i = 0; i < 3; ++i) w.write(seq(i), [&](std::error_code ec) { ++callbacks, errors += bool(ec); });
+  w.end([&](std::error_code ec) { ++ended, end_ec = ec; });
+  REQUIRE(spin(l, [&] { return ended == 1; }, 8000));  // close_wait is 5 s
+  CHECK_FALSE(end_ec);
+  CHECK(callbacks == 3);
+  CHECK(errors == 0);
+  CHECK(rx.commands.back() == "close");
+  spin(l, [&] { return false; }, 20);
+  CHECK(ended == 1);
+
+  int ended2 = 0;
+  relp_writable idle(test_options(l, rx.port()));
+  idle.end([&](std::error_code ec) { ended2 += 1 + 10 * bool(ec); });
+  REQUIRE(spin(l, [&] { return ended2 != 0; }));
+  spin(l, [&] { return false; }, 20);
+  CHECK(ended2 == 1);
 }
 
 TEST_CASE("destroy() with transactions unanswered: each callback hears ERR_STREAM_DESTROYED, counted dropped") {
