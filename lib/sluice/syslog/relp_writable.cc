@@ -252,6 +252,7 @@ class relp_sink final : public sink {
     if (ec && count_failed) failed_ += msgs_.size() - landed;
     pending_.clear();
     queue_.clear();
+    msgs_.clear();  // an idle writable holds no messages
     done(ec, landed);
     // Touch nothing here: done() may have destroyed the stream and this sink.
   }
