@@ -1,0 +1,130 @@
+// relp_writable: a writable whose chunks are syslog messages, sent over RELP
+// (the Reliable Event Logging Protocol of rsyslog and librelp): each message
+// is a transaction the receiver answers, so a write's callback says the
+// receiver has it, and a lost connection loses nothing already written.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include "sluice/stream/writable.h"
+#include "sluice/syslog/syslog_format.h"
+
+namespace sluice {
+
+namespace detail {
+class relp_sink;
+}
+
+struct relp_options {
+  /// The receiver (rsyslog's imrelp, ...): an IP literal or "localhost", and
+  /// its port (RELP has no registered port; 2514 is usual).
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 2514;
+  /// PRI (facility, severity), HOSTNAME, APP-NAME, PROCID and MSGID of the
+  /// RFC 5424 message each chunk becomes.
+  syslog_header header{};
+  /// The most transactions sent and not yet answered. It bounds what is
+  /// sent again after a reconnect (the duplicates a receiver may see) and,
+  /// with the stream's high-water mark (the window, unless set), the
+  /// producer. librelp's own default is 128; with a receiver that answers a
+  /// batch after an fsync, the rate is about window / fsync time.
+  std::size_t window = 1024;
+  /// After a failed connect or a lost session, the next attempt waits
+  /// reconnect_min, then twice as long each time, up to reconnect_max. An
+  /// open session resets it.
+  std::chrono::milliseconds reconnect_min{100};
+  std::chrono::milliseconds reconnect_max{5000};
+  /// The bound on waiting for a session: a batch of messages that has
+  /// waited this long without one fails with the last connection error
+  /// (ECONNREFUSED, ...), its unanswered messages counted in dropped(), and
+  /// the stream is destroyed with it. Unset (the default): they wait as
+  /// long as it takes, the producer held back by write() == false.
+  std::optional<std::chrono::milliseconds> give_up_after{};
+  /// The largest frame the receiver takes, as librelp counts it (its
+  /// default is 128 KiB): a longer message is cut to fit, at a UTF-8
+  /// character boundary, and counted in truncated().
+  std::size_t max_message = 128 * 1024 - 64;
+  /// The stream's options. Chunks are messages: object mode, the
+  /// high-water mark counts messages (`window` unless set).
+  writable_options stream{};
+};
+
+/// A writable that sends each chunk as one RFC 5424 message in a RELP
+/// `syslog` transaction. It connects at once and opens the session
+/// (`open` with relp_version=0, commands=syslog, answered 200) before any
+/// message; the caller's thread never waits for the network.
+///
+///     sluice::relp_writable log({.port = 2514, .header = {.app_name = "api"}});
+///     log.write("user 42 logged in", [](std::error_code ec) { /* !ec: the receiver answered 200 */ });
+///     log.end([](std::error_code ec) { /* !ec: every message answered, session closed */ });
+///     sluice::loop::current().run();
+///
+/// What it guarantees: a write's callback hears success only once the
+/// receiver answered its transaction `rsp 200` (what that means on the
+/// receiver's side, a queue or a disk, is the receiver's setting). Up to
+/// `window` transactions are unanswered at a time; the stream holds the
+/// rest, write() returns false past its high-water mark and 'drain' comes
+/// as answers make room. When a session breaks (refused, reset, closed,
+/// `serverclose`), the writable reconnects with capped exponential backoff,
+/// opens a new session and sends every unanswered message again, in order,
+/// with new transaction numbers: at least once, never lost while the
+/// writable lives. A receiver that had them before it broke may store them
+/// twice (counted in resent(), at most `window` a break).
+///
+/// The stream hands the messages over in batches (the writev of what it
+/// holds); callbacks come as a batch's last message is answered, so a
+/// callback may come a little later than its own answer, never before.
+///
+/// A message answered with another code (`rsp 500 ...`): that message's
+/// callback, and those of the batch after it, hear user_error("RELP: the
+/// receiver refused a message: rsp CODE TEXT"), counted in refused() and
+/// dropped(), and the stream errors as on any failed write. A receiver
+/// that sends garbage (see relp_frame_reader) has its session closed and
+/// treated as lost.
+///
+/// What it does not do (yet): keep messages past the life of the process.
+/// What the stream holds, and the unanswered window, are in memory only:
+/// a crash or a destroy() loses them (their callbacks, for destroy(), hear
+/// ERR_STREAM_DESTROYED). A spool on disk is later work.
+///
+/// end(): once every message is answered, sends `close`, waits for its
+/// answer, and closes the connection; then the callback.
+class relp_writable : public writable {
+ public:
+  explicit relp_writable(const relp_options& options = {});
+  ~relp_writable();
+
+  /// Messages the receiver answered with 200.
+  std::size_t acked() const noexcept;
+  /// Messages sent again on a new session (they were unanswered when the
+  /// last one broke): the most the receiver may hold twice.
+  std::size_t resent() const noexcept;
+  /// Transactions sent on the current session and not yet answered.
+  std::size_t in_flight() const noexcept;
+  /// Messages whose callbacks said they were not delivered (give_up_after,
+  /// a refusal, an error, destroy()).
+  std::size_t dropped() const noexcept;
+  /// Messages answered with a code other than 200.
+  std::size_t refused() const noexcept;
+  /// Sessions opened after the first.
+  std::size_t reconnects() const noexcept;
+  /// Messages cut to max_message.
+  std::size_t truncated() const noexcept;
+  /// Whether a session is open now.
+  bool connected() const noexcept;
+
+ private:
+  std::error_code destroy_io(std::error_code err) noexcept override;
+  const detail::relp_sink& transport() const noexcept;
+
+  std::size_t dropped_ = 0;
+};
+
+}  // namespace sluice
