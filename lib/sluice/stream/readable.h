@@ -222,6 +222,7 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   void end_readable_nt() noexcept;
   void emit_data(std::string_view chunk) noexcept;
   void clear_await_drain() noexcept;
+  void drop_pipe_links() noexcept;
   bool await_drain_set() const noexcept;
   std::error_code destroy_io(std::error_code err) noexcept override;
 
