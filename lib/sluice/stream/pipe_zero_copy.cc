@@ -1,4 +1,4 @@
-#include "sluice/stream/pipeline_zero_copy.h"
+#include "sluice/stream/pipe_zero_copy.h"
 
 #include <memory>
 

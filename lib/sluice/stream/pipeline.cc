@@ -8,7 +8,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/stream/finished.h"
-#include "sluice/stream/pipeline_zero_copy.h"
+#include "sluice/stream/pipe_zero_copy.h"
 
 namespace sluice {
 
