@@ -130,8 +130,9 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
     if (!state_.has(detail::rflag::has_flowing)) return std::nullopt;
     return state_.has(detail::rflag::flowing);
   }
-  /// Node: _readableState.ended: push_eof() was seen ('end' may be owed).
-  bool ended() const noexcept { return state_.has(detail::rflag::ended); }
+  /// Node: _readableState.ended: push_eof() was seen ('end' may be owed;
+  /// readable_ended() says when it was emitted).
+  bool eof_pushed() const noexcept { return state_.has(detail::rflag::ended); }
   /// Node: readableEnded: 'end' was emitted.
   bool readable_ended() const noexcept { return state_.has(detail::rflag::end_emitted); }
   std::size_t readable_high_water_mark() const noexcept { return state_.high_water_mark; }
