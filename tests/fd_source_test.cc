@@ -368,14 +368,14 @@ TEST_CASE("stop() keeps what was read: the read-ahead still comes out, then 'end
   r->on(event::data, [&](std::string_view) { r->pause(); });
   l.run();  // one chunk out, the read-ahead buffered
   REQUIRE(r->readable_length() > 0);
-  const std::size_t read = source_of(*r).bytes_read();
-  source_of(*r).stop();
-  source_of(*r).stop();  // a second stop does nothing
+  const std::size_t read = r->get_source().bytes_read();  // an fd_readable: its source by type
+  r->stop();
+  r->stop();  // a second stop does nothing
   r->remove_all_listeners(event::data);
   r->on(event::data, [&](std::string_view c) { rec.data.append(c); });
   r->resume();
   l.run();
-  CHECK(source_of(*r).bytes_read() == read);
+  CHECK(r->get_source().bytes_read() == read);
   CHECK(rec.data == content.substr(0, read));
   CHECK(rec.events == events{"data", "end", "close"});
   CHECK(!rec.error);
@@ -393,7 +393,7 @@ TEST_CASE("stop() while waiting for POLLIN drops the watch and ends the stream")
     // After this chunk the stream reads again and waits for POLLIN.
     l.set_immediate([&] {
       watches_at_stop = l.watched_fds().size();
-      source_of(*r).stop();
+      r->stop();
       write_all(p.w, "late");
     });
   });

@@ -556,6 +556,33 @@ TEST_CASE("a rotation whose directory was removed fails with ENOENT") {
   CHECK(ev.str() == "error ENOENT; close");
 }
 
+// ---- the handle
+
+TEST_CASE("make_log_writable() gives a log_writable: its sink by type, the counters, and a plain writable too") {
+  temp_dir dir;
+  const std::string path = dir.file("app.log");
+  loop l;
+  must_call cb(3), ended;
+  auto w = make_log_writable(path, {.max_size = 8, .keep = 2}, on(l));
+  CHECK(&w->get_sink() == &w->writable::get_sink());  // the same object, typed
+  CHECK(w->get_sink().path() == path);
+  w->write("12345\n"sv, cb.cb());
+  w->write("67890\n"sv, cb.cb());  // past max_size: a rotation
+  w->write("abcde\n"sv, cb.cb());
+  l.run_until_idle();
+  CHECK(w->rotations() == 2);
+  CHECK(w->rotations() == w->get_sink().rotations());
+  CHECK(w->bytes_written() == 18);
+  CHECK(w->fsyncs() == w->get_sink().fsyncs());
+  std::unique_ptr<writable> plain = std::move(w);  // the old call sites' type still takes it
+  plain->end(ended.cb());
+  l.run();
+  CHECK(ended.error() == std::error_code{});
+  CHECK(slurp(path) == "abcde\n");
+  CHECK(slurp(path + ".1") == "67890\n");
+  CHECK(slurp(path + ".2") == "12345\n");
+}
+
 // ---- reopen
 
 TEST_CASE("reopen() after the file was renamed away: old lines in the old file, later ones in the new") {
@@ -563,25 +590,25 @@ TEST_CASE("reopen() after the file was renamed away: old lines in the old file, 
   const std::string path = dir.file("app.log");
   loop l;
   must_call cb(20), ended;
-  auto w = make_log_writable(path, {}, on(l));
-  auto& sink = sink_of(*w);
+  auto w = make_log_writable(path, {}, on(l));  // a log_writable: reopen() without a cast
   write_lines(*w, cb, 0, 10);
   l.run_until_idle();
   REQUIRE(::rename(path.c_str(), (path + ".old").c_str()) == 0);
   SUBCASE("reopen between turns") {
     w->write(line(10), cb.cb());
     l.run_until_idle();  // still into the renamed file: nobody said otherwise
-    CHECK(sink.reopen() == std::error_code{});
+    CHECK(w->reopen() == std::error_code{});
     write_lines(*w, cb, 11, 20);
     w->end(ended.cb());
     l.run();
-    CHECK(sink.reopens() == 1);
+    CHECK(w->reopens() == 1);
+    CHECK(w->get_sink().reopens() == 1);
     check_all_lines({path + ".old"}, 0, 11);
     check_all_lines({path}, 11, 9);
   }
   SUBCASE("reopen with lines written but not yet handed to the file") {
     write_lines(*w, cb, 10, 15);
-    CHECK(sink.reopen() == std::error_code{});  // nothing in flight: now
+    CHECK(w->reopen() == std::error_code{});  // nothing in flight: now
     write_lines(*w, cb, 15, 20);
     w->end(ended.cb());
     l.run();
@@ -666,15 +693,14 @@ TEST_CASE("SIGHUP reopens the log through the loop") {
   loop l;
   must_call cb(10);
   auto w = make_log_writable(path, {}, on(l));
-  auto& sink = sink_of(*w);
-  auto hup = on_signal(l, SIGHUP, [&sink] { sink.reopen(); });
+  auto hup = on_signal(l, SIGHUP, [&w] { w->reopen(); });  // as signals.h shows it
   write_lines(*w, cb, 0, 5);
   l.run_until_idle();
   REQUIRE(::rename(path.c_str(), (path + ".1").c_str()) == 0);  // as logrotate does
   ::raise(SIGHUP);
-  CHECK(sink.reopens() == 0);  // not in the handler: on the loop
-  for (int guard = 0; guard < 100 && sink.reopens() == 0; ++guard) turn(l, 100);
-  CHECK(sink.reopens() == 1);
+  CHECK(w->reopens() == 0);  // not in the handler: on the loop
+  for (int guard = 0; guard < 100 && w->reopens() == 0; ++guard) turn(l, 100);
+  CHECK(w->reopens() == 1);
   write_lines(*w, cb, 5, 10);
   w->end();
   hup.reset();  // or run() would wait for the next SIGHUP

@@ -23,7 +23,7 @@
 #include "sluice/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/pipeline.h"
-#include "sluice/stream/pipeline_zero_copy.h"
+#include "sluice/stream/pipe_zero_copy.h"
 #include "sluice/syscalls.h"
 #include "support/must_call.h"
 #include "support/pipe_fds.h"

@@ -75,7 +75,7 @@ SCENARIO("paused mode: chunks wait in the buffer for read()") {
         h.log.take();
         h.push_eof();
         h.read();
-        CHECK(h.r->ended());
+        CHECK(h.r->eof_pushed());
         CHECK_FALSE(h.r->readable_ended());
         h.run();
         THEN("'end' comes on the next tick, then the auto-destroy's 'close'") {

@@ -66,7 +66,7 @@ class log_file_output final : public log_output {
   }
 
  private:
-  // The library rotates a regular file only (log_file.h); say so when
+  // The library rotates a regular file only (log_rotation.h); say so when
   // --max-size will not apply, once.
   void note_if_not_rotated() const {
     struct stat st {};

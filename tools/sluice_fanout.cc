@@ -30,7 +30,6 @@
 #include "socket_perms.h"
 #include "sluice/net/server.h"
 #include "sluice/sluice.h"
-#include "sluice/sources/fd_source.h"
 #include "sluice/stream/fanout.h"
 
 namespace {
@@ -441,7 +440,7 @@ class fanout_tool {
   void on_stop_signal() {
     if (++signals_ == 1) {
       if (in_ && !stopping_) {
-        static_cast<sluice::fd_source&>(in_->get_source()).stop();
+        in_->stop();
         return;
       }
       return shut_down();
@@ -542,7 +541,7 @@ class fanout_tool {
   const options& o_;
   sluice::fanout hub_;
   sluice::net::server server_;
-  std::unique_ptr<sluice::readable> in_;
+  std::unique_ptr<sluice::fd_readable> in_;
   std::unordered_set<sluice::net::socket*> sockets_;
   std::unordered_set<const sluice::writable*> cut_here_;  // by cut_off(), until they leave
   std::uint64_t cut_here_count_ = 0;

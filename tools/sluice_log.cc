@@ -563,7 +563,7 @@ class log_tool {
   void stop_reading() {
     if (!in_ || input_stopped_ || stopping_ || (failed_ && !network())) return;
     input_stopped_ = true;
-    static_cast<sluice::fd_source&>(in_->get_source()).stop();
+    in_->stop();
   }
 
   // Whatever waits in the network stream is dropped: each callback says so,
@@ -630,7 +630,7 @@ class log_tool {
 
   const options& o_;
   std::unique_ptr<sluice_tools::log_output> out_;
-  std::unique_ptr<sluice::readable> in_;
+  std::unique_ptr<sluice::fd_readable> in_;
   sluice::signal_watch term_, int_, hup_;
   sluice::timer_id grace_timer_ = 0;
   clock_stamp stamp_;

@@ -17,6 +17,23 @@
 
 namespace sluice {
 
+// ---- typed handles
+
+log_writable::log_writable(std::unique_ptr<log_file_sink> s, const writable_options& options)
+    : writable(std::move(s), options), log_(static_cast<log_file_sink*>(&writable::get_sink())) {}
+
+std::error_code log_writable::reopen() noexcept { return log_->reopen(); }
+std::size_t log_writable::rotations() const noexcept { return log_->rotations(); }
+std::size_t log_writable::reopens() const noexcept { return log_->reopens(); }
+std::size_t log_writable::fsyncs() const noexcept { return log_->fsyncs(); }
+std::uint64_t log_writable::bytes_written() const noexcept { return log_->bytes_written(); }
+
+fd_readable::fd_readable(std::unique_ptr<fd_source> s, const readable_options& options)
+    : readable(std::move(s), options), fd_(static_cast<fd_source*>(&readable::get_source())) {}
+
+void fd_readable::stop() noexcept { fd_->stop(); }
+int fd_readable::fd() const noexcept { return fd_->fd(); }
+
 // ---- writables
 
 std::unique_ptr<writable> make_fd_writable(int fd, bool close_fd, const writable_options& options) {
@@ -32,24 +49,25 @@ std::unique_ptr<writable> make_file_writable(const std::string& path, const file
   return make_file_writable(path, options, writable_options{});
 }
 
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options) {
+std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
+                                                const writable_options& stream_options) {
   auto sink = std::make_unique<log_file_sink>(path, options);
   sink->report_errors_to_stream();
-  return std::make_unique<writable>(std::move(sink), stream_options);
+  return std::make_unique<log_writable>(std::move(sink), stream_options);
 }
 
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options) {
+std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options) {
   return make_log_writable(path, options, writable_options{});
 }
 
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options, std::error_code& ec) noexcept {
+std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
+                                                const writable_options& stream_options,
+                                                std::error_code& ec) noexcept {
   auto sink = log_file_sink::open(path, options, ec);
   if (!sink) return nullptr;
   sink->report_errors_to_stream();
   try {
-    return std::make_unique<writable>(std::move(sink), stream_options);
+    return std::make_unique<log_writable>(std::move(sink), stream_options);
   } catch (const std::bad_alloc&) {
     ec = std::make_error_code(std::errc::not_enough_memory);
   } catch (const std::system_error& e) {  // invalid stream options
@@ -95,19 +113,19 @@ std::error_code flush_sync(writable& stream) {
 
 // ---- readables
 
-std::unique_ptr<readable> make_fd_readable(int fd, bool close_fd, const readable_options& options) {
+std::unique_ptr<fd_readable> make_fd_readable(int fd, bool close_fd, const readable_options& options) {
   readable_options o = options;
   if (!o.high_water_mark) o.high_water_mark = fd_source::default_chunk_size;
-  return std::make_unique<readable>(std::make_unique<fd_source>(fd, close_fd), o);
+  return std::make_unique<fd_readable>(std::make_unique<fd_source>(fd, close_fd), o);
 }
 
-std::unique_ptr<readable> make_file_readable(const std::string& path, const readable_options& options) {
+std::unique_ptr<fd_readable> make_file_readable(const std::string& path, const readable_options& options) {
   const int fd = detail::open_or_throw(detail::open_fd(path, O_RDONLY), path);
   return make_fd_readable(fd, true, options);
 }
 
-std::unique_ptr<readable> make_file_readable(const std::string& path, std::error_code& ec,
-                                             const readable_options& options) noexcept {
+std::unique_ptr<fd_readable> make_file_readable(const std::string& path, std::error_code& ec,
+                                                const readable_options& options) noexcept {
   ec.clear();
   const int fd = detail::open_fd(path, O_RDONLY);
   if (fd < 0) {

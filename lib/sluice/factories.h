@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -16,7 +17,57 @@
 
 namespace sluice {
 
+class fd_source;
 class file_worker;
+class log_file_sink;
+
+// ---- typed handles: a stream with the controls of its sink or source, so
+// that a user never casts get_sink() or get_source() to reach them.
+
+/// A writable over a log_file_sink (what make_log_writable() returns), with
+/// the file's own controls: reopen() on SIGHUP, the rotation counters.
+///
+///     auto log = sluice::make_log_writable("app.log");
+///     auto hup = sluice::on_signal(sluice::loop::current(), SIGHUP, [&log] { log->reopen(); });
+class log_writable : public writable {
+ public:
+  explicit log_writable(std::unique_ptr<log_file_sink> s, const writable_options& options = {});
+
+  /// The sink, by its type (hides writable::get_sink(), which gives `sink&`).
+  log_file_sink& get_sink() const noexcept { return *log_; }
+  /// log_file_sink::reopen(): the file is closed and opened again by its
+  /// path, for logrotate's move-then-SIGHUP.
+  std::error_code reopen() noexcept;
+  /// log_file_sink::rotations(), reopens(), fsyncs(), bytes_written().
+  std::size_t rotations() const noexcept;
+  std::size_t reopens() const noexcept;
+  std::size_t fsyncs() const noexcept;
+  std::uint64_t bytes_written() const noexcept;
+
+ private:
+  log_file_sink* log_;  // owned by the stream, as its sink
+};
+
+/// A readable over an fd_source (what make_fd_readable() and
+/// make_file_readable() return), with the source's controls.
+///
+///     auto in = sluice::make_fd_readable(STDIN_FILENO);
+///     auto term = sluice::on_signal(sluice::loop::current(), SIGTERM, [&in] { in->stop(); });
+class fd_readable : public readable {
+ public:
+  explicit fd_readable(std::unique_ptr<fd_source> s, const readable_options& options = {});
+
+  /// The source, by its type (hides readable::get_source(), which gives `source&`).
+  fd_source& get_source() const noexcept { return *fd_; }
+  /// fd_source::stop(): nothing more is read, and what the stream holds
+  /// still comes out, then 'end' (a tool's SIGTERM; destroy() drops it).
+  void stop() noexcept;
+  /// The file descriptor read.
+  int fd() const noexcept;
+
+ private:
+  fd_source* fd_;  // owned by the stream, as its source
+};
 
 // ---- writables
 
@@ -37,15 +88,17 @@ std::unique_ptr<writable> make_file_writable(const std::string& path, const file
 /// A writable over a new log_file_sink, which destroys the stream with an
 /// error it meets outside a write or end (see
 /// log_file_sink::report_errors_to_stream()). Throws stream_error when the
-/// file cannot be opened.
+/// file cannot be opened. The handle is a log_writable (reopen(),
+/// rotations()...); it converts to std::unique_ptr<writable>.
 ///
 ///     auto log = sluice::make_log_writable("app.log", {.max_size = 10 << 20, .keep = 3});
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options);
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options = {});
+std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
+                                                const writable_options& stream_options);
+std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options = {});
 /// The non-throwing twin: null and `ec` set on failure.
-std::unique_ptr<writable> make_log_writable(const std::string& path, const log_options& options,
-                                            const writable_options& stream_options, std::error_code& ec) noexcept;
+std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
+                                                const writable_options& stream_options,
+                                                std::error_code& ec) noexcept;
 
 /// The default high-water mark of make_worker_writable()'s byte streams.
 inline constexpr std::size_t worker_high_water_mark = 1024 * 1024;
@@ -78,9 +131,11 @@ std::error_code flush_sync(writable& stream);
 
 /// A readable over an fd_source. Unless `options` sets one, the high-water
 /// mark is 64 KiB, the chunk size (Node's fs.createReadStream does the same).
+/// The handle is an fd_readable (stop()); it converts to
+/// std::unique_ptr<readable>.
 ///
 ///     auto in = sluice::make_fd_readable(STDIN_FILENO);
-std::unique_ptr<readable> make_fd_readable(int fd, bool close_fd = false, const readable_options& options = {});
+std::unique_ptr<fd_readable> make_fd_readable(int fd, bool close_fd = false, const readable_options& options = {});
 
 /// Opens `path` for reading (O_RDONLY | O_CLOEXEC) and returns a readable
 /// over it that closes the fd when destroyed (after 'end', by default).
@@ -88,9 +143,9 @@ std::unique_ptr<readable> make_fd_readable(int fd, bool close_fd = false, const 
 /// opened.
 ///
 ///     auto in = sluice::make_file_readable("access.log");
-std::unique_ptr<readable> make_file_readable(const std::string& path, const readable_options& options = {});
+std::unique_ptr<fd_readable> make_file_readable(const std::string& path, const readable_options& options = {});
 /// The non-throwing twin: null, and `ec` set to the errno of open(), on failure.
-std::unique_ptr<readable> make_file_readable(const std::string& path, std::error_code& ec,
-                                             const readable_options& options = {}) noexcept;
+std::unique_ptr<fd_readable> make_file_readable(const std::string& path, std::error_code& ec,
+                                                const readable_options& options = {}) noexcept;
 
 }  // namespace sluice

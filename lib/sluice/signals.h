@@ -36,9 +36,8 @@ class signal_watch {
 /// watch on it calls `t`. Signals that arrive before the loop gets to them
 /// are coalesced into one call. For reopening log files on SIGHUP:
 ///
-///     auto log = sluice::make_log_writable("app.log");
-///     auto& sink = static_cast<sluice::log_file_sink&>(log->get_sink());
-///     auto hup = sluice::on_signal(sluice::loop::current(), SIGHUP, [&sink] { sink.reopen(); });
+///     auto log = sluice::make_log_writable("app.log");  // a log_writable
+///     auto hup = sluice::on_signal(sluice::loop::current(), SIGHUP, [&log] { log->reopen(); });
 ///
 /// - One handler per signal per process: a second on_signal() for a signal
 ///   that is already watched fails with EBUSY, until the first watch is reset.

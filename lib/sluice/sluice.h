@@ -27,7 +27,7 @@
 #include "sluice/stream/duplex.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/pipeline.h"
-#include "sluice/stream/pipeline_zero_copy.h"
+#include "sluice/stream/pipe_zero_copy.h"
 #include "sluice/stream/print_compiled.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/stream_ref.h"

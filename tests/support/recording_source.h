@@ -105,7 +105,7 @@ class readable_harness {
     auto b = [](bool v) { return v ? "true" : "false"; };
     const auto flowing = r->readable_flowing();
     return "length=" + std::to_string(r->readable_length()) + " flowing=" + (flowing ? b(*flowing) : "null") +
-           " ended=" + b(r->ended()) + " endEmitted=" + b(r->readable_ended()) +
+           " ended=" + b(r->eof_pushed()) + " endEmitted=" + b(r->readable_ended()) +
            " destroyed=" + b(r->destroyed()) + " readable=" + b(r->is_readable());
   }
   /// Logs "state <state()>".

@@ -132,7 +132,7 @@ std::string state_line(const std::string& name, sluice::readable& r, bool destro
   const auto flowing = r.readable_flowing();
   std::ostringstream s;
   s << "state " << name << " length=" << r.readable_length()
-    << " flowing=" << (flowing ? boolean(*flowing) : "null") << " ended=" << boolean(r.ended())
+    << " flowing=" << (flowing ? boolean(*flowing) : "null") << " ended=" << boolean(r.eof_pushed())
     << " endEmitted=" << boolean(r.readable_ended()) << " destroyed=" << boolean(destroyed)
     << " readable=" << boolean(r.is_readable());
   return s.str();

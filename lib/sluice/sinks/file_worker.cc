@@ -165,7 +165,7 @@ std::error_code worker_thread::reopen_log() noexcept {
 }
 
 void worker_thread::publish_log() noexcept {
-  const log_file& file = log->file();
+  const log_rotation& file = log->file();
   syscalls.store(log->out().syscalls(), std::memory_order_relaxed);
   bytes.store(file.bytes_written(), std::memory_order_relaxed);
   rotations.store(file.rotations(), std::memory_order_relaxed);
@@ -219,7 +219,7 @@ file_worker::file_worker(int fd, bool close_fd)
 
 // The log is the core's: closed with it if the thread cannot start.
 file_worker::file_worker(const std::string& path, const log_options& options) : fd_(-1), close_fd_(false) {
-  auto log = std::make_unique<detail::log_file>(path, options);
+  auto log = std::make_unique<detail::log_rotation>(path, options);
   core_ = std::make_shared<detail::worker_thread>(log->fd());
   core_->log = std::make_unique<detail::log_writer>(std::move(log));
   start();

@@ -50,7 +50,7 @@ struct worker_thread;
 /// writes fail with EBADF.
 ///
 /// **A log file.** Made with log_options, the worker writes a log as
-/// log_file_sink does (the same detail::log_file): rotation by size between
+/// log_file_sink does (the same detail::log_rotation): rotation by size between
 /// the chunks of a batch (a chunk is never split across two files), fsync by
 /// policy (every_ms with a timed sleep, so a sync comes at most the interval
 /// after a write even when idle; at_end and the others before each file is

@@ -7,26 +7,26 @@
 #include <utility>
 
 #include "sluice/errors.h"
-#include "sluice/sinks/log_file.h"
+#include "sluice/sinks/log_rotation.h"
 
 namespace sluice {
 
-log_file_sink::log_file_sink(std::unique_ptr<detail::log_file> file) : log_(std::move(file)) {}
+log_file_sink::log_file_sink(std::unique_ptr<detail::log_rotation> file) : log_(std::move(file)) {}
 
 log_file_sink::log_file_sink(const std::string& path, const log_options& options)
-    : log_file_sink(std::make_unique<detail::log_file>(path, options)) {}
+    : log_file_sink(std::make_unique<detail::log_rotation>(path, options)) {}
 
 std::unique_ptr<log_file_sink> log_file_sink::open(const std::string& path, const log_options& options,
                                                    std::error_code& ec) noexcept {
-  const int fd = detail::log_file::open_fd(path, options.permissions);
+  const int fd = detail::log_rotation::open_fd(path, options.permissions);
   if (fd < 0) {
     ec = {errno, std::system_category()};
     return nullptr;
   }
   ec.clear();
   try {
-    return std::unique_ptr<log_file_sink>(new log_file_sink(std::make_unique<detail::log_file>(fd, path, options)));
-  } catch (const std::bad_alloc&) {  // log_file's constructor closed fd, or owns it by now
+    return std::unique_ptr<log_file_sink>(new log_file_sink(std::make_unique<detail::log_rotation>(fd, path, options)));
+  } catch (const std::bad_alloc&) {  // log_rotation's constructor closed fd, or owns it by now
     ec = std::make_error_code(std::errc::not_enough_memory);
     return nullptr;
   }

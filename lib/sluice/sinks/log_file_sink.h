@@ -98,7 +98,7 @@ class log_file_sink : public sink {
   std::uint64_t bytes_written() const noexcept;
 
  private:
-  explicit log_file_sink(std::unique_ptr<detail::log_file> file);
+  explicit log_file_sink(std::unique_ptr<detail::log_rotation> file);
 
   std::error_code before_part() noexcept;
   std::error_code start_part() noexcept;

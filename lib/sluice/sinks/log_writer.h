@@ -1,4 +1,4 @@
-// log_writer: a log_file and the fd_writer that writes into it, one sink call
+// log_writer: a log_rotation and the fd_writer that writes into it, one sink call
 // at a time; shared by log_file_sink (on a loop) and file_worker's log mode
 // (on the worker thread), which differ only in how they wait for the fd.
 #pragma once
@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "sluice/sinks/fd_writer.h"
-#include "sluice/sinks/log_file.h"
+#include "sluice/sinks/log_rotation.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice::detail {
@@ -31,10 +31,10 @@ namespace sluice::detail {
 /// After a rotation or reopen, out() follows the file to its new fd.
 class log_writer {
  public:
-  explicit log_writer(std::unique_ptr<log_file> file) : file_(std::move(file)), out_(file_->fd()) {}
+  explicit log_writer(std::unique_ptr<log_rotation> file) : file_(std::move(file)), out_(file_->fd()) {}
 
-  log_file& file() noexcept { return *file_; }
-  const log_file& file() const noexcept { return *file_; }
+  log_rotation& file() noexcept { return *file_; }
+  const log_rotation& file() const noexcept { return *file_; }
   fd_writer& out() noexcept { return out_; }
   const fd_writer& out() const noexcept { return out_; }
 
@@ -83,7 +83,7 @@ class log_writer {
   std::size_t landed() const noexcept { return before_ + (out_started_ ? out_.landed() : 0); }
 
   /// After a call's last part, written or failed: other writers of the
-  /// log may go on (see log_file's lock).
+  /// log may go on (see log_rotation's lock).
   void end_call() noexcept { file_->end_call(); }
 
   /// Gives the file the bytes out() has written since last asked.
@@ -93,7 +93,7 @@ class log_writer {
     if (out_.bytes_written() > seen_) file_->wrote(out_.bytes_written() - seen_);
     seen_ = out_.bytes_written();
   }
-  /// Closes the file and opens the path again (see log_file::reopen()).
+  /// Closes the file and opens the path again (see log_rotation::reopen()).
   std::error_code reopen() noexcept {
     account();
     return follow(file_->reopen());
@@ -105,7 +105,7 @@ class log_writer {
     return ec;
   }
 
-  std::unique_ptr<log_file> file_;  // rotation, reopen and fsync live there
+  std::unique_ptr<log_rotation> file_;  // rotation, reopen and fsync live there
   fd_writer out_;
   std::size_t seen_ = 0;  // out_.bytes_written() already given to file_
   // The call in flight: the chunks after the part that out_ writes now, the

@@ -8,7 +8,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/stream/finished.h"
-#include "sluice/stream/pipeline_zero_copy.h"
+#include "sluice/stream/pipe_zero_copy.h"
 
 namespace sluice {
 
@@ -106,7 +106,7 @@ std::function<void()> pipe(stream_ref src, stream_ref dst, const std::shared_ptr
   ro.writable = false;
   finished(src, [st, src](std::error_code err) {
     readable& rs = *src.readable_side();
-    if (err == make_error_code(errc::premature_close) && rs.ended() && !src.readable_errored() &&
+    if (err == make_error_code(errc::premature_close) && rs.eof_pushed() && !src.readable_errored() &&
         !src.error_emitted()) {
       // Ended, but closed before 'end' was emitted: wait for the 'end'.
       rs.once(event::end, [st] { st->finish({}); });

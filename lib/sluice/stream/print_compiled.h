@@ -16,7 +16,7 @@ template <class S, class... Args>
   requires detail::compiled_format<S>
 bool writable::print(const S& format, Args&&... args) {
   detail::print_line line;
-  if (!print_start(line.room_)) return reject({});
+  if (!print_start(line.room_)) return fail_after_end({});
   fmt::format_to(std::back_inserter(line), format, args...);
   return print_commit(line.room_, line.size(), {});
 }

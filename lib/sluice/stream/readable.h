@@ -130,8 +130,9 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
     if (!state_.has(detail::rflag::has_flowing)) return std::nullopt;
     return state_.has(detail::rflag::flowing);
   }
-  /// Node: _readableState.ended: push_eof() was seen ('end' may be owed).
-  bool ended() const noexcept { return state_.has(detail::rflag::ended); }
+  /// Node: _readableState.ended: push_eof() was seen ('end' may be owed;
+  /// readable_ended() says when it was emitted).
+  bool eof_pushed() const noexcept { return state_.has(detail::rflag::ended); }
   /// Node: readableEnded: 'end' was emitted.
   bool readable_ended() const noexcept { return state_.has(detail::rflag::end_emitted); }
   std::size_t readable_high_water_mark() const noexcept { return state_.high_water_mark; }
@@ -222,6 +223,7 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   void end_readable_nt() noexcept;
   void emit_data(std::string_view chunk) noexcept;
   void clear_await_drain() noexcept;
+  void drop_pipe_links() noexcept;
   bool await_drain_set() const noexcept;
   std::error_code destroy_io(std::error_code err) noexcept override;
 

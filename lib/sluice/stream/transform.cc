@@ -107,7 +107,7 @@ void transform::after_transform(std::error_code ec, const std::string_view* data
     return;
   }
   push_data(data, owned);
-  if (readable::ended()) {
+  if (readable::eof_pushed()) {
     readable::call_soon([callback] { callback(); });
   } else if (writable::state_.has(detail::wflag::ended) || length_at_write_ == readable_length() ||
              readable_length() < readable_high_water_mark()) {

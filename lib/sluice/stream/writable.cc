@@ -129,7 +129,7 @@ bool writable::writable_need_drain() const noexcept {
 
 // Node: the error branch of _write(): the callback hears of the error on the
 // next tick, and the stream errors (or is destroyed).
-[[gnu::noinline]] bool writable::reject(write_cb cb) {
+[[gnu::noinline]] bool writable::fail_after_end(write_cb cb) {
   const std::error_code err =
       make_error_code(state_.has(wf::ending) ? errc::write_after_end : errc::destroyed);
   call_back_soon(std::move(cb), err);
@@ -149,8 +149,8 @@ bool writable::write_slow(std::string_view chunk, write_cb&& cb) {
 
 // write() when the stream has ended, is destroyed or has a cap.
 [[gnu::noinline]] bool writable::write_guarded(std::string_view chunk, write_cb cb) {
-  if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
-  if (over_cap(chunk.size())) return refuse(std::move(cb));
+  if (state_.has(wf::ending | wf::destroyed)) return fail_after_end(std::move(cb));
+  if (over_cap(chunk.size())) return refuse_over_cap(std::move(cb));
   return accept(make_req(chunk), std::move(cb));
 }
 
@@ -165,7 +165,7 @@ bool writable::over_cap(std::size_t bytes) const noexcept {
 // the stream goes on; the callback hears why on the next tick, and 'drain'
 // follows when what the stream holds is written, as after a false return
 // for the high-water mark.
-[[gnu::noinline]] bool writable::refuse(write_cb cb) {
+[[gnu::noinline]] bool writable::refuse_over_cap(write_cb cb) {
   ++state_.refused_writes;
   if (state_.length > 0) state_.set(wf::need_drain);
   call_back_soon(std::move(cb), make_error_code(errc::buffer_full));
@@ -202,8 +202,8 @@ template <class Owned>
 bool writable::write_owned(Owned&& chunk, std::string_view bytes, write_cb cb) {
   SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
   if (bytes.size() <= detail::byte_arena::max_chunk) return write(bytes, std::move(cb));
-  if (state_.has(wf::ending | wf::destroyed)) return reject(std::move(cb));
-  if (over_cap(bytes.size())) return refuse(std::move(cb));
+  if (state_.has(wf::ending | wf::destroyed)) return fail_after_end(std::move(cb));
+  if (over_cap(bytes.size())) return refuse_over_cap(std::move(cb));
   write_req& r = pool_.acquire();
   // Moving a std::string or vector keeps its buffer where it is.
   r.owned = new detail::owned_chunk{std::forward<Owned>(chunk)};

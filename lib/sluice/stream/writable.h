@@ -210,10 +210,12 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   bool can_buffer_fast(std::size_t size) const noexcept;
   bool buffer_fast(std::string_view chunk, write_cb&& cb);
   bool write_slow(std::string_view chunk, write_cb&& cb);
-  bool reject(write_cb cb);
+  // A write after end() or destroy(): an error, for the callback and the stream.
+  bool fail_after_end(write_cb cb);
   bool write_guarded(std::string_view chunk, write_cb cb);
   bool over_cap(std::size_t bytes) const noexcept;
-  bool refuse(write_cb cb);
+  // A write over max_buffered: refused, the stream goes on (no error).
+  bool refuse_over_cap(write_cb cb);
   bool print_start(detail::print_room& room);
   bool print_commit(detail::print_room& room, std::size_t size, write_cb&& cb);
   bool write_formatted(std::string_view line, write_cb&& cb);

@@ -280,7 +280,7 @@ void detail::print_room::grow(std::size_t size, std::size_t want) {
 }
 
 // The room print() formats into: nothing is handed out of the arena until
-// print_commit(). False when the stream takes no more writes (reject()).
+// print_commit(). False when the stream takes no more writes (fail_after_end()).
 bool writable::print_start(detail::print_room& room) {
   if (state_.has(detail::wflag::ending | detail::wflag::destroyed)) return false;
   std::size_t left;
@@ -296,7 +296,7 @@ bool writable::print_commit(detail::print_room& room, std::size_t size, write_cb
   if (!room.heap.empty()) [[unlikely]]
     return write_heap_line(*this, room.heap, size, std::move(cb));
   if (state_.has(detail::wflag::capped)) [[unlikely]] {
-    if (over_cap(size)) return refuse(std::move(cb));  // the room is left as it was
+    if (over_cap(size)) return refuse_over_cap(std::move(cb));  // the room is left as it was
   }
   return write_formatted({room.data, size}, std::move(cb));
 }
@@ -319,7 +319,7 @@ bool writable::print_commit(detail::print_room& room, std::size_t size, write_cb
 #endif
 SLUICE_PRINT_FLATTEN bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
   detail::print_line line;
-  if (!print_start(line.room_)) return reject(std::move(cb));
+  if (!print_start(line.room_)) return fail_after_end(std::move(cb));
   if (print_parsed(line, format, args)) return print_commit(line.room_, line.size(), std::move(cb));
   detail::print_room& room = line.room_;
   std::size_t size = fmt::vformat_to_n(room.data, room.capacity, format, args).size;

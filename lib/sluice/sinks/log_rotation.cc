@@ -1,4 +1,4 @@
-#include "sluice/sinks/log_file.h"
+#include "sluice/sinks/log_rotation.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -41,12 +41,12 @@ std::uint64_t file_size(int fd) noexcept {
 // path (mv app.log x; ln -s /etc/shadow app.log) would make the next open,
 // at a rotation, a reopen or when following another writer's rotation,
 // append to its target: every open refuses it with ELOOP instead.
-int log_file::open_fd(const std::string& path, mode_t permissions) noexcept {
+int log_rotation::open_fd(const std::string& path, mode_t permissions) noexcept {
   return detail::open_fd(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, permissions);
 }
 
 // Owns fd from the start: closes it if anything here throws.
-log_file::log_file(int fd, const std::string& path, const log_options& options) try
+log_rotation::log_rotation(int fd, const std::string& path, const log_options& options) try
     : path_(path), options_(options), fd_(fd), size_(file_size(fd)) {
   check_kind();
   rotated_.reserve(options.keep);
@@ -55,10 +55,10 @@ log_file::log_file(int fd, const std::string& path, const log_options& options) 
   ::close(fd);
 }
 
-log_file::log_file(const std::string& path, const log_options& options)
-    : log_file(detail::open_or_throw(open_fd(path, options.permissions), path), path, options) {}
+log_rotation::log_rotation(const std::string& path, const log_options& options)
+    : log_rotation(detail::open_or_throw(open_fd(path, options.permissions), path), path, options) {}
 
-std::size_t log_file::fitting(write_batch::iterator& first, std::size_t left) const noexcept {
+std::size_t log_rotation::fitting(write_batch::iterator& first, std::size_t left) const noexcept {
   const std::uint64_t max = options_.max_size;
   if (max == 0) {
     for (std::size_t i = 0; i < left; ++i) ++first;
@@ -78,7 +78,7 @@ std::size_t log_file::fitting(write_batch::iterator& first, std::size_t left) co
 // path itself qualifies (see the class comment). The path may already name
 // another file, or none, if another writer rotated it since the open: that
 // is for lock_current() to follow, not a reason to stop rotating.
-void log_file::check_kind() noexcept {
+void log_rotation::check_kind() noexcept {
   struct stat fs {}, ls {};
   rotatable_ = ::fstat(fd_, &fs) == 0 && S_ISREG(fs.st_mode) &&
                (::lstat(path_.c_str(), &ls) == 0 ? S_ISREG(ls.st_mode) : errno == ENOENT);
@@ -88,7 +88,7 @@ void log_file::check_kind() noexcept {
 
 // The lock, then the rotation if the chunk does not fit. After a rename,
 // the new file is locked and checked as any other.
-std::error_code log_file::prepare_shared(std::size_t next_chunk) noexcept {
+std::error_code log_rotation::prepare_shared(std::size_t next_chunk) noexcept {
   // Each round is a rotation, ours or another process's: the loop ends
   // once the file fits. It must not give up and go on unlocked, or two
   // writers would rotate at once and one rename would replace a file.
@@ -103,7 +103,7 @@ std::error_code log_file::prepare_shared(std::size_t next_chunk) noexcept {
 // Holds flock(fd_) on the file the path names, following the path when
 // another writer rotated (or logrotate moved) the file under us; size_ is
 // then the file's own. Where flock is not supported, goes on without it.
-std::error_code log_file::lock_current() noexcept {
+std::error_code log_rotation::lock_current() noexcept {
   // Until the lock held is on the file the path names: each round follows
   // one move of it by another writer.
   for (;;) {
@@ -125,13 +125,13 @@ std::error_code log_file::lock_current() noexcept {
   }
 }
 
-void log_file::end_call() noexcept {
+void log_rotation::end_call() noexcept {
   if (!locked_) return;
   locked_ = false;
   ::flock(fd_, LOCK_UN);
 }
 
-std::error_code log_file::rotate() noexcept {
+std::error_code log_rotation::rotate() noexcept {
   if (const std::error_code ec = sync_if_dirty()) return ec;
   if (rotated_.empty()) {
     if (const std::error_code ec = unlink_if_there(path_)) return ec;
@@ -151,11 +151,11 @@ std::error_code log_file::rotate() noexcept {
   return adopt(fd);
 }
 
-std::error_code log_file::reopen() noexcept { return open_again(reopens_); }
+std::error_code log_rotation::reopen() noexcept { return open_again(reopens_); }
 
 // Syncs (unless the policy is never), opens the path again (counted), closes
 // the old fd.
-std::error_code log_file::open_again(std::size_t& count) noexcept {
+std::error_code log_rotation::open_again(std::size_t& count) noexcept {
   const std::error_code synced = sync_if_dirty();
   const int fd = open_fd(path_, options_.permissions);
   if (fd < 0) return last_error();
@@ -167,7 +167,7 @@ std::error_code log_file::open_again(std::size_t& count) noexcept {
 // Writes go to `fd` from now on; the old one is closed (its error returned,
 // its lock released). The new fd is opened before the old is closed, so its
 // number differs.
-std::error_code log_file::adopt(int fd) noexcept {
+std::error_code log_rotation::adopt(int fd) noexcept {
   const std::error_code closed = close();
   fd_ = fd;
   size_ = file_size(fd);
@@ -176,7 +176,7 @@ std::error_code log_file::adopt(int fd) noexcept {
   return closed;
 }
 
-std::error_code log_file::close() noexcept {
+std::error_code log_rotation::close() noexcept {
   if (fd_ < 0) return {};
   locked_ = false;  // the lock goes with the fd
   // close() is not retried on EINTR: on Linux the fd is gone either way.
@@ -184,7 +184,7 @@ std::error_code log_file::close() noexcept {
   return r != 0 ? last_error() : std::error_code{};
 }
 
-std::error_code log_file::sync() noexcept {
+std::error_code log_rotation::sync() noexcept {
   ++fsyncs_;
   int r;
   do {
@@ -195,12 +195,12 @@ std::error_code log_file::sync() noexcept {
   return {};
 }
 
-std::error_code log_file::sync_if_dirty() noexcept {
+std::error_code log_rotation::sync_if_dirty() noexcept {
   if (options_.fsync == log_options::fsync_policy::never || unsynced_ == 0 || fd_ < 0) return {};
   return sync();
 }
 
-std::error_code log_file::sync_if_due() noexcept {
+std::error_code log_rotation::sync_if_due() noexcept {
   if (unsynced_ == 0 || fd_ < 0) return {};
   switch (options_.fsync) {
     case log_options::fsync_policy::every_bytes:

@@ -1,4 +1,4 @@
-#include "sluice/stream/pipeline_zero_copy.h"
+#include "sluice/stream/pipe_zero_copy.h"
 
 #include <memory>
 
@@ -13,7 +13,7 @@ namespace {
 // own reads and writes. `piped` turns false at dst's 'unpipe'.
 bool invisible(const readable& src, const writable& dst, const bool& piped) noexcept {
   return piped && src.readable_flowing().value_or(false) && src.readable_length() == 0 && !src.destroyed() &&
-         !src.ended() && src.pipes_count() == 1 && src.listener_count(event::data) == 1 &&
+         !src.eof_pushed() && src.pipes_count() == 1 && src.listener_count(event::data) == 1 &&
          src.listener_count(event::readable) == 0 && dst.is_writable() && dst.writable_length() == 0 &&
          dst.writable_corked() == 0;
 }

@@ -1,8 +1,8 @@
-// log_file: the synchronous half of a rotated log (open, size accounting,
-// rotation, reopen, fsync policy state), shared by log_file_sink, which runs
-// it on a loop, and file_worker's log mode, which runs it on the worker
-// thread. It writes nothing itself: log_writer pairs it with the fd_writer
-// that writes to fd().
+// log_rotation: the rotation and fsync state of a log file, the synchronous
+// half of a rotated log (open, size accounting, rotation, reopen, fsync
+// policy state), shared by log_file_sink, which runs it on a loop, and
+// file_worker's log mode, which runs it on the worker thread. It writes
+// nothing itself: log_writer pairs it with the fd_writer that writes to fd().
 #pragma once
 
 #include <sys/types.h>
@@ -46,19 +46,19 @@ namespace sluice::detail {
 /// (every writer's bytes); the rename chain runs under it. So no line ever
 /// goes to a file after it was rotated, no rename overwrites another's, and
 /// no file passes max_size (but for a chunk larger than max_size).
-class log_file {
+class log_rotation {
  public:
   /// open(2) of a log: O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
   /// O_CLOEXEC, EINTR retried.
   static int open_fd(const std::string& path, mode_t permissions) noexcept;
 
   /// Takes `fd` (closing it if this throws), open on `path`.
-  log_file(int fd, const std::string& path, const log_options& options);
+  log_rotation(int fd, const std::string& path, const log_options& options);
   /// Opens `path`; throws stream_error with the errno when it cannot.
-  log_file(const std::string& path, const log_options& options);
-  ~log_file() { close(); }
-  log_file(const log_file&) = delete;
-  log_file& operator=(const log_file&) = delete;
+  log_rotation(const std::string& path, const log_options& options);
+  ~log_rotation() { close(); }
+  log_rotation(const log_rotation&) = delete;
+  log_rotation& operator=(const log_rotation&) = delete;
 
   /// Before a chunk of `next_chunk` bytes: rotates if it would not fit.
   /// With rotation on, takes the lock (if not held) until end_call().
