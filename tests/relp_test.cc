@@ -28,6 +28,7 @@
 #include "sluice/syslog/relp_frames.h"
 #include "sluice/syslog/relp_writable.h"
 #include "support/spin.h"
+#include "support/rsyslogd.h"
 #include "support/temp_dir.h"
 
 namespace sluice::test {
@@ -538,39 +539,9 @@ struct rsyslog {
          << "ruleset(name=\"r\") { action(type=\"omfile\" file=\"" << out << "\" template=\"raw\") }\n"
          << "input(type=\"imrelp\" address=\"127.0.0.1\" port=\"" << port << "\" ruleset=\"r\")\n";
     conf.close();
-    ::signal(SIGTERM, SIG_IGN);  // rsyslogd (8.2302) may SIGTERM its parent: see syslog_test
-    ::unlink(dir.file("rsyslog.pid").c_str());
-    pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      ::signal(SIGTERM, SIG_DFL);
-      const std::string err = dir.file("rsyslogd.err");
-      std::freopen(err.c_str(), "a", stderr);
-      const std::string c = dir.file("rsyslog.conf"), p = dir.file("rsyslog.pid");
-      ::execl("/usr/sbin/rsyslogd", "rsyslogd", "-n", "-f", c.c_str(), "-i", p.c_str(), nullptr);
-      ::_exit(127);
-    }
-    for (int i = 0; i < 2000; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      a.sin_port = htons(port);
-      const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-      ::close(fd);
-      if (up) return;
-      std::this_thread::sleep_for(10ms);
-    }
-    FAIL("rsyslogd did not listen on port " << port << ": " << slurp(dir.file("rsyslogd.err")));
+    pid = start_rsyslogd(dir, port);
   }
-  void stop(int sig = SIGTERM) {
-    if (pid < 0) return;
-    ::kill(pid, sig);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    pid = -1;
-    ::signal(SIGTERM, SIG_DFL);
-  }
+  void stop(int sig = SIGTERM) { stop_rsyslogd(pid, sig); }
   ~rsyslog() { stop(); }
 
   std::vector<std::string> bodies() const {

@@ -29,6 +29,7 @@
 #include "sluice/syslog/syslog_format.h"
 #include "sluice/syslog/syslog_frames.h"
 #include "sluice/syslog/syslog_writable.h"
+#include "support/rsyslogd.h"
 #include "support/temp_dir.h"
 #include "support/spin.h"
 
@@ -406,41 +407,9 @@ struct rsyslog {
          << "ruleset(name=\"r\") { action(type=\"omfile\" file=\"" << out << "\" template=\"raw\") }\n"
          << "input(type=\"imptcp\" address=\"127.0.0.1\" port=\"" << port << "\" ruleset=\"r\")\n";
     conf.close();
-    // rsyslogd (8.2302) sends SIGTERM to its parent when it starts a second
-    // time in one parent: ignored here while it runs, default in the child.
-    ::signal(SIGTERM, SIG_IGN);
-    pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      ::signal(SIGTERM, SIG_DFL);
-      const std::string err = dir.file("rsyslogd.err");
-      std::freopen(err.c_str(), "a", stderr);
-      const std::string c = dir.file("rsyslog.conf"), p = dir.file("rsyslog.pid");
-      ::execl("/usr/sbin/rsyslogd", "rsyslogd", "-n", "-f", c.c_str(), "-i", p.c_str(), nullptr);
-      ::_exit(127);
-    }
-    // Listening once a connection is accepted: polled, at most 20 s.
-    for (int i = 0; i < 2000; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      a.sin_port = htons(port);
-      const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-      ::close(fd);
-      if (up) return;
-      std::this_thread::sleep_for(10ms);
-    }
-    FAIL("rsyslogd did not listen on port " << port);
+    pid = start_rsyslogd(dir, port);
   }
-  void stop() {
-    if (pid < 0) return;
-    ::kill(pid, SIGTERM);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    pid = -1;
-    ::signal(SIGTERM, SIG_DFL);
-  }
+  void stop() { stop_rsyslogd(pid); }
   ~rsyslog() { stop(); }
 
   std::vector<std::string> lines() const {
