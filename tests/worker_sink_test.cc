@@ -538,16 +538,18 @@ class no_fd_left {
   std::vector<int> fds_;
 };
 
-TEST_CASE("no fd left for the loop's eventfd: the write's callback and 'error' hear EMFILE; nothing aborts") {
+TEST_CASE("no fd left for the loop's eventfd when the stream is built: the write's callback and 'error' hear EMFILE; "
+          "nothing aborts") {
   temp_dir d;
   file_worker worker(d.file("a.log"));
-  loop l;  // its eventfd is made at the first write handed to the worker
-  auto w = make_worker_writable(worker, on(l, 16384));
-  events ev;
-  ev.attach(*w);
+  loop l;  // its eventfd is made as the first worker writable is built
   must_call first, second;
+  events ev;
+  std::unique_ptr<writable> w;
   {
     no_fd_left full;
+    w = make_worker_writable(worker, on(l, 16384));  // cannot make it: the first write says why
+    ev.attach(*w);
     w->write("first\n"sv, first.cb());
     l.run();
   }
@@ -558,6 +560,30 @@ TEST_CASE("no fd left for the loop's eventfd: the write's callback and 'error' h
   CHECK(second.error());
   CHECK(slurp(d.file("a.log")).empty());
   CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("the loop's eventfd is made as the stream is built: writes after the process ran out of fds still land") {
+  temp_dir d;
+  file_worker worker(d.file("a.log"));
+  loop l;
+  auto w = make_worker_writable(worker, on(l, 16384));
+  events ev;
+  ev.attach(*w);
+  must_call first;
+  {
+    no_fd_left full;  // a server's connections took every fd (sluice-logd under EMFILE)
+    w->write("first\n"sv, first.cb());
+    l.run();
+  }
+  CHECK_FALSE(first.error());
+  CHECK(ev.str().empty());
+  must_call ended;
+  w->end(ended.cb());
+  l.run();
+  CHECK_FALSE(ended.error());
+  CHECK(slurp(d.file("a.log")) == "first\n");
+  first.check();
+  ended.check();
 }
 
 TEST_CASE("two producers writing large batches to a slow non-blocking pipe: partial writes never interleave lines") {

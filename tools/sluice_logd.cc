@@ -386,11 +386,6 @@ class logd {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
       return 1;
     }
-    // The loop's eventfd (for the worker's completions) is made at its first
-    // hold: now, while fds are left, not at the first write, when senders
-    // may have taken them all (EMFILE would then fail the write).
-    loop.hold();
-    loop.release();
     out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 256 * 1024});
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] { set_paused(false); });

@@ -67,7 +67,18 @@ std::error_code worker_sink::write_sync(const write_batch& batch) noexcept {
 
 std::size_t worker_sink::landed_sync() const noexcept { return slot_->landed; }
 
-void worker_sink::attach(loop& l) { slot_->home = &l; }
+// The loop's first hold() makes the eventfd that the worker's completions
+// come through: made here, as the stream is built, so that a process that
+// later runs out of fds (a server's connections) still hears its writes
+// complete. If it cannot be made now, the first write reports why.
+void worker_sink::attach(loop& l) {
+  slot_->home = &l;
+  try {
+    l.hold();
+    l.release();
+  } catch (const std::exception&) {
+  }
+}
 
 void worker_sink::write(std::string_view chunk, write_done done) {
   slot_->single = true;
