@@ -20,6 +20,7 @@
 #include "sluice/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
+#include "support/free_port.h"
 #include "support/must_call.h"
 #include "support/temp_dir.h"
 #include "support/spin.h"
@@ -66,18 +67,6 @@ struct net_world {
   }
 };
 
-// A port nobody listens on: bound, then closed.
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 std::uint16_t port_of(const server& s) {
   REQUIRE(s.address());

@@ -27,6 +27,7 @@
 #include "sluice/net/server.h"
 #include "sluice/syslog/relp_frames.h"
 #include "sluice/syslog/relp_writable.h"
+#include "support/free_port.h"
 #include "support/spin.h"
 #include "support/rsyslogd.h"
 #include "support/temp_dir.h"
@@ -488,18 +489,6 @@ TEST_CASE("destroy() with transactions unanswered: each callback hears ERR_STREA
   CHECK(w.acked() == 0);
 }
 
-// A loopback port that nothing listens on (bound, then freed).
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 TEST_CASE("give_up_after with no receiver: every callback hears the connect error, counted dropped") {
   loop l;

@@ -29,6 +29,7 @@
 #include "sluice/syslog/syslog_format.h"
 #include "sluice/syslog/syslog_frames.h"
 #include "sluice/syslog/syslog_writable.h"
+#include "support/free_port.h"
 #include "support/rsyslogd.h"
 #include "support/temp_dir.h"
 #include "support/spin.h"
@@ -289,18 +290,6 @@ TEST_CASE("messages go over a Unix stream socket, LF-framed when asked") {
 }
 
 
-// A loopback port that nothing listens on (bound, then freed).
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 TEST_CASE("while the receiver is away messages wait: write() is false past the mark, 'drain' once it is back") {
   loop l;
