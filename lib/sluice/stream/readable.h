@@ -13,10 +13,10 @@
 
 #include "sluice/emitter.h"
 #include "sluice/loop.h"
-#include "sluice/queue/read_buffer.h"
+#include "sluice/detail/read_buffer.h"
 #include "sluice/sources/source.h"
-#include "sluice/stream/readable_state.h"
-#include "sluice/stream/stream_side.h"
+#include "sluice/detail/readable_state.h"
+#include "sluice/detail/stream_side.h"
 
 namespace sluice {
 
