@@ -206,9 +206,9 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   std::optional<std::string> read_impl(std::size_t n, bool all);
   void on_eof_chunk() noexcept;
   void emit_readable() noexcept;
-  void emit_readable_() noexcept;
+  void emit_readable_tick() noexcept;
   void maybe_read_more() noexcept;
-  void maybe_read_more_() noexcept;
+  void maybe_read_more_tick() noexcept;
   void pipe_on_drain(writable& dest) noexcept;
   // Node: Readable.prototype.on, removeListener and removeAllListeners.
   void listener_added(event ev) override;
@@ -216,7 +216,7 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   void all_listeners_removed(event ev) noexcept override;
   void update_readable_listening() noexcept;
   void schedule_resume() noexcept;
-  void resume_() noexcept;
+  void resume_tick() noexcept;
   void flow() noexcept;
   std::optional<std::string> from_list(std::size_t n);
   void end_readable() noexcept;
