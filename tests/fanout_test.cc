@@ -9,7 +9,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/loop.h"
-#include "sluice/sinks/memory_sink.h"
+#include "support/memory_sink.h"
 #include "sluice/stream/fanout.h"
 #include "support/must_call.h"
 

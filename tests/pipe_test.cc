@@ -10,7 +10,7 @@
 #include <string>
 
 #include "sluice/errors.h"
-#include "sluice/sinks/memory_sink.h"
+#include "support/memory_sink.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"
 #include "support/harness.h"

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "sluice/loop.h"
-#include "sluice/sinks/memory_sink.h"
+#include "support/memory_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/printers.h"
 

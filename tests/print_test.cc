@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sluice/loop.h"
-#include "sluice/sinks/memory_sink.h"
+#include "support/memory_sink.h"
 #include "sluice/stream/print_compiled.h"
 #include "sluice/stream/writable.h"
 #include "support/alloc_counter.h"

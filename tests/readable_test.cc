@@ -411,7 +411,7 @@ TEST_CASE("destroy after the flow has started: later pushes are refused, 'data' 
 }
 
 TEST_CASE("Node quirk: destroy in the turn a 'data' listener was added still lets the buffer flow first") {
-  // resume_() was queued before destroy()'s 'close', and read() only stops
+  // resume_tick() was queued before destroy()'s 'close', and read() only stops
   // emitting 'data' once 'close' (or 'error') has been emitted.
   readable_harness h;
   h.on_data();

@@ -18,7 +18,7 @@
 #include "sluice/errors.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/fd_sink.h"
-#include "sluice/sinks/memory_sink.h"
+#include "support/memory_sink.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/sources/source.h"

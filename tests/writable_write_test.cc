@@ -19,7 +19,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/loop.h"
-#include "sluice/sinks/memory_sink.h"
+#include "support/memory_sink.h"
 #include "sluice/sinks/null_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/alloc_counter.h"

@@ -546,7 +546,8 @@ class log_tool {
   // SIGTERM, SIGINT: nothing more is read, and what was read is written,
   // as at the end of the input: the stream's read-ahead, then the
   // splitter's unfinished line as a last line; then lines_done() ends the
-  // output. Destroying the stream here would drop both (issue 10, defect 1).
+  // output. Destroying the stream here would drop both: lines already read
+  // from the input would be lost although the signal only asked to stop.
   // A network DEST has --grace to take it all; a second signal ends the
   // wait.
   void stop_signal() {

@@ -6,6 +6,8 @@
 
 namespace sluice::detail {
 
+int library_asserts() noexcept { return SLUICE_ASSERTS; }
+
 void assert_failed(const char* condition, const char* file, int line) noexcept {
   std::fprintf(stderr, "sluice: invariant failed: %s (%s:%d)\n", condition, file, line);
   std::abort();

@@ -1,21 +1,21 @@
-// SLUICE_ASSERT: the library's invariants, checked in debug builds (no
-// NDEBUG) and, on request, in release builds (-DSLUICE_ASSERTS=1). A failed
+// SLUICE_ASSERT: the library's invariants, checked when the library was
+// built with them (sluice/config.h: by default when it was built without
+// NDEBUG; meson -Dasserts=true in a release build). A failed
 // check prints the condition and where it is, then aborts: an invariant that
 // does not hold means a callback lost or called twice, which must not go on
 // silently. Costs nothing when off: the condition is not evaluated.
 #pragma once
 
-#if !defined(SLUICE_ASSERTS)
-#if defined(NDEBUG)
-#define SLUICE_ASSERTS 0
-#else
-#define SLUICE_ASSERTS 1
-#endif
-#endif
+// The library's own value, not the including program's NDEBUG: inline code
+// (writable::write) must compile as the library's does.
+#include "sluice/config.h"
 
 #include <cstdint>
 
 namespace sluice::detail {
+/// SLUICE_ASSERTS as the library's own code was compiled (assert.cc).
+int library_asserts() noexcept;
+
 [[noreturn]] void assert_failed(const char* condition, const char* file, int line) noexcept;
 
 /// A small nonzero number naming the calling thread, given on its first call.
@@ -38,9 +38,9 @@ std::uint32_t thread_tag() noexcept;
 #if SLUICE_ASSERTS
 #define SLUICE_ASSERT_THREAD(tag, call)                                              \
   do {                                                                               \
-    const std::uint32_t sluice_thread_ = ::sluice::detail::thread_tag();             \
-    if ((tag) == 0) (tag) = sluice_thread_;                                          \
-    else if ((tag) != sluice_thread_) ::sluice::detail::wrong_thread(call, __FILE__, __LINE__); \
+    const std::uint32_t sluice_assert_thread = ::sluice::detail::thread_tag();             \
+    if ((tag) == 0) (tag) = sluice_assert_thread;                                          \
+    else if ((tag) != sluice_assert_thread) ::sluice::detail::wrong_thread(call, __FILE__, __LINE__); \
   } while (false)
 #else
 #define SLUICE_ASSERT_THREAD(tag, call) static_cast<void>(0)

@@ -11,7 +11,7 @@
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/log_file_sink.h"
-#include "sluice/sinks/open_file.h"
+#include "sluice/detail/open_file.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/sources/fd_source.h"
 

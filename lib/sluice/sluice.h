@@ -1,6 +1,9 @@
-// The umbrella header: everything public in sluice.
+// The umbrella header: every public header of sluice, but for asio/ (Boost.Asio
+// is compiled only by the programs that include it) and kafka/ (a library of
+// its own, libsluice-kafka). What sluice/detail/ holds is not for users.
 #pragma once
 
+#include "sluice/assert.h"
 #include "sluice/emitter.h"
 #include "sluice/errors.h"
 #include "sluice/factories.h"
@@ -9,6 +12,7 @@
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"
 #include "sluice/loop.h"
+#include "sluice/net/address.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
 #include "sluice/signals.h"
@@ -18,13 +22,13 @@
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/log_file_sink.h"
 #include "sluice/sinks/log_options.h"
-#include "sluice/sinks/memory_sink.h"
 #include "sluice/sinks/null_sink.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/sources/source.h"
 #include "sluice/stream/duplex.h"
+#include "sluice/stream/fanout.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/pipeline.h"
 #include "sluice/stream/pipe_zero_copy.h"
@@ -33,6 +37,8 @@
 #include "sluice/stream/stream_ref.h"
 #include "sluice/stream/transform.h"
 #include "sluice/stream/writable.h"
+#include "sluice/syslog/relp_frames.h"
+#include "sluice/syslog/relp_writable.h"
 #include "sluice/syslog/syslog_format.h"
 #include "sluice/syslog/syslog_frames.h"
 #include "sluice/syslog/syslog_writable.h"

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs this build into a scratch DESTDIR (meson install --destdir) and
 # uses it as a user would:
+#   - the installed headers are the public ones, and those of detail/ that
+#     their inline code includes: nothing internal (the syscall table that
+#     tests swap, the worker's protocol) ships, and sluice.h includes every
+#     public header but asio/ and kafka/;
 #   - the installed tools start (their RUNPATH finds the installed library),
 #     and the library's SONAME carries its ABI version;
 #   - a program built with pkg-config (no -std flag of its own: sluice.pc
@@ -49,6 +53,49 @@ soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 echo "SONAME $soname"
 stray=$(find "$dest" -path '*/include/*' -type f ! -name '*.h' | head -n 3)
 [[ -z $stray ]] || fail "installed under include/, not headers: $stray"
+
+echo "== installed headers"
+inc=$root/include
+src=$here/../../lib
+[[ -d $inc/sluice ]] || fail "no headers under $inc/sluice"
+(cd "$inc" && find sluice -name '*.h' | sort) >"$tmp/installed"
+includes_of() { sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(sluice\/[^"]*\)".*/\1/p' "$@"; }
+# Never: the syscall table (a mutable global that tests swap), nor any other
+# internal header, wherever it would be.
+for h in syscalls.h worker_protocol.h destroy.h open_file.h unix_path.h; do
+  hit=$(grep -E "(^|/)$h\$" "$tmp/installed" || true)
+  [[ -z $hit ]] || fail "an internal header is installed: $hit"
+done
+# Everything an installed header includes is installed (or a consumer's
+# compile fails), and an installed detail/ header is there only because an
+# installed header outside detail/ needs it, directly or through another.
+while IFS= read -r h; do
+  while IFS= read -r dep; do
+    grep -qxF "$dep" "$tmp/installed" || fail "$h includes $dep, which is not installed"
+  done < <(includes_of "$inc/$h")
+done <"$tmp/installed"
+grep -v '^sluice/detail/' "$tmp/installed" >"$tmp/needed.new"
+: >"$tmp/needed"
+while ! cmp -s "$tmp/needed" "$tmp/needed.new"; do
+  cp "$tmp/needed.new" "$tmp/needed"
+  { cat "$tmp/needed"; (cd "$inc" && includes_of $(cat "$tmp/needed")); } | sort -u >"$tmp/needed.new"
+done
+while IFS= read -r h; do
+  grep -qxF "$h" "$tmp/needed" || fail "$h is installed, but no public header includes it: keep it out of the install (lib/meson.build)"
+done < <(grep '^sluice/detail/' "$tmp/installed")
+# Every public header of the source tree ships (kafka/ only with the Kafka
+# library), and sluice.h includes each but asio/ and kafka/.
+kafka=$(PKG_CONFIG_PATH=$dest$libdir/pkgconfig pkg-config --variable=kafka sluice)
+while IFS= read -r h; do
+  [[ $h == sluice/kafka/* && $kafka != true ]] && continue
+  grep -qxF "$h" "$tmp/installed" || fail "$h is not installed: list it in lib/meson.build (sluice_public_h), or move it under detail/"
+done < <(cd "$src" && find sluice -name '*.h' ! -path 'sluice/detail/*' | sort)
+while IFS= read -r h; do
+  case $h in sluice/detail/* | sluice/asio/* | sluice/kafka/* | sluice/sluice.h | sluice/config.h) continue ;; esac
+  includes_of "$inc/sluice/sluice.h" | grep -qxF "$h" || fail "sluice.h does not include $h"
+done <"$tmp/installed"
+echo "$(wc -l <"$tmp/installed") headers, $(grep -c '^sluice/detail/' "$tmp/installed") of them under detail/ for the public ones' inline code"
+
 if [[ -d $dest$bindir ]]; then
   for tool in "$dest$bindir"/sluice-*; do
     # No LD_LIBRARY_PATH: the tool must find the library by its RUNPATH.

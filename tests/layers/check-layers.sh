@@ -6,6 +6,9 @@
 # a stream class anyway (a forward declaration, a friend, a pointer, a
 # reference, a value), and a stream file that defines a member of the sink or
 # source layer. The seam between them is sink_host and source_host.
+# Last, what users write (tools/, docs/, README.md, tests/examples/,
+# tests/consumer/) includes no sluice/detail/ header, and nothing outside
+# lib/ but the tests includes detail/syscalls.h, the table they swap.
 #
 #   tests/layers/check-layers.sh [LIBDIR]     (default: lib/ beside this script)
 set -euo pipefail
@@ -15,9 +18,12 @@ cd "$lib"
 # The layers, bottom (0) to top. A path matches the first pattern that fits.
 layer_of() {
   case "$1" in
-    sluice/function.h | sluice/errors.* | sluice/assert.* | sluice/syscalls.*) echo 0 ;;
+    sluice/function.h | sluice/errors.* | sluice/assert.* | sluice/config.h | sluice/detail/syscalls.*) echo 0 ;;
     sluice/loop.* | sluice/emitter.* | sluice/signals.*) echo 1 ;;
-    sluice/queue/*) echo 2 ;;
+    sluice/detail/write_req.* | sluice/detail/write_queue.* | sluice/detail/byte_arena.* | sluice/detail/read_buffer.*) echo 2 ;;
+    sluice/detail/fd_writer.* | sluice/detail/log_rotation.* | sluice/detail/log_writer.* | sluice/detail/open_file.* | sluice/detail/worker_protocol.*) echo 3 ;;
+    sluice/detail/stream_state.* | sluice/detail/stream_side.* | sluice/detail/readable_state.* | sluice/detail/writable_state.* | sluice/detail/print.* | sluice/detail/shutdown.* | sluice/detail/destroy.*) echo 4 ;;
+    sluice/detail/unix_path.*) echo 5 ;;
     sluice/kafka/kafka_writable.*) echo 6 ;;
     sluice/sinks/* | sluice/sources/* | sluice/kafka/*) echo 3 ;;
     sluice/stream/*) echo 4 ;;
@@ -79,9 +85,26 @@ while IFS= read -r file; do
 done < <(find sluice/stream -name '*.cc' | sort)
 bad=$((bad + named))
 
+# What users write includes only public headers; the fault table is the tests'.
+root=..
+inner=0
+while IFS= read -r hit; do
+  echo "layers: $hit: includes a sluice/detail/ header, which is not for users"
+  inner=$((inner + 1))
+done < <(cd "$root" && for d in tools docs README.md tests/examples tests/consumer; do
+  [ -e "$d" ] && grep -rnE '#[[:space:]]*include[[:space:]]*[<"]sluice/detail/' "$d" || true
+done)
+while IFS= read -r hit; do
+  echo "layers: $hit: only the tests swap the syscall table (sluice/detail/syscalls.h)"
+  inner=$((inner + 1))
+done < <(cd "$root" && for d in tools perf docs README.md tests/examples tests/consumer tests/fuzz; do
+  [ -e "$d" ] && grep -rnE '#[[:space:]]*include[[:space:]]*[<"]sluice/detail/syscalls\.h' "$d" || true
+done)
+bad=$((bad + inner))
+
 if [ "$checked" -eq 0 ]; then
   echo "layers: no include found under $lib: wrong directory?"
   exit 1
 fi
-echo "layers: $checked includes checked, $((bad - named)) pointing up or unplaced, $named stream names below the streams"
+echo "layers: $checked includes checked, $((bad - named - inner)) pointing up or unplaced, $named stream names below the streams, $inner detail/ includes outside lib/"
 [ "$bad" -eq 0 ]

@@ -15,10 +15,10 @@
 
 #include "sluice/errors.h"
 #include "sluice/net/server.h"
-#include "sluice/sinks/fd_writer.h"
+#include "sluice/detail/fd_writer.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sources/source.h"
-#include "sluice/syscalls.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice::net {
 

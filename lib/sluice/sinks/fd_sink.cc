@@ -7,7 +7,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/loop.h"
-#include "sluice/syscalls.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice {
 

@@ -5,8 +5,8 @@
 #include <cerrno>
 
 #include "sluice/errors.h"
-#include "sluice/sinks/open_file.h"
-#include "sluice/syscalls.h"
+#include "sluice/detail/open_file.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice {
 

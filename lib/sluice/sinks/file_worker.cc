@@ -12,11 +12,11 @@
 #include <utility>
 
 #include "sluice/errors.h"
-#include "sluice/sinks/fd_writer.h"
-#include "sluice/sinks/log_writer.h"
-#include "sluice/sinks/open_file.h"
-#include "sluice/sinks/worker_protocol.h"
-#include "sluice/syscalls.h"
+#include "sluice/detail/fd_writer.h"
+#include "sluice/detail/log_writer.h"
+#include "sluice/detail/open_file.h"
+#include "sluice/detail/worker_protocol.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice {
 namespace detail {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "sluice/errors.h"
-#include "sluice/sinks/log_rotation.h"
+#include "sluice/detail/log_rotation.h"
 
 namespace sluice {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/queue/write_queue.h"
+#include "sluice/detail/write_queue.h"
 
 namespace sluice {
 
@@ -139,7 +139,7 @@ class sink {
 
   /// Called when the writable that owns this sink is built, and again if
   /// its loop is destroyed before it (the stream then moves to a loop of its
-  /// own: see stream/shutdown.h).
+  /// own: see detail/shutdown.h).
   virtual void attach(loop& /*l*/) {}
 
   /// Node: _write(chunk, encoding, cb). `chunk` stays valid until `done`.
@@ -164,7 +164,7 @@ class sink {
   /// one turn reaches writev() together. fd sinks ask for it.
   virtual bool coalesce_writes() const noexcept { return false; }
 
-  /// sluice's own, for shutdown (see stream/shutdown.h): a sink that can
+  /// sluice's own, for shutdown (see detail/shutdown.h): a sink that can
   /// write synchronously lets a writable that is destroyed without end(), or
   /// still alive at exit(), write what it holds before it goes. fd sinks can.
   virtual bool has_write_sync() const noexcept { return false; }

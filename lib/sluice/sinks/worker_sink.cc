@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "sluice/loop.h"
-#include "sluice/sinks/worker_protocol.h"
+#include "sluice/detail/worker_protocol.h"
 
 namespace sluice {
 

@@ -9,7 +9,7 @@
 #include <system_error>
 
 #include "sluice/loop.h"
-#include "sluice/syscalls.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice {
 

@@ -10,7 +10,7 @@
 
 #include "sluice/loop.h"
 #include "sluice/sources/fd_source.h"
-#include "sluice/syscalls.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice {
 

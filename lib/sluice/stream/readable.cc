@@ -11,7 +11,7 @@
 
 #include "sluice/assert.h"
 #include "sluice/errors.h"
-#include "sluice/stream/destroy.h"
+#include "sluice/detail/destroy.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
@@ -266,7 +266,7 @@ void readable::on_eof_chunk() noexcept {
   } else {
     state_.clear(rf::need_readable);
     state_.set(rf::emitted_readable);
-    emit_readable_();
+    emit_readable_tick();
   }
 }
 
@@ -276,12 +276,12 @@ void readable::emit_readable() noexcept {
   state_.clear(rf::need_readable);
   if (!state_.has(rf::emitted_readable)) {
     state_.set(rf::emitted_readable);
-    call_soon([this] { emit_readable_(); });
+    call_soon([this] { emit_readable_tick(); });
   }
 }
 
 // Node: emitReadable_().
-void readable::emit_readable_() noexcept {
+void readable::emit_readable_tick() noexcept {
   if (!state_.has(rf::destroyed | rf::errored) && (state_.length || state_.has(rf::ended))) {
     emit(event::readable);
     state_.clear(rf::emitted_readable);
@@ -298,13 +298,13 @@ void readable::emit_readable_() noexcept {
 void readable::maybe_read_more() noexcept {
   if ((state_.flags & (rf::reading_more | rf::constructed)) == rf::constructed) {
     state_.set(rf::reading_more);
-    call_soon([this] { maybe_read_more_(); });
+    call_soon([this] { maybe_read_more_tick(); });
   }
 }
 
 // Node: maybeReadMore_(). Reads while below the high-water mark (or while
 // flowing with nothing buffered), until a read brings nothing synchronously.
-void readable::maybe_read_more_() noexcept {
+void readable::maybe_read_more_tick() noexcept {
   while ((state_.flags & (rf::reading | rf::ended)) == 0 &&
          (state_.length < state_.high_water_mark || (state_.has(rf::flowing) && state_.length == 0))) {
     const std::size_t len = state_.length;
@@ -362,7 +362,7 @@ void readable::update_readable_listening() noexcept {
     state_.clear(rf::readable_listening);
 
   if ((state_.flags & (rf::has_paused | rf::paused | rf::resume_scheduled)) == (rf::has_paused | rf::resume_scheduled)) {
-    // Flowing must be true now, or the resume_() to come will not flow.
+    // Flowing must be true now, or the resume_tick() to come will not flow.
     state_.set(rf::has_flowing | rf::flowing);
   } else if (state_.has(rf::data_listening)) {
     resume();
@@ -393,12 +393,12 @@ readable& readable::resume() {
 void readable::schedule_resume() noexcept {
   if (!state_.has(rf::resume_scheduled)) {
     state_.set(rf::resume_scheduled);
-    call_soon([this] { resume_(); });
+    call_soon([this] { resume_tick(); });
   }
 }
 
-// Node: resume_().
-void readable::resume_() noexcept {
+// Node: resume_tick().
+void readable::resume_tick() noexcept {
   if (!state_.has(rf::reading)) read_impl(0, false);
   state_.clear(rf::resume_scheduled);
   emit(event::resume);

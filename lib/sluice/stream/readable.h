@@ -13,10 +13,10 @@
 
 #include "sluice/emitter.h"
 #include "sluice/loop.h"
-#include "sluice/queue/read_buffer.h"
+#include "sluice/detail/read_buffer.h"
 #include "sluice/sources/source.h"
-#include "sluice/stream/readable_state.h"
-#include "sluice/stream/stream_side.h"
+#include "sluice/detail/readable_state.h"
+#include "sluice/detail/stream_side.h"
 
 namespace sluice {
 
@@ -206,9 +206,9 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   std::optional<std::string> read_impl(std::size_t n, bool all);
   void on_eof_chunk() noexcept;
   void emit_readable() noexcept;
-  void emit_readable_() noexcept;
+  void emit_readable_tick() noexcept;
   void maybe_read_more() noexcept;
-  void maybe_read_more_() noexcept;
+  void maybe_read_more_tick() noexcept;
   void pipe_on_drain(writable& dest) noexcept;
   // Node: Readable.prototype.on, removeListener and removeAllListeners.
   void listener_added(event ev) override;
@@ -216,7 +216,7 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   void all_listeners_removed(event ev) noexcept override;
   void update_readable_listening() noexcept;
   void schedule_resume() noexcept;
-  void resume_() noexcept;
+  void resume_tick() noexcept;
   void flow() noexcept;
   std::optional<std::string> from_list(std::size_t n);
   void end_readable() noexcept;

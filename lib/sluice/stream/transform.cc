@@ -13,8 +13,8 @@ namespace sluice {
 class transform::write_side final : public sink {
  public:
   explicit write_side(transform* t) noexcept : t_(t) {}
-  void write(std::string_view chunk, write_done done) override { t_->write_(chunk, done); }
-  void final(final_done done) override { t_->final_(done); }
+  void write(std::string_view chunk, write_done done) override { t_->transform_write(chunk, done); }
+  void final(final_done done) override { t_->transform_final(done); }
   bool has_final() const noexcept override { return true; }
   std::error_code destroy(std::error_code err) noexcept override {
     return t_->transformer_ ? t_->transformer_->destroy(err) : err;
@@ -27,7 +27,7 @@ class transform::write_side final : public sink {
 class transform::read_side final : public source {
  public:
   explicit read_side(transform* t) noexcept : t_(t) {}
-  void read(std::size_t) override { t_->read_(); }
+  void read(std::size_t) override { t_->transform_read(); }
 
  private:
   transform* t_;
@@ -85,7 +85,7 @@ void transform::push_data(const std::string_view* data, std::string* owned) {
 }
 
 // Node: Transform.prototype._write.
-void transform::write_(std::string_view chunk, write_done done) {
+void transform::transform_write(std::string_view chunk, write_done done) {
   length_at_write_ = readable_length();
   writing_cb_ = done;
   transformer_->transform(chunk, transform_done(this, false));
@@ -118,7 +118,7 @@ void transform::after_transform(std::error_code ec, const std::string_view* data
 }
 
 // Node: Transform.prototype._read.
-void transform::read_() {
+void transform::transform_read() {
   if (callback_) {
     const write_done callback = *callback_;
     callback_.reset();
@@ -127,7 +127,7 @@ void transform::read_() {
 }
 
 // Node: final(cb), Transform.prototype._final.
-void transform::final_(final_done done) {
+void transform::transform_final(final_done done) {
   if (transformer_->has_flush() && !destroyed()) {
     final_cb_ = done;
     transformer_->flush(transform_done(this, true));

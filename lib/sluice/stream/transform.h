@@ -91,9 +91,9 @@ class transform : public duplex {
   class write_side;
   class read_side;
 
-  void write_(std::string_view chunk, write_done done);
-  void read_();
-  void final_(final_done done);
+  void transform_write(std::string_view chunk, write_done done);
+  void transform_read();
+  void transform_final(final_done done);
   // `data` is null when the callback came without data.
   void after_transform(std::error_code ec, const std::string_view* data, std::string* owned);
   void after_flush(std::error_code ec, const std::string_view* data, std::string* owned);

@@ -10,7 +10,7 @@
 
 #include "sluice/assert.h"
 #include "sluice/errors.h"
-#include "sluice/stream/destroy.h"
+#include "sluice/detail/destroy.h"
 #include "sluice/stream/readable.h"
 
 namespace sluice {

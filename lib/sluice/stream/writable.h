@@ -17,12 +17,12 @@
 #include "sluice/assert.h"
 #include "sluice/emitter.h"
 #include "sluice/loop.h"
-#include "sluice/queue/write_queue.h"
+#include "sluice/detail/write_queue.h"
 #include "sluice/sinks/sink.h"
-#include "sluice/stream/print.h"
-#include "sluice/stream/shutdown.h"
-#include "sluice/stream/stream_side.h"
-#include "sluice/stream/writable_state.h"
+#include "sluice/detail/print.h"
+#include "sluice/detail/shutdown.h"
+#include "sluice/detail/stream_side.h"
+#include "sluice/detail/writable_state.h"
 
 namespace sluice {
 
@@ -79,7 +79,7 @@ struct writable_options {
 /// nothing accepted by write() is lost when the program does not end the
 /// stream: the destructor writes what is pending before it returns (and
 /// then calls back with success), and so do exit() and the destruction of
-/// the stream's loop while it is alive (see stream/shutdown.h).
+/// the stream's loop while it is alive (see detail/shutdown.h).
 // sink_host comes first so that it is the primary base: a sink's completion
 // reaches on_write() with no adjustment of `this`. Private: only the sink,
 // through write_done and final_done, calls it. alignas: the emitter (a

@@ -1,6 +1,6 @@
 // fd_writer: the syscalls, for fd_sink on its loop and for file_worker's
 // thread alike.
-#include "sluice/sinks/fd_writer.h"
+#include "sluice/detail/fd_writer.h"
 
 #include <limits.h>
 #include <poll.h>
@@ -13,7 +13,7 @@
 #include <array>
 #include <cerrno>
 
-#include "sluice/syscalls.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice {
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sluice/stream/stream_state.h"
+#include "sluice/detail/stream_state.h"
 
 namespace sluice::detail {
 
@@ -31,9 +31,9 @@ enum : std::uint32_t {
   need_readable = 1u << 13,  // a read() came back empty: 'readable' is owed when data comes
   emitted_readable = 1u << 14,    // a 'readable' is queued or was just emitted
   readable_listening = 1u << 15,  // there is a 'readable' listener
-  resume_scheduled = 1u << 16,    // resume_() is queued for the next tick
+  resume_scheduled = 1u << 16,    // resume_tick() is queued for the next tick
   multi_await_drain = 1u << 17,   // await_drain holds a set of destinations, not one
-  reading_more = 1u << 18,   // maybe_read_more_() is queued for the next tick
+  reading_more = 1u << 18,   // maybe_read_more_tick() is queued for the next tick
   data_emitted = 1u << 19,   // 'data' was emitted at least once (Node's readableDidRead)
   // 1 << 20 .. 1 << 22 are Node's encoding bits: sluice has no encodings.
   has_flowing = 1u << 23,    // flowing is true or false, not null

@@ -1,4 +1,4 @@
-#include "sluice/syscalls.h"
+#include "sluice/detail/syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,8 +9,8 @@
 #include <system_error>
 #include <utility>
 
-#include "sluice/sinks/fd_writer.h"
-#include "sluice/sinks/log_rotation.h"
+#include "sluice/detail/fd_writer.h"
+#include "sluice/detail/log_rotation.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice::detail {

@@ -1,6 +1,6 @@
 // The hand-over between producers and a file_worker's thread: see the
 // protocol in worker_protocol.h.
-#include "sluice/sinks/worker_protocol.h"
+#include "sluice/detail/worker_protocol.h"
 
 #include <unistd.h>
 #ifdef __linux__

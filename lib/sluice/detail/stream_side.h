@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "sluice/loop.h"
-#include "sluice/stream/stream_state.h"
+#include "sluice/detail/stream_state.h"
 
 namespace sluice {
 class readable;

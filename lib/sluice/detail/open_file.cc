@@ -1,4 +1,4 @@
-#include "sluice/sinks/open_file.h"
+#include "sluice/detail/open_file.h"
 
 #include <fcntl.h>
 
@@ -6,7 +6,7 @@
 #include <system_error>
 
 #include "sluice/errors.h"
-#include "sluice/syscalls.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice::detail {
 

@@ -2,7 +2,7 @@
 // the streams of a loop that went; see shutdown.h. A list under one mutex,
 // touched only when a stream is built or destroyed, a loop is destroyed, or
 // the program exits.
-#include "sluice/stream/shutdown.h"
+#include "sluice/detail/shutdown.h"
 
 #include <cstdlib>
 #include <mutex>

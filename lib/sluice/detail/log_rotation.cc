@@ -1,4 +1,4 @@
-#include "sluice/sinks/log_rotation.h"
+#include "sluice/detail/log_rotation.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <utility>
 
-#include "sluice/sinks/open_file.h"
-#include "sluice/syscalls.h"
+#include "sluice/detail/open_file.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice::detail {
 

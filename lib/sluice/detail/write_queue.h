@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "sluice/assert.h"
-#include "sluice/queue/byte_arena.h"
-#include "sluice/queue/write_req.h"
+#include "sluice/detail/byte_arena.h"
+#include "sluice/detail/write_req.h"
 
 namespace sluice::detail {
 
