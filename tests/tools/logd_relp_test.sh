@@ -48,7 +48,7 @@ stop() {
 
 # A small RELP sender for the cases below: frames, a reader of answers.
 cat > "$dir/relp.py" <<'PY'
-import os, socket, time
+import os, re, socket, time
 SCALE = int(os.environ.get("SLUICE_TIME_SCALE", "1"))
 def frame(txnr, cmd, data=b""):
     return b"%d %s %d%s\n" % (txnr, cmd, len(data), (b" " + data) if data else b"")
@@ -66,16 +66,17 @@ class Peer:
     def read(self):
         """The next frame (txnr, command, data); None at EOF."""
         while True:
-            sp = self.buf.split(b" ", 3)
-            if len(sp) >= 3:
-                t, cmd, rest = int(sp[0]), sp[1], b" ".join(sp[2:])
-                n = int(rest.split(b" ")[0].split(b"\n")[0])
-                head = len(b"%d %s %d" % (t, cmd, n))
-                need = head + (1 + n if n else 0) + 1
+            # "TXNR SP COMMAND SP DATALEN" and the byte after it (LF when
+            # DATALEN is 0, else SP, DATA and LF).
+            m = re.match(rb"(\d+) ([A-Za-z]+) (\d+)([ \n])", self.buf)
+            if m:
+                n = int(m[3])
+                need = m.end() + (n + 1 if n else 0)
                 if len(self.buf) >= need:
-                    data = self.buf[head + 1:head + 1 + n] if n else b""
+                    data = self.buf[m.end():m.end() + n]
+                    assert n == 0 or self.buf[need - 1:need] == b"\n", self.buf[:need]
                     self.buf = self.buf[need:]
-                    return t, cmd, data
+                    return int(m[1]), m[2], data
             c = self.s.recv(65536)
             if not c:
                 return None
@@ -344,16 +345,25 @@ out, total, window, scale = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int
 deadline = time.time() + 60 * scale
 while True:
     seen = collections.Counter()
+    torn = 0
     for line in open(out, "rb"):
         m = re.fullmatch(rb"<14>1 2026-12-01T00:00:00.000001Z h app - - - relp (\d{6})\n", line)
-        assert m, line
+        if not m:
+            # A SIGKILL may stop the kernel in the middle of a write(2) to
+            # FILE: that batch was not answered (it comes again), but its
+            # part that landed is a torn line, to which the next one is
+            # appended. At most one a kill.
+            m = re.search(rb"<14>1 2026-12-01T00:00:00.000001Z h app - - - relp (\d{6})\n$", line)
+            assert m and not line.startswith(m[0]), line
+            torn += 1
         seen[int(m[1])] += 1
     if len(seen) == total or time.time() > deadline:
         break
     time.sleep(0.2)
 missing = [i for i in range(total) if i not in seen]
 dups = sum(c - 1 for c in seen.values())
-print("  omrelp, 2 SIGKILLs: %d of %d in the file, %d missing, %d duplicates" % (len(seen), total, len(missing), dups))
+print("  omrelp, 2 SIGKILLs: %d of %d in the file, %d missing, %d duplicates, %d torn lines" % (len(seen), total, len(missing), dups, torn))
+assert torn <= 2, torn
 assert not missing, missing[:10]
 assert dups <= 2 * window, (dups, window)
 PY
