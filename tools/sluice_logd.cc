@@ -52,7 +52,7 @@ Options:
                     'sluice-logd: listening on ADDR' once it listens.
   --listen-relp HOST:PORT
                     where to accept RELP senders (rsyslog's omrelp,
-                    sluice-log relp://), once or more, beside --listen;
+                    sluice::relp_writable), once or more, beside --listen;
                     printed as 'sluice-logd: listening on HOST:PORT (RELP)'.
                     Each message is answered (rsp 200) only once it is
                     written to FILE as --fsync has it: with --fsync ack,
@@ -693,7 +693,7 @@ class logd {
   // A peer that does not read its answers is not read either, until its
   // socket drains: what it may send is bounded by what it takes.
   void send_answers(connection& c) {
-    if (c.answers.empty() || c.answers_closed) return;
+    if (c.answers.empty() || c.answers_closed || c.sock->destroyed()) return;
     const bool more = c.sock->write(std::move(c.answers));
     c.answers.clear();
     if (c.relp->close_answered()) {
@@ -833,7 +833,7 @@ class logd {
   void say_serverclose() {
     std::vector<connection*> relps;
     for (auto& [sock, c] : conns_)
-      if (c->relp) relps.push_back(c.get());
+      if (c->relp && !sock->destroyed()) relps.push_back(c.get());
     if (relps.empty()) return;
     for (connection* c : relps) {
       send_answers(*c);

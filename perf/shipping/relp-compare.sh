@@ -45,7 +45,11 @@ for p in "$relp" "$flood" "$logd"; do
 done
 tmp=$(mktemp -d)
 server_pid=""
+main_shell=$BASHPID
+# The main shell's only: a subshell (each run's) that fails must not take
+# the directory from the others.
 cleanup() {
+  [ "$BASHPID" = "$main_shell" ] || return 0
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
   rm -rf "$tmp"
 }
@@ -67,7 +71,8 @@ start() {
       server_pid=$!
       port=""
       for ((i = 0; i < 200; i++)); do
-        port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9][0-9]*\).*$/\1/p' "$dir/err" | head -1)
+        # (The file may not be there yet: the receiver's shell makes it.)
+        port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9][0-9]*\).*$/\1/p' "$dir/err" 2>/dev/null | head -1 || true)
         [ -n "$port" ] && break
         sleep 0.05
       done
