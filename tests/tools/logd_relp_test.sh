@@ -95,14 +95,15 @@ class Peer:
 PY
 
 # --- usage
-st=0; "$logd" --listen-relp nope out.log 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "bad --listen-relp: exit $st"
-st=0; "$logd" --listen-relp unix:/x out.log 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "--listen-relp unix: exit $st"
-st=0; "$logd" --listen-relp 127.0.0.1:70000 out.log 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "--listen-relp port 70000: exit $st"
-st=0; "$logd" --listen-relp 127.0.0.1:0 --fsync acks out.log 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "--fsync acks: exit $st"
+st=0; "$logd" --listen-relp nope "$dir/out.log" 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "bad --listen-relp: exit $st"
+st=0; "$logd" --listen-relp unix:/x "$dir/out.log" 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "--listen-relp unix: exit $st"
+st=0; "$logd" --listen-relp 127.0.0.1:70000 "$dir/out.log" 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "--listen-relp port 70000: exit $st"
+st=0; "$logd" --listen-relp 127.0.0.1:0 --fsync acks "$dir/out.log" 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "--fsync acks: exit $st"
 "$logd" --help > "$dir/help"  # (not into grep -q, which may leave before the help is all written)
 grep -q -- '--listen-relp HOST:PORT' "$dir/help" || fail "--help has no --listen-relp"
 grep -q -- 'or ack: FILE is synced after each batch' "$dir/help" || fail "--help has no --fsync ack"
 ok "usage"
+rm -f "$dir/out.log"
 
 # --- a session: open's offers, 1000 messages each answered once in order,
 # close answered last, then the connection closed; the file has them all
