@@ -287,6 +287,49 @@ grep -q " 1 idle closed, 1 refused" "$dir/err" || fail "counts: $(tail -1 "$dir/
 ok "--max-connections refuses a RELP connection past it; --idle-timeout closes the silent one"
 rm -f "$dir"/out.log*
 
+# --- out of fds (EMFILE): a RELP session goes on, answered, while accepting
+# pauses; accepting resumes once fds are free
+: > "$dir/err"
+(ulimit -n 32; exec "$logd" --listen-relp 127.0.0.1:0 --stats "$dir/out.log" 2> "$dir/err") &
+lp=$!
+pids+=("$lp")
+for _ in $(seq $((200 * scale))); do grep -q "listening on 127.0.0.1" "$dir/err" && break; sleep 0.05; done
+port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$dir/err" | head -1)
+PYTHONPATH=$dir python3 - "$port" "$dir/err" "$dir/out.log" <<'PY'
+import socket, sys, time
+from relp import Peer, frame, SCALE
+port, err, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+legit = Peer(port)
+legit.open()
+idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]
+deadline = time.time() + 30 * SCALE
+while b"accepting: Too many open files" not in open(err, "rb").read():
+    assert time.time() < deadline, open(err, "rb").read()
+    time.sleep(0.05)
+legit.send(b"".join(frame(i, b"syslog", b"legit %d" % i) for i in range(2, 102)))
+for i in range(2, 102):
+    assert legit.read() == (i, b"rsp", b"200 OK"), i
+for s in idle: s.close()
+deadline = time.time() + 30 * SCALE
+while True:  # accepting again: a new session is opened and answered
+    try:
+        p = Peer(port)
+        p.open()
+        p.send(frame(2, b"syslog", b"new"))
+        if p.read() == (2, b"rsp", b"200 OK"):
+            break
+    except (OSError, AssertionError, TypeError):
+        pass
+    assert time.time() < deadline
+    time.sleep(0.2)
+PY
+kill -0 "$lp" || fail "sluice-logd stopped at EMFILE: $(cat "$dir/err")"
+stop
+[ "$(grep -c '^legit' "$dir/out.log")" -eq 100 ] || fail "the RELP sender lost messages: $(grep -c legit "$dir/out.log")"
+grep -q '^new$' "$dir/out.log" || fail "no message after the fds came back"
+ok "out of fds: the RELP session goes on, answered; accepting again when fds are free"
+rm -f "$dir"/out.log*
+
 # --- rsyslog's omrelp into sluice-logd, which is SIGKILLed and restarted
 # twice mid-stream: every message is in the file at least once; the
 # duplicates (messages omrelp sent again after a break) are counted, and
