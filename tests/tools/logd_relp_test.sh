@@ -4,8 +4,8 @@
 # (garbage, a wrong transaction number, a frame over the maximum, no open
 # first: the connection closed with the reason, what was answered is in the
 # file, sluice-logd goes on), --fsync ack's answers only after the fsync
-# that covers their message, serverclose at SIGTERM, --max-connections and
-# --idle-timeout on RELP, and rsyslog's omrelp sending into it while
+# that covers their message, serverclose at SIGTERM, --max-connections,
+# --idle-timeout and EMFILE on RELP, and rsyslog's omrelp sending into it while
 # sluice-logd is SIGKILLed and restarted twice: nothing lost, the duplicates
 # counted and within omrelp's window. Loopback only; every wait is bounded.
 #
