@@ -3,7 +3,9 @@
 // with sluice-log's rotation and fsync (a file_worker and its writable).
 // Backpressure runs end to end: while the file's writable is past its
 // high-water mark every connection is paused, so the kernel's buffers fill
-// and TCP holds the senders back.
+// and TCP holds the senders back. RELP senders (--listen-relp) are answered
+// per message once its write's callback came, so an answer never comes
+// before the file has the message (on disk, with --fsync ack).
 #include <getopt.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -33,18 +35,28 @@
 #include "shutdown_signals.h"
 #include "socket_perms.h"
 #include "sluice/sluice.h"
+#include "sluice/syslog/relp_session.h"
 
 namespace {
 
 constexpr const char* usage_text = R"(usage: sluice-logd --listen ADDR [--listen ADDR]... [OPTION]... FILE
-Receives syslog messages over TCP and Unix stream sockets and appends each
-as one line to FILE, rotating it by size, like rsyslog's imptcp and omfile.
+       sluice-logd --listen-relp HOST:PORT [--listen-relp HOST:PORT]... [OPTION]... FILE
+Receives syslog messages over TCP and Unix stream sockets, and over RELP,
+and appends each as one line to FILE, rotating it by size, like rsyslog's
+imptcp, imrelp and omfile.
 
 Options:
   --listen ADDR     where to accept senders, once or more: HOST:PORT (an IP
                     address or localhost; port 0 picks a free port) or
                     unix:PATH. Each address is printed on standard error as
                     'sluice-logd: listening on ADDR' once it listens.
+  --listen-relp HOST:PORT
+                    where to accept RELP senders (rsyslog's omrelp,
+                    sluice::relp_writable), once or more, beside --listen;
+                    printed as 'sluice-logd: listening on HOST:PORT (RELP)'.
+                    Each message is answered (rsp 200) only once it is
+                    written to FILE as --fsync has it: with --fsync ack,
+                    once it is on disk. See RELP.
   --framing MODE    auto (the default): each connection's first byte tells,
                     a digit for octet counting (RFC 6587 'LEN SP MSG'), '<'
                     for LF framing; octet: octet counting only; lf: LF only
@@ -60,7 +72,12 @@ Options:
                     SIZE bytes (K, M or G suffixes, 1024-based; 0, the
                     default: never), as sluice-log does
   --keep N          rotated files to keep (default 5)
-  --fsync POLICY    never, end, bytes=SIZE or ms=T, as sluice-log's --fsync
+  --fsync POLICY    never, end, bytes=SIZE or ms=T, as sluice-log's --fsync;
+                    or ack: FILE is synced after each batch of messages
+                    written (all that came, from every connection, while
+                    the last batch was written and synced: a group
+                    commit), and only then are that batch's RELP messages
+                    answered, so that an answer means "on disk"
   --on-full ACTION  when FILE's disk is full (ENOSPC, EDQUOT): wait (the
                     default): nothing more is read, so that TCP holds the
                     senders back and nothing accepted is lost; said once on
@@ -86,7 +103,8 @@ Options:
                     at exit ('sluice-logd: N messages, B bytes, C
                     connections, M malformed, R rotations, H reopens; W
                     written, L not written; T truncated, I idle closed, F
-                    refused, E accept errors, S waits for space'; N = W + L)
+                    refused, E accept errors, S waits for space; Y fsyncs,
+                    A RELP answered'; N = W + L)
   --json            with --stats: each as one JSON object
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
@@ -104,6 +122,21 @@ other byte below 0x20 and DEL (0x7f) as '\xHH' (two lowercase hex digits);
 all other bytes (UTF-8 too) as they are. An octet-counted message's one
 trailing LF is dropped, as rsyslog does (a sender that ends its frames with
 LF).
+
+RELP: a session must begin with 'open' (answered with relp_version=0 and
+commands=syslog), then 'syslog' transactions numbered one past the one
+before, then 'close' (answered once every message before it is, then the
+connection is closed). A message is answered once its write is done: with
+--fsync ack after the fsync of its batch, with never or the others once
+the kernel has it (a crash of the machine may then lose what an fsync had
+not reached). Garbage, a wrong transaction number, a frame over the
+maximum (128K, or --max-message if larger), no 'open' first or a command
+other than syslog closes that connection with the reason on standard
+error; what was answered before is in FILE, and the sender sends the
+unanswered rest again. A message longer than --max-message is cut as on
+--listen. At SIGTERM every message read is written and answered, then each
+RELP sender gets 'serverclose' (it reconnects elsewhere or later, sending
+what was not answered again).
 
 A malformed frame (a bad length, a first byte that is neither a digit nor
 '<') closes that connection, with the reason on standard error; the
@@ -138,12 +171,14 @@ FILE cannot be opened or written (with --on-full exit: is full), messages
 were not written, or an address cannot be listened on; 2 on bad usage.
 
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M app.log
+         sluice-logd --listen-relp 127.0.0.1:2514 --fsync ack app.log
 )";
 
 constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text};
 
 struct options {
   std::vector<std::string> listen;
+  std::vector<std::string> listen_relp;  // HOST:PORT
   sluice::syslog_frame_reader::mode framing = sluice::syslog_frame_reader::mode::automatic;
   std::size_t max_message = sluice_tools::default_max_message;
   std::string file;
@@ -162,7 +197,7 @@ struct options {
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
-         socket_mode, socket_group };
+         socket_mode, socket_group, listen_relp };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -174,6 +209,7 @@ options parse_args(int argc, char** argv) {
       {"on-full", required_argument, nullptr, on_full},   {"grace", required_argument, nullptr, grace},
       {"max-connections", required_argument, nullptr, max_conn},
       {"idle-timeout", required_argument, nullptr, idle},
+      {"listen-relp", required_argument, nullptr, listen_relp},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -186,6 +222,11 @@ options parse_args(int argc, char** argv) {
         if (arg.rfind("unix:", 0) == 0 ? arg.size() == 5 : arg.rfind(':') == std::string::npos)
           this_tool.usage_error("--listen wants HOST:PORT or unix:PATH, got '" + arg + "'");
         o.listen.push_back(arg);
+        break;
+      case listen_relp:
+        if (arg.rfind("unix:", 0) == 0 || arg.rfind(':') == std::string::npos)
+          this_tool.usage_error("--listen-relp wants HOST:PORT, got '" + arg + "'");
+        o.listen_relp.push_back(arg);
         break;
       case framing:
         if (arg == "auto") o.framing = sluice::syslog_frame_reader::mode::automatic;
@@ -209,8 +250,14 @@ options parse_args(int argc, char** argv) {
         o.log.keep = static_cast<unsigned>(v);
         break;
       case fsync:
-        if (!sluice_tools::parse_fsync(arg, o.log))
-          this_tool.usage_error("--fsync wants never, end, bytes=SIZE or ms=T (1 to 86400000), got '" + arg + "'");
+        if (arg == "ack") {
+          // A sync whenever any byte is unsynced: the worker checks after
+          // each batch, so each batch is synced once, before its callbacks.
+          o.log.fsync = sluice::log_options::fsync_policy::every_bytes;
+          o.log.fsync_bytes = 0;
+        } else if (!sluice_tools::parse_fsync(arg, o.log)) {
+          this_tool.usage_error("--fsync wants never, end, bytes=SIZE, ms=T (1 to 86400000) or ack, got '" + arg + "'");
+        }
         break;
       case stats: o.stats = true; break;
       case json: o.json = true; break;
@@ -250,7 +297,7 @@ options parse_args(int argc, char** argv) {
     }
   }
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
-  if (o.listen.empty()) this_tool.usage_error("missing --listen ADDR");
+  if (o.listen.empty() && o.listen_relp.empty()) this_tool.usage_error("missing --listen ADDR or --listen-relp HOST:PORT");
   if ((o.server.unix_mode || o.server.unix_group) &&
       std::none_of(o.listen.begin(), o.listen.end(), [](const std::string& a) { return a.rfind("unix:", 0) == 0; }))
     this_tool.usage_error("--socket-mode and --socket-group go with a --listen unix:PATH");
@@ -337,7 +384,20 @@ struct connection {
   std::string peer;
   std::size_t messages = 0;
   std::size_t bytes = 0;
+  // A RELP connection's session (null on --listen), and its answers not
+  // yet handed to the socket (sent once a turn, see flush_answers()).
+  std::unique_ptr<sluice::relp_session> relp{};
+  std::string answers{};
+  std::size_t in_file = 0;   // RELP: messages handed to FILE whose callback has not come
+  bool flush_queued = false;  // in logd::to_flush_
+  bool held = false;          // RELP: paused until the socket takes its answers ('drain')
+  bool gone = false;          // the socket closed while in_file > 0: freed at the last callback
+  bool draining = false;      // after serverclose: what comes is read and dropped
+  bool answers_closed = false;  // close answered, serverclose sent or a write failed: no more answers
 };
+
+// librelp's default maximum frame (DATALEN) and rsyslog imrelp's.
+constexpr std::size_t relp_max_frame = 128 * 1024;
 
 // A note said at once, then at most once every 10 s with the count of those
 // not said since: a flood (EMFILE at every accept retry, a sender of long
@@ -386,11 +446,16 @@ class logd {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
       return 1;
     }
-    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = 256 * 1024});
+    // With --fsync ack a batch is what comes while the last one is synced:
+    // the more it may hold, the fewer fsyncs a message (1 MiB: about 6,000
+    // messages of 180 bytes, one fsync of a few ms).
+    const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
+    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 1024 * 1024 : 256 * 1024});
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] { set_paused(false); });
 
-    for (const std::string& addr : o_.listen) listen(addr);
+    for (const std::string& addr : o_.listen) listen(addr, false);
+    for (const std::string& addr : o_.listen_relp) listen(addr, true);
     loop.run();
     if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
     // Every write's callback has come: each message is written or not.
@@ -404,21 +469,22 @@ class logd {
   }
 
  private:
-  void listen(const std::string& addr) {
+  void listen(const std::string& addr, bool relp) {
     sluice::net::server_options so = o_.server;
     so.max_connections = o_.max_connections;
     auto srv = std::make_unique<sluice::net::server>(so);
     sluice::net::server* s = srv.get();
     auto up = std::make_shared<bool>(false);
-    s->on(sluice::event::listening, [s, addr, up] {
+    s->on(sluice::event::listening, [s, addr, up, relp] {
       *up = true;
       const auto a = s->address();
+      const char* kind = relp ? " (RELP)" : "";
       if (addr.rfind("unix:", 0) == 0)
-        std::fprintf(stderr, "sluice-logd: listening on %s\n", addr.c_str());
+        std::fprintf(stderr, "sluice-logd: listening on %s%s\n", addr.c_str(), kind);
       else if (a->family == "IPv6")
-        std::fprintf(stderr, "sluice-logd: listening on [%s]:%u\n", a->address.c_str(), a->port);
+        std::fprintf(stderr, "sluice-logd: listening on [%s]:%u%s\n", a->address.c_str(), a->port, kind);
       else
-        std::fprintf(stderr, "sluice-logd: listening on %s:%u\n", a->address.c_str(), a->port);
+        std::fprintf(stderr, "sluice-logd: listening on %s:%u%s\n", a->address.c_str(), a->port, kind);
     });
     s->on(sluice::event::error, [this, addr, up](std::error_code e) {
       if (stopping_) return;
@@ -429,7 +495,7 @@ class logd {
       status_ = 1;
       stop();
     });
-    s->on_connection([this](sluice::net::socket& sock) { accept(sock); });
+    s->on_connection([this, relp](sluice::net::socket& sock) { accept(sock, relp); });
     if (addr.rfind("unix:", 0) == 0) {
       s->listen(std::string_view(addr).substr(5));
     } else {
@@ -438,7 +504,8 @@ class logd {
       if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
       std::uint64_t port = 0;
       if (!sluice_tools::parse_size(addr.c_str() + colon + 1, false, 65535, port))
-        this_tool.usage_error("--listen wants a port from 0 to 65535, got '" + addr + "'");
+        this_tool.usage_error(std::string(relp ? "--listen-relp" : "--listen") + " wants a port from 0 to 65535, got '" +
+                              addr + "'");
       s->listen(static_cast<std::uint16_t>(port), host);
     }
     servers_.push_back(std::move(srv));
@@ -452,19 +519,35 @@ class logd {
                    addr.c_str(), e.message().c_str(), more.c_str());
   }
 
-  void accept(sluice::net::socket& sock) {
+  void accept(sluice::net::socket& sock, bool relp) {
     if (stopping_) {
       sock.destroy();
       return;
     }
     ++connections_;
     auto c = std::make_unique<connection>(connection{&sock, {o_.framing, o_.max_message, true}, peer_of(sock)});
+    // A RELP frame may be longer than --max-message (its message is cut
+    // then, as on --listen), up to librelp's default maximum.
+    if (relp) c->relp = std::make_unique<sluice::relp_session>(std::max<std::size_t>(relp_max_frame, o_.max_message));
     connection* conn = c.get();
     conns_.emplace(&sock, std::move(c));
     if (conns_.size() > trim_mark_) trim_mark_ = conns_.size();
-    sock.on(sluice::event::data, [this, conn](std::string_view chunk) { on_data(*conn, chunk); });
+    if (relp) {
+      // Answers are small writes that a sender waits for: Nagle's
+      // algorithm would hold one back until the last is acknowledged
+      // (a delayed ACK, 40 ms).
+      sock.set_no_delay();
+      sock.on(sluice::event::data, [this, conn](std::string_view chunk) { on_relp_data(*conn, chunk); });
+      // The peer takes its answers again: read it again.
+      sock.on(sluice::event::drain, [this, conn] {
+        conn->held = false;
+        if (!paused_ && !stopping_) conn->sock->resume();
+      });
+    } else {
+      sock.on(sluice::event::data, [this, conn](std::string_view chunk) { on_data(*conn, chunk); });
+    }
     sock.on(sluice::event::end, [this, conn] {
-      if (conn->frames.mid_frame())
+      if (conn->relp ? conn->relp->mid_frame() && !conn->draining : conn->frames.mid_frame())
         std::fprintf(stderr, "sluice-logd: %s: disconnected mid-frame; that frame is lost\n", conn->peer.c_str());
     });
     sock.on(sluice::event::error, [conn](std::error_code e) {
@@ -479,16 +562,18 @@ class logd {
   }
 
   // --idle-timeout: nothing came for that long. A connection paused by
-  // backpressure is silent because of us: it is given another period.
+  // backpressure, or a RELP sender waiting for its answers, is silent
+  // because of us: it is given another period.
   void idle(connection& c) {
-    if (paused_ || stopping_) {
+    if (paused_ || stopping_ || c.in_file > 0) {
       c.sock->set_timeout(o_.idle_timeout);
       return;
     }
     ++idle_closed_;
     if (o_.stats)
       std::fprintf(stderr, "sluice-logd: %s: idle for %s; closing the connection%s\n", c.peer.c_str(),
-                   o_.idle_text.c_str(), c.frames.mid_frame() ? " (mid-frame: that frame is lost)" : "");
+                   o_.idle_text.c_str(),
+                   (c.relp ? c.relp->mid_frame() : c.frames.mid_frame()) ? " (mid-frame: that frame is lost)" : "");
     c.sock->destroy();
   }
 
@@ -508,30 +593,118 @@ class logd {
     }
   }
 
+  // A RELP connection's bytes: its session answers `open` at once; each
+  // `syslog` message goes to FILE, and is answered when its write is done.
+  void on_relp_data(connection& c, std::string_view chunk) {
+    if (c.draining) return;  // after serverclose: the sender sends these again
+    const bool ok = c.relp->feed(chunk, c.answers, [this, &c](std::string_view msg) { write(c, msg); });
+    if (!ok) {
+      ++malformed_;
+      std::fprintf(stderr, "sluice-logd: %s: %s; closing the connection\n", c.peer.c_str(), c.relp->error().c_str());
+      c.sock->destroy();
+      return;
+    }
+    if (c.relp->close_due()) c.relp->answer_close(c.answers);
+    if (!c.answers.empty()) queue_answers(c);
+  }
+
   // One message, one line, every control character and backslash escaped.
-  // Each write's callback counts it as written or not.
+  // Each write's callback counts it as written or not, and answers a RELP
+  // message (never before: the answer says FILE has it).
   void write(connection& c, std::string_view msg) {
-    // An octet-counted frame's one trailing LF (syslog-ng's loggen, many
-    // agents) is no part of the message, as rsyslog has it.
-    if (!msg.empty() && msg.back() == '\n' && c.frames.framing() == sluice::syslog_frame_reader::mode::octet_counting)
+    // An octet-counted frame's (or a RELP message's) one trailing LF
+    // (syslog-ng's loggen, many agents) is no part of the message, as
+    // rsyslog has it.
+    if (!msg.empty() && msg.back() == '\n' &&
+        (c.relp || c.frames.framing() == sluice::syslog_frame_reader::mode::octet_counting))
       msg.remove_suffix(1);
-    if (c.frames.cut()) truncated(c);
+    if (c.relp ? msg.size() > o_.max_message : c.frames.cut()) {
+      msg = msg.substr(0, o_.max_message);
+      truncated(c);
+    }
     ++c.messages;
     c.bytes += msg.size();
     ++messages_;
     bytes_ += msg.size();
-    auto landed = [this](std::error_code ec) {
-      if (!ec) ++written_;
-    };
     bool more;
-    if (!needs_escape(msg)) {
-      more = out_->vprint("{}\n", fmt::make_format_args(msg), landed);
+    if (c.relp) {
+      ++c.in_file;
+      more = put(msg, [this, conn = &c](std::error_code ec) {
+        if (!ec) ++written_;
+        stored(*conn, ec);
+      });
     } else {
-      escape_into(msg, line_);
-      more = out_->write(std::string_view(line_), landed);
+      more = put(msg, [this](std::error_code ec) {
+        if (!ec) ++written_;
+      });
     }
     if (!more && !out_->errored()) set_paused(true);
     if (space_timer_ == 0 && !quitting_) watch_space();
+  }
+
+  bool put(std::string_view msg, sluice::write_cb landed) {
+    if (!needs_escape(msg)) return out_->vprint("{}\n", fmt::make_format_args(msg), std::move(landed));
+    escape_into(msg, line_);
+    return out_->write(std::string_view(line_), std::move(landed));
+  }
+
+  // A RELP message's write is done: answered if it landed. One that did not
+  // is never answered, and so neither are the ones after it (the answers go
+  // in order): the connection is closed, and the sender sends them again.
+  void stored(connection& c, std::error_code ec) {
+    --c.in_file;
+    if (c.gone) {
+      if (c.in_file == 0) delete &c;  // its socket closed before: the last callback frees it
+      return;
+    }
+    if (c.answers_closed) return;  // closed, or said serverclose: no more answers
+    if (ec) {
+      c.answers_closed = true;
+      c.sock->destroy();
+      return;
+    }
+    ++answered_;
+    c.relp->ack_next(c.answers);
+    if (c.relp->close_due()) c.relp->answer_close(c.answers);
+    queue_answers(c);
+  }
+
+  // The answers of a turn go out together: one write a connection, after
+  // every callback of the batch that FILE has just taken.
+  void queue_answers(connection& c) {
+    if (c.flush_queued) return;
+    c.flush_queued = true;
+    to_flush_.push_back(&c);
+    if (flush_scheduled_) return;
+    flush_scheduled_ = true;
+    sluice::loop::current().set_immediate([this] { flush_answers(); });
+  }
+
+  void flush_answers() {
+    flush_scheduled_ = false;
+    std::vector<connection*> now;
+    now.swap(to_flush_);
+    for (connection* c : now) {
+      c->flush_queued = false;
+      send_answers(*c);
+    }
+  }
+
+  // A peer that does not read its answers is not read either, until its
+  // socket drains: what it may send is bounded by what it takes.
+  void send_answers(connection& c) {
+    if (c.answers.empty() || c.answers_closed || c.sock->destroyed()) return;
+    const bool more = c.sock->write(std::move(c.answers));
+    c.answers.clear();
+    if (c.relp->close_answered()) {
+      c.answers_closed = true;
+      c.sock->end();
+      return;
+    }
+    if (!more && !c.held) {
+      c.held = true;
+      c.sock->pause();
+    }
   }
 
   void truncated(const connection& c) {
@@ -573,7 +746,10 @@ class logd {
     if (!p) space_back();
     if (paused_ == p || stopping_) return;
     paused_ = p;
-    for (auto& [sock, c] : conns_) p ? sock->pause() : sock->resume();
+    for (auto& [sock, c] : conns_) {
+      if (p) sock->pause();
+      else if (!c->held) sock->resume();
+    }
   }
 
   void closed(connection& c) {
@@ -583,7 +759,21 @@ class logd {
       else
         std::fprintf(stderr, "sluice-logd: %s: %zu messages, %zu bytes\n", c.peer.c_str(), c.messages, c.bytes);
     }
-    conns_.erase(c.sock);  // the server deletes the socket itself
+    if (c.flush_queued) std::erase(to_flush_, &c);
+    auto it = conns_.find(c.sock);
+    std::unique_ptr<connection> own = std::move(it->second);
+    conns_.erase(it);  // the server deletes the socket itself
+    // Messages of it still on their way to FILE: it lives until their
+    // callbacks (see stored()).
+    if (own->in_file > 0) {
+      own->gone = true;
+      own->sock = nullptr;
+      own.release();
+    }
+    if (stopping_ && conns_.empty() && linger_timer_ != 0) {
+      sluice::loop::current().clear_timeout(linger_timer_);
+      linger_timer_ = 0;
+    }
     // Many connections gone: their buffers go back to the system, not only
     // to malloc's free lists (2,000 senders' partial frames are 130 MB).
     if (trim_mark_ >= 64 && conns_.size() * 2 < trim_mark_) {
@@ -610,6 +800,10 @@ class logd {
   // paused connection) is written, then the file ends. The buffered bytes
   // come out with read(), which emits them as 'data' (as Node's does), so
   // that on_data() frames them: once.
+  //
+  // A RELP connection stays open, not read, until FILE has taken all: its
+  // answers go out, then 'serverclose', and its socket is ended (see
+  // say_serverclose()).
   void stop() {
     if (stopping_) return;
     for (auto& [sock, c] : conns_)
@@ -617,12 +811,47 @@ class logd {
     stopping_ = true;
     for (auto& s : servers_) s->close();
     std::vector<sluice::net::socket*> socks;
-    for (auto& [sock, c] : conns_) socks.push_back(sock);
+    for (auto& [sock, c] : conns_) {
+      if (c->relp && !c->answers_closed) sock->pause();
+      else socks.push_back(sock);
+    }
     for (auto* s : socks) s->destroy();
     out_->end([this](std::error_code ec) {
       if (ec) output_failed(ec);
       else space_back();
       quit();
+      if (!failed_) say_serverclose();
+    });
+  }
+
+  // Every message is written and answered: each RELP sender hears that the
+  // session ends ('serverclose'), and its socket is ended. What it sends
+  // meanwhile is read and dropped (unanswered, so it sends that again
+  // elsewhere), so that the close is a FIN, not a reset that could take
+  // the answers with it; a sender that does not close its side within 2 s
+  // is cut off.
+  void say_serverclose() {
+    std::vector<connection*> relps;
+    for (auto& [sock, c] : conns_)
+      if (c->relp && !sock->destroyed()) relps.push_back(c.get());
+    if (relps.empty()) return;
+    for (connection* c : relps) {
+      send_answers(*c);
+      c->draining = true;
+      if (!c->answers_closed) {
+        std::string bye;
+        sluice::relp_session::append_serverclose(bye);
+        c->sock->write(std::move(bye));
+        c->answers_closed = true;
+        c->sock->end();
+      }
+      c->sock->resume();
+    }
+    linger_timer_ = sluice::loop::current().set_timeout(std::chrono::seconds(2), [this] {
+      linger_timer_ = 0;
+      std::vector<sluice::net::socket*> socks;
+      for (auto& [sock, c] : conns_) socks.push_back(sock);
+      for (auto* s : socks) s->destroy();
     });
   }
 
@@ -672,16 +901,18 @@ class logd {
       std::fprintf(stderr,
                    "{\"messages\":%zu,\"bytes\":%llu,\"written\":%zu,\"not_written\":%zu,\"connections\":%zu,"
                    "\"malformed\":%zu,\"truncated\":%zu,\"idle_closed\":%zu,\"refused\":%zu,\"accept_errors\":%zu,"
-                   "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu}\n",
+                   "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu,\"fsyncs\":%zu,\"relp_answered\":%zu}\n",
                    messages_, b, written_, messages_ - written_, connections_, malformed_, truncated_, idle_closed_,
-                   refused, accept_errors_, worker_->rotations(), worker_->reopens(), worker_->space_waits());
+                   refused, accept_errors_, worker_->rotations(), worker_->reopens(), worker_->space_waits(),
+                   worker_->fsyncs(), answered_);
     else
       std::fprintf(stderr,
                    "sluice-logd: %zu messages, %llu bytes, %zu connections, %zu malformed, %zu rotations, %zu reopens; "
                    "%zu written, %zu not written; %zu truncated, %zu idle closed, %zu refused, %zu accept errors, "
-                   "%zu waits for space\n",
+                   "%zu waits for space; %zu fsyncs, %zu RELP answered\n",
                    messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens(), written_,
-                   messages_ - written_, truncated_, idle_closed_, refused, accept_errors_, worker_->space_waits());
+                   messages_ - written_, truncated_, idle_closed_, refused, accept_errors_, worker_->space_waits(),
+                   worker_->fsyncs(), answered_);
   }
 
   const options& o_;
@@ -692,10 +923,14 @@ class logd {
   sluice::signal_watch term_, int_, hup_;
   sluice::timer_id grace_timer_ = 0, space_timer_ = 0;
   std::string line_;  // an escaped line, reused
+  std::vector<connection*> to_flush_;  // RELP connections with answers to send this turn
+  bool flush_scheduled_ = false;
+  sluice::timer_id linger_timer_ = 0;  // after serverclose: the bound on the senders' closing
   // messages_: read and handed to FILE's stream; written_: of those, the
   // ones whose write succeeded (the rest are "not written").
   std::size_t messages_ = 0, bytes_ = 0, written_ = 0, connections_ = 0, malformed_ = 0;
   std::size_t truncated_ = 0, idle_closed_ = 0, accept_errors_ = 0;
+  std::size_t answered_ = 0;  // RELP messages answered 200
   rate_limited_note accept_note_, truncated_note_;
   std::size_t trim_mark_ = 0;  // the most connections since the last malloc_trim()
   int status_ = 0;
