@@ -38,6 +38,7 @@
 #include "sluice/stream/transform.h"
 #include "sluice/stream/writable.h"
 #include "sluice/syslog/relp_frames.h"
+#include "sluice/syslog/relp_session.h"
 #include "sluice/syslog/relp_writable.h"
 #include "sluice/syslog/syslog_format.h"
 #include "sluice/syslog/syslog_frames.h"
