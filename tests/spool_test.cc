@@ -234,6 +234,38 @@ TEST_CASE("after a SIGKILL, a new spool on the same DIR sends what was left firs
   CHECK(segment_files(d) == 0);
 }
 
+TEST_CASE("a downstream that fails a write fails the spool; what it did not acknowledge is sent by the next spool") {
+  loop l;
+  temp_dir d;
+  {
+    downstream down;
+    spool_writable w(down.make(l, false), opts(l, d));
+    std::error_code seen;
+    w.on(event::error, [&](std::error_code ec) { seen = ec; });
+    std::vector<int> calls(100, 0);
+    int errors = 0;
+    write_all(l, w, 0, 100, calls, errors);
+    REQUIRE(spin(l, [&] { return w.spooled_records() == 100 && down.sink->pending() > 0; }));
+    REQUIRE(spin(l, [&] {
+      while (down.sink->pending() > 0 && w.acked() < 10) down.sink->complete();
+      return w.acked() == 10;
+    }));
+    down.sink->complete(user_error("the receiver refused it"));
+    REQUIRE(spin(l, [&] { return w.destroyed() && bool(seen); }));
+    CHECK(seen == user_error("the receiver refused it"));
+    CHECK(errors == 0);
+    for (int c : calls) CHECK(c == 1);
+  }
+  downstream down;
+  spool_writable w(down.make(l, true), opts(l, d));
+  bool ended = false;
+  w.end([&](std::error_code) { ended = true; });
+  REQUIRE(spin(l, [&] { return ended; }));
+  const auto got = down.got();
+  REQUIRE(got.size() == 90);
+  for (int i = 0; i < 90; ++i) REQUIRE(got[std::size_t(i)] == msg(10 + i));
+}
+
 TEST_CASE("a torn tail after a crash is dropped, counted, never sent") {
   temp_dir d;
   spool_and_die(d, 500, 0);

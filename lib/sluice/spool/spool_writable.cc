@@ -478,7 +478,13 @@ class spool_sink final : public sink {
   // the order of the writes: the oldest segment with records unacknowledged
   // is this one's.
   void on_ack(std::error_code ec, std::uint64_t end) {
-    if (closing_ || ec) return;  // an error: the record stays in the spool, and 'error' says why
+    if (closing_ || destroyed_) return;
+    if (ec) {
+      // The record stays in the spool for the next run; a downstream that
+      // failed a write without failing itself (a refusal it goes on after)
+      // would leave it unacknowledged for good, so the spool fails with it.
+      return on_down_error(ec);
+    }
     for (segment& s : segs_) {
       if (s.acked == s.sent) continue;
       ++s.acked;
