@@ -87,7 +87,7 @@ class log_net_output final : public log_output {
   // "D of N messages not sent" unless all were, and what the receiver may
   // have lost.
   bool report(const log_counts& n, const log_end& end) override {
-    spool_.report(spool_settings_.dir);
+    spool_.report(spool_settings_.dir, end.reason);
     bool ok = end.ok_so_far;
     if (syslog_ && syslog_->maybe_lost() != 0) {
       std::fprintf(stderr,

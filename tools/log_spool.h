@@ -48,10 +48,12 @@ class log_spool {
 
   // Said once, at the end, when the spool still holds lines: the next run
   // on DIR sends them.
-  void report(const std::string& dir) const {
+  // `why`: what stopped the sending, if anything did.
+  void report(const std::string& dir, const std::string& why) const {
     if (spool_ && spool_->segments() != 0)
-      std::fprintf(stderr, "sluice-log: --spool %s: %llu bytes left in the spool, for the next run\n", dir.c_str(),
-                   static_cast<unsigned long long>(spool_->disk_bytes()));
+      std::fprintf(stderr, "sluice-log: --spool %s: %llu bytes left in the spool, for the next run%s%s%s\n",
+                   dir.c_str(), static_cast<unsigned long long>(spool_->disk_bytes()), why.empty() ? "" : " (",
+                   why.c_str(), why.empty() ? "" : ")");
   }
 
   // The spool's part of --stats: appended to the destination's line, or
