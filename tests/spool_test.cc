@@ -410,6 +410,60 @@ TEST_CASE("a spool that cannot be written (ENOSPC): said once, then backpressure
   for (int i = 0; i < n; ++i) REQUIRE(got[std::size_t(i)] == msg(i));
 }
 
+TEST_CASE("spool_sync::batch: one fsync a batch before its callbacks; an fsync that fails (EIO) is a spool that cannot be written") {
+  loop l;
+  temp_dir d;
+  fault_injector faults;
+  {
+    downstream down;
+    auto o = opts(l, d);
+    o.sync = spool_sync::batch;
+    spool_writable w(down.make(l, true), o);
+    const std::size_t before = faults.calls(sys_call::fsync);
+    std::vector<int> calls(300, 0);
+    int errors = 0;
+    write_all(l, w, 0, 300, calls, errors);
+    REQUIRE(spin(l, [&] { return std::count(calls.begin(), calls.end(), 1) == 300; }));
+    // 300 records in one turn: a batch, 4 KiB segments: a handful of
+    // pieces, each synced (and the directory for each new segment).
+    const std::size_t syncs = faults.calls(sys_call::fsync) - before;
+    CHECK(syncs >= 2);
+    CHECK(syncs <= 20);
+    bool ended = false;
+    w.end([&](std::error_code ec) { ended = true, errors += bool(ec); });
+    REQUIRE(spin(l, [&] { return ended; }));
+    CHECK(errors == 0);
+    CHECK(down.got().size() == 300);
+  }
+  downstream down;
+  auto o = opts(l, d);
+  o.sync = spool_sync::batch;
+  int said = 0;
+  std::error_code said_ec;
+  o.on_spool_error = [&](std::error_code ec) { ++said, said_ec = ec; };
+  spool_writable w(down.make(l, false, 16), o);
+  faults.set_rate(sys_call::fsync, 1.0, {fault::eio});
+  std::vector<int> calls(500, 0);
+  int errors = 0;
+  write_all(l, w, 0, 500, calls, errors);
+  bool ended = false;
+  w.end([&](std::error_code ec) { ended = true, errors += bool(ec); });
+  REQUIRE(spin(l, [&] {
+    while (down.sink->pending() > 0) down.sink->complete();
+    return ended;
+  }));
+  faults.stop();
+  CHECK(said == 1);
+  CHECK(said_ec == std::errc::io_error);
+  CHECK(errors == 0);
+  for (int c : calls) CHECK(c == 1);
+  const auto got = down.got();
+  REQUIRE(got.size() == 500);
+  for (int i = 0; i < 500; ++i) REQUIRE(got[std::size_t(i)] == msg(i));
+  // What failed its fsync was cut back, not left to be sent twice.
+  CHECK(w.spooled_records() == 0);
+}
+
 TEST_CASE("DIR: made 0700, files 0600; a symbolic link, a DIR others can write, or one in use is refused") {
   loop l;
   temp_dir d;
