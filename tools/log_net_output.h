@@ -15,6 +15,7 @@
 
 #include "log_dest.h"
 #include "log_output.h"
+#include "log_spool.h"
 #include "sluice/sluice.h"
 #include "tool.h"
 #if SLUICE_LOG_KAFKA
@@ -31,11 +32,21 @@ class log_net_output final : public log_output {
   // line cut to it. A Kafka module that cannot load, or a property
   // librdkafka refuses, is bad usage (`tool`).
   log_net_output(const tool& tool, const log_destination& dest, const std::string& name,
-                 const sluice::syslog_options& syslog, const kafka_config& kafka, std::size_t max_message)
-      : tool_(tool), dest_(dest), name_(name), syslog_options_(syslog), kafka_(kafka), max_message_(max_message) {}
+                 const sluice::syslog_options& syslog, const kafka_config& kafka, std::size_t max_message,
+                 const log_spool_settings& spool = {})
+      : tool_(tool), dest_(dest), name_(name), syslog_options_(syslog), kafka_(kafka), max_message_(max_message),
+        spool_settings_(spool) {}
 
   // A receiver that is away is not an error (unless --give-up-after).
+  // With --spool, the destination's writable sits behind the spool.
   bool open() override {
+    if (!open_destination()) return false;
+    if (spool_settings_.dir.empty()) return true;
+    out_ = spool_.wrap(std::move(out_), spool_settings_, name_);
+    return out_ != nullptr;
+  }
+
+  bool open_destination() {
     if (dest_.type != log_destination::kind::kafka) {
       sluice::syslog_options so = syslog_options_;
       so.on_connection_lost = [this](std::error_code ec, std::size_t n) {
@@ -76,6 +87,7 @@ class log_net_output final : public log_output {
   // "D of N messages not sent" unless all were, and what the receiver may
   // have lost.
   bool report(const log_counts& n, const log_end& end) override {
+    spool_.report(spool_settings_.dir, end.reason);
     bool ok = end.ok_so_far;
     if (syslog_ && syslog_->maybe_lost() != 0) {
       std::fprintf(stderr,
@@ -112,18 +124,20 @@ class log_net_output final : public log_output {
       if (json)
         std::fprintf(stderr,
                      "{\"lines\":%zu,\"sent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,\"maybe_lost\":%zu,"
-                     "\"truncated\":%zu}\n",
-                     n.lines, n.written, n.unsent, reconnects, lost, cut);
+                     "\"truncated\":%zu%s}\n",
+                     n.lines, n.written, n.unsent, reconnects, lost, cut, spool_.stats(true).c_str());
       else
         std::fprintf(stderr,
-                     "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects, %zu maybe lost, %zu truncated\n",
-                     n.lines, n.written, n.unsent, reconnects, lost, cut);
+                     "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects, %zu maybe lost, %zu truncated%s\n",
+                     n.lines, n.written, n.unsent, reconnects, lost, cut, spool_.stats(false).c_str());
       return;
     }
     if (json)
-      std::fprintf(stderr, "{\"lines\":%zu,\"delivered\":%zu,\"failed\":%zu}\n", n.lines, n.written, n.unsent);
+      std::fprintf(stderr, "{\"lines\":%zu,\"delivered\":%zu,\"failed\":%zu%s}\n", n.lines, n.written, n.unsent,
+                   spool_.stats(true).c_str());
     else
-      std::fprintf(stderr, "sluice-log: %zu lines, %zu delivered, %zu failed\n", n.lines, n.written, n.unsent);
+      std::fprintf(stderr, "sluice-log: %zu lines, %zu delivered, %zu failed%s\n", n.lines, n.written, n.unsent,
+                   spool_.stats(false).c_str());
   }
 
  private:
@@ -157,7 +171,9 @@ class log_net_output final : public log_output {
   const sluice::syslog_options& syslog_options_;
   [[maybe_unused]] const kafka_config& kafka_;  // for kafka:// only
   std::size_t max_message_;
-  sluice::syslog_writable* syslog_ = nullptr;  // out_, for syslog://
+  log_spool_settings spool_settings_;
+  log_spool spool_;                            // with --spool
+  sluice::syslog_writable* syslog_ = nullptr;  // out_ (or behind the spool), for syslog://
   bool noted_truncation_ = false;  // the first line cut to --max-message was noted
 };
 

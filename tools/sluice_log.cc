@@ -100,6 +100,10 @@ Options for every DEST:
                             L: of S, sent on connections the receiver broke
                             (see 'Lost connections'), T: cut to
                             --max-message)
+                    with --spool, S counts the lines taken into the
+                    spool, and the line goes on: 'P spooled (B bytes), Q
+                    sent from spool, A acked, G segments left, R
+                    recovered, T torn bytes, F spool failures'
                     kafka:  'sluice-log: N lines, D delivered, F failed'
                             (D: acknowledged by the broker)
   --json            with --stats: print them as one JSON object instead:
@@ -163,6 +167,24 @@ Options for syslog:// and syslog+unix: (each line is sent as RFC 5424,
                     takes. T is a whole number with ms, s (the default) or m.
 
 Options for a network DEST:
+  --spool DIR       a durable spool: each line goes to an append-only
+                    segment file in DIR (made 0700; refused if a symbolic
+                    link, another user's, or writable by others) and is
+                    sent from there, in order; a segment is deleted once
+                    all its lines are sent (syslog) or acknowledged. While
+                    the receiver is away or slow, the input is read on into
+                    the spool instead of being held back. A run that could
+                    not send everything (killed, --give-up-after, --grace)
+                    leaves the rest in DIR, and the next run on DIR sends it
+                    first. A line counts as written once it is in the spool
+                    (in the kernel: it survives sluice-log, not a power
+                    loss); the exit status is 0 only once every line is sent
+                    and the spool empty. A spool that cannot be written
+                    (ENOSPC, EIO) is said once on standard error, and lines
+                    then wait in memory, with backpressure, as without it.
+  --spool-max SIZE  the most the spool holds on disk (default 1G; SIZE as
+                    --max-size, at least 64K); when full, the input is held
+                    back as without --spool
   --grace T         after SIGTERM or SIGINT, wait at most T (default 5s; as
                     --give-up-after) for the receiver to take the messages
                     read; then drop the rest, counted, and exit 1
@@ -249,13 +271,14 @@ struct options {
   bool json = false;
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
   std::size_t max_message = sluice_tools::default_max_message;
+  sluice_tools::log_spool_settings spool;
 };
 
 options parse_args(int argc, char** argv) {
   options o;
   enum {
     max_size = 256, keep, timestamp, fsync, max_line_length, stats, json,
-    framing, facility, severity, app_name, hostname, give_up_after, grace, max_message,
+    framing, facility, severity, app_name, hostname, give_up_after, grace, max_message, spool, spool_max,
   };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
@@ -273,14 +296,17 @@ options parse_args(int argc, char** argv) {
       {"give-up-after", required_argument, nullptr, give_up_after},
       {"grace", required_argument, nullptr, grace},
       {"max-message", required_argument, nullptr, max_message},
+      {"spool", required_argument, nullptr, spool},
+      {"spool-max", required_argument, nullptr, spool_max},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   // Which options were given, by kind, to check them against DEST.
   const char* file_option = nullptr;    // --max-size, --keep, --fsync
   const char* syslog_option = nullptr;  // --framing ... --give-up-after
-  const char* network_option = nullptr; // --grace
+  const char* network_option = nullptr; // --grace, --spool, --spool-max
   const char* kafka_option = nullptr;   // -X
+  bool spool_max_given = false;
   opterr = 0;  // the messages below say more
   int c;
   std::uint64_t v = 0;
@@ -367,6 +393,19 @@ options parse_args(int argc, char** argv) {
         o.max_message = static_cast<std::size_t>(v);
         syslog_option = "--max-message";
         break;
+      case spool:
+        if (optarg[0] == '\0') this_tool.usage_error("--spool is empty");
+        o.spool.dir = optarg;
+        network_option = "--spool";
+        break;
+      case spool_max:
+        if (!parse_size(optarg, true, UINT64_MAX >> 1, v) || v < 64 * 1024)
+          this_tool.usage_error(std::string("--spool-max wants a number of bytes from 64K, with K, M or G or none, got '") +
+                                optarg + "'");
+        o.spool.max_bytes = v;
+        spool_max_given = true;
+        network_option = "--spool-max";
+        break;
       case 'X': {
         const char* eq = std::strchr(optarg, '=');
         if (!eq || eq == optarg || eq[1] == '\0')
@@ -382,6 +421,8 @@ options parse_args(int argc, char** argv) {
     }
   }
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
+  if (spool_max_given && o.spool.dir.empty())
+    this_tool.usage_error("--spool-max goes with --spool");
   if (optind == argc) this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH or kafka://...)");
   if (argc - optind > 1) this_tool.usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
   o.dest_text = argv[optind];
@@ -444,7 +485,7 @@ class log_tool {
   explicit log_tool(const options& o) : o_(o) {
     if (o.dest.network())
       out_ = std::make_unique<sluice_tools::log_net_output>(this_tool, o.dest, o.dest_text, o.syslog, o.kafka_config,
-                                                            o.max_message);
+                                                            o.max_message, o.spool);
     else
       out_ = std::make_unique<sluice_tools::log_file_output>(o.dest.file, o.dest_text, o.log);
   }

@@ -26,6 +26,7 @@
 #include "sluice/sinks/sink.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/sources/fd_source.h"
+#include "sluice/spool/spool_writable.h"
 #include "sluice/sources/source.h"
 #include "sluice/stream/duplex.h"
 #include "sluice/stream/fanout.h"

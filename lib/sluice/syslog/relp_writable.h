@@ -92,7 +92,8 @@ struct relp_options {
 /// What it does not do (yet): keep messages past the life of the process.
 /// What the stream holds, and the unanswered window, are in memory only:
 /// a crash or a destroy() loses them (their callbacks, for destroy(), hear
-/// ERR_STREAM_DESTROYED). A spool on disk is later work.
+/// ERR_STREAM_DESTROYED). Put it behind a spool_writable
+/// (sluice/spool/spool_writable.h) to keep them on disk until answered.
 ///
 /// end(): once every message is answered, sends `close`, waits for its
 /// answer, and closes the connection; then the callback.

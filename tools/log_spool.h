@@ -1,0 +1,86 @@
+// sluice-log's --spool DIR [--spool-max SIZE]: the network destination's
+// writable put behind a spool_writable, so that lines go to segment files
+// in DIR while the receiver is away or slow, are sent from there, and what
+// a run could not send is sent first by the next run on the same DIR.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "sluice/sluice.h"
+
+namespace sluice_tools {
+
+struct log_spool_settings {
+  std::string dir;  // empty: no spool
+  std::uint64_t max_bytes = std::uint64_t{1} << 30;
+};
+
+class log_spool {
+ public:
+  // Puts `down` behind a spool on settings.dir; null after saying why on
+  // standard error (a DIR refused).
+  std::unique_ptr<sluice::writable> wrap(std::unique_ptr<sluice::writable> down, const log_spool_settings& s,
+                                         const std::string& name) {
+    sluice::spool_options o;
+    o.dir = s.dir;
+    o.max_bytes = s.max_bytes;
+    o.on_spool_error = [dir = s.dir, name](std::error_code ec) {
+      std::fprintf(stderr,
+                   "sluice-log: %s: --spool %s cannot be written (%s): lines wait in memory, the input held back, "
+                   "until it can\n",
+                   name.c_str(), dir.c_str(), ec.message().c_str());
+    };
+    std::error_code ec;
+    auto w = sluice::spool_writable::open(std::move(down), o, ec);
+    if (!w) {
+      std::fprintf(stderr, "sluice-log: --spool %s: %s\n", s.dir.c_str(), ec.message().c_str());
+      return nullptr;
+    }
+    spool_ = w.get();
+    return w;
+  }
+
+  explicit operator bool() const noexcept { return spool_ != nullptr; }
+
+  // Said once, at the end, when the spool still holds lines: the next run
+  // on DIR sends them.
+  // `why`: what stopped the sending, if anything did.
+  void report(const std::string& dir, const std::string& why) const {
+    if (spool_ && spool_->segments() != 0)
+      std::fprintf(stderr, "sluice-log: --spool %s: %llu bytes left in the spool, for the next run%s%s%s\n",
+                   dir.c_str(), static_cast<unsigned long long>(spool_->disk_bytes()), why.empty() ? "" : " (",
+                   why.c_str(), why.empty() ? "" : ")");
+  }
+
+  // The spool's part of --stats: appended to the destination's line, or
+  // its JSON object's fields.
+  std::string stats(bool json) const {
+    if (!spool_) return {};
+    char b[256];
+    const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+    if (json)
+      std::snprintf(b, sizeof b,
+                    ",\"spooled\":%llu,\"spooled_bytes\":%llu,\"sent_from_spool\":%llu,\"acked_from_spool\":%llu,"
+                    "\"segments\":%zu,\"recovered_segments\":%zu,\"torn_bytes\":%llu,\"spool_failures\":%zu",
+                    u(spool_->spooled_records()), u(spool_->spooled_bytes()), u(spool_->sent_from_spool()),
+                    u(spool_->acked()), spool_->segments(), spool_->recovered_segments(), u(spool_->torn_bytes()),
+                    spool_->spool_failures());
+    else
+      std::snprintf(b, sizeof b,
+                    ", %llu spooled (%llu bytes), %llu sent from spool, %llu acked, %zu segments left, %zu "
+                    "recovered, %llu torn bytes, %zu spool failures",
+                    u(spool_->spooled_records()), u(spool_->spooled_bytes()), u(spool_->sent_from_spool()),
+                    u(spool_->acked()), spool_->segments(), spool_->recovered_segments(), u(spool_->torn_bytes()),
+                    spool_->spool_failures());
+    return b;
+  }
+
+ private:
+  sluice::spool_writable* spool_ = nullptr;
+};
+
+}  // namespace sluice_tools
