@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -171,7 +172,7 @@ TEST_CASE("gzip: gunzip reads concatenated members (as gzip -d does) and ignores
   CHECK(same(through(create_gunzip(), two + std::string(10, '\0')), "first\nsecond\n"));
 }
 
-TEST_CASE("deflate: zlib format both ways, checked by an independent inflater (our own output decoded by python's zlib)") {
+TEST_CASE("deflate: zlib format both ways, our output decoded by another inflater (Python's zlib, where there is one)") {
   const std::string input = log_text(1 << 20, 7);
   const std::string z = through(create_deflate({.level = 6}), input);
   CHECK(static_cast<unsigned char>(z[0]) == 0x78);  // the zlib header: deflate, 32 KiB window
@@ -179,14 +180,19 @@ TEST_CASE("deflate: zlib format both ways, checked by an independent inflater (o
   tool_files f;
   spit(f.out, z);
   spit(f.in, input);
-  CHECK(same(sh("python3 -c 'import sys,zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read()))' < " +
-           f.out), input));
+  // Python's zlib, where there is one, is an inflater that is not ours.
+  if (std::system("command -v python3 >/dev/null 2>&1") == 0)
+    CHECK(same(sh("python3 -c 'import sys,zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read()))' < " +
+                  f.out),
+               input));
+  else
+    MESSAGE("python3 not found: our deflate output not checked by another inflater");
   CHECK(same(through(create_inflate_raw(), through(create_deflate_raw(), input)), input));
 }
 
 TEST_CASE("zstd: our output is what zstd -d reads back, zstd's is what we read back, byte for byte the same frame") {
   tool_files f;
-  for (const std::string& input : {log_text(3 << 20, 3), random_bytes(300000, 4), std::string()}) {
+  for (const std::string& input : {log_text(1 << 20, 3), random_bytes(300000, 4), std::string()}) {
     CAPTURE(input.size());
     spit(f.in, input);
     for (int level : {1, 3, 19}) {
