@@ -74,4 +74,20 @@ inline bool parse_fsync(const std::string& p, sluice::log_options& log) {
   return true;
 }
 
+// none, gzip or zstd into `log` (--compress); false for anything else.
+// Whether this build can compress so is for the caller to check
+// (sluice::log_compression_available()).
+inline bool parse_compress(const std::string& p, sluice::log_options& log) {
+  using compression = sluice::log_options::compression;
+  if (p == "none")
+    log.compress = compression::none;
+  else if (p == "gzip")
+    log.compress = compression::gzip;
+  else if (p == "zstd")
+    log.compress = compression::zstd;
+  else
+    return false;
+  return true;
+}
+
 }  // namespace sluice_tools

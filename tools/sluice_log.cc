@@ -129,6 +129,10 @@ Options for a FILE:
                     line lands once and no file passes SIZE.
   --keep N          rotated files to keep (FILE.1, the newest, to FILE.N;
                     older ones are removed). Default 5; 0 keeps none.
+  --compress METHOD gzip or zstd: rotated files become FILE.N.gz or
+                    FILE.N.zst, compressed by a background thread (FILE
+                    itself stays plain); --keep counts them. none, the
+                    default: rotated files stay as they are.
   --fsync POLICY    when to fsync FILE:
                       never      leave it to the kernel (the default)
                       end        each file once, before it is closed (at
@@ -279,10 +283,12 @@ options parse_args(int argc, char** argv) {
   enum {
     max_size = 256, keep, timestamp, fsync, max_line_length, stats, json,
     framing, facility, severity, app_name, hostname, give_up_after, grace, max_message, spool, spool_max,
+      compress,
   };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
       {"keep", required_argument, nullptr, keep},
+      {"compress", required_argument, nullptr, compress},
       {"timestamp", no_argument, nullptr, timestamp},
       {"fsync", required_argument, nullptr, fsync},
       {"max-line-length", required_argument, nullptr, max_line_length},
@@ -302,7 +308,7 @@ options parse_args(int argc, char** argv) {
       {nullptr, 0, nullptr, 0},
   };
   // Which options were given, by kind, to check them against DEST.
-  const char* file_option = nullptr;    // --max-size, --keep, --fsync
+  const char* file_option = nullptr;    // --max-size, --keep, --fsync, --compress
   const char* syslog_option = nullptr;  // --framing ... --give-up-after
   const char* network_option = nullptr; // --grace, --spool, --spool-max
   const char* kafka_option = nullptr;   // -X
@@ -323,6 +329,13 @@ options parse_args(int argc, char** argv) {
           this_tool.usage_error(std::string("--keep wants a whole number from 0 to 100000, got '") + optarg + "'");
         o.log.keep = static_cast<unsigned>(v);
         file_option = "--keep";
+        break;
+      case compress:
+        if (!sluice_tools::parse_compress(optarg, o.log))
+          this_tool.usage_error(std::string("--compress wants none, gzip or zstd, got '") + optarg + "'");
+        if (!sluice::log_compression_available(o.log.compress))
+          this_tool.usage_error(std::string("--compress ") + optarg + ": this sluice-log was built without it");
+        file_option = "--compress";
         break;
       case timestamp:
         o.timestamp = true;

@@ -50,9 +50,16 @@ inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), stream_category()};
 }
 
+/// A category whose errors carry a Node `code` of their own besides the
+/// message (zlib's `Z_DATA_ERROR`, say): code_name() asks it.
+class coded_error_category : public std::error_category {
+ public:
+  virtual std::string code(int value) const = 0;
+};
+
 /// The name a trace prints for an error: Node's `ERR_*` code for stream
-/// errors, the errno name (`EPIPE`, `ENOSPC`, ...) for system errors, else the
-/// message. Example: code_name(make_error_code(errc::write_after_end)) is
+/// errors, the errno name (`EPIPE`, `ENOSPC`, ...) for system errors, the
+/// code of a coded_error_category, else the message. Example: code_name(make_error_code(errc::write_after_end)) is
 /// "ERR_STREAM_WRITE_AFTER_END".
 std::string code_name(const std::error_code& ec);
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <utility>
 
+#include "sluice/errors.h"
+#include "sluice/detail/compress_file.h"
 #include "sluice/detail/open_file.h"
 #include "sluice/detail/syscalls.h"
 
@@ -51,8 +53,19 @@ log_rotation::log_rotation(int fd, const std::string& path, const log_options& o
   check_kind();
   rotated_.reserve(options.keep);
   for (unsigned i = 1; i <= options.keep; ++i) rotated_.push_back(path + "." + std::to_string(i));
+  if (options.compress != log_options::compression::none) {
+    if (!log_compression_available(options.compress))
+      throw stream_error(std::make_error_code(std::errc::operation_not_supported),
+                         "this sluice was built without " +
+                             std::string(options.compress == log_options::compression::gzip ? "zlib" : "libzstd"));
+    if (options.keep > 0) {
+      compressor_ = std::make_unique<log_compressor>(path, options.keep, options);
+      compressor_->recover();
+    }
+  }
 } catch (...) {
   ::close(fd);
+  throw;
 }
 
 log_rotation::log_rotation(const std::string& path, const log_options& options)
@@ -133,7 +146,9 @@ void log_rotation::end_call() noexcept {
 
 std::error_code log_rotation::rotate() noexcept {
   if (const std::error_code ec = sync_if_dirty()) return ec;
-  if (rotated_.empty()) {
+  if (compressor_) {
+    if (const std::error_code ec = rotate_compressed()) return ec;
+  } else if (rotated_.empty()) {
     if (const std::error_code ec = unlink_if_there(path_)) return ec;
   } else {
     // Only the files below the first missing number move up, into the gap;
@@ -149,6 +164,31 @@ std::error_code log_rotation::rotate() noexcept {
   if (fd < 0) return last_error();
   ++rotations_;
   return adopt(fd);
+}
+
+// rotate()'s renames when rotated files are compressed: each number holds
+// app.log.N or app.log.N.gz (a file the compressor has not reached yet), so
+// both move up; the compressor's own renames wait meanwhile. Then app.log
+// is app.log.1, queued for compression.
+std::error_code log_rotation::rotate_compressed() noexcept {
+  const log_compressor& c = *compressor_;
+  std::lock_guard chain(compressor_->chain_mutex());
+  std::size_t gap = 0;
+  while (gap + 1 < rotated_.size() && (::access(c.plain(gap).c_str(), F_OK) == 0 ||
+                                       ::access(c.packed(gap).c_str(), F_OK) == 0))
+    ++gap;
+  // The oldest, when there is no gap, goes in either form.
+  if (const std::error_code ec = unlink_if_there(c.plain(gap))) return ec;
+  if (const std::error_code ec = unlink_if_there(c.packed(gap))) return ec;
+  for (std::size_t i = gap; i > 0; --i) {
+    if (const std::error_code ec = rename_if_there(c.plain(i - 1), c.plain(i))) return ec;
+    if (const std::error_code ec = rename_if_there(c.packed(i - 1), c.packed(i))) return ec;
+  }
+  if (const std::error_code ec = rename_if_there(path_, c.plain(0))) return ec;
+  // A file that cannot be queued stays plain, and is queued at the next
+  // start: no reason to fail the writes.
+  (void)compressor_->add(c.plain(0));
+  return {};
 }
 
 std::error_code log_rotation::reopen() noexcept { return open_again(reopens_); }

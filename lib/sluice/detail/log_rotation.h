@@ -10,10 +10,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "sluice/detail/log_compressor.h"
 #include "sluice/sinks/log_options.h"
 #include "sluice/sinks/sink.h"
 
@@ -46,6 +48,14 @@ namespace sluice::detail {
 /// (every writer's bytes); the rename chain runs under it. So no line ever
 /// goes to a file after it was rotated, no rename overwrites another's, and
 /// no file passes max_size (but for a chunk larger than max_size).
+///
+/// With options.compress, rotated files are app.log.N.gz (or .zst): rotate()
+/// renames app.log to app.log.1 as ever, and a log_compressor thread
+/// compresses it there (see log_compressor.h); each number holds a plain
+/// or a compressed file, and keep counts both. The constructor finishes
+/// what a crash left (log_compressor::recover()); the destructor waits for
+/// the files still queued. The compressor's renames are excluded from this
+/// process's rotations only: two processes compressing one log may race.
 class log_rotation {
  public:
   /// open(2) of a log: O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |
@@ -115,10 +125,13 @@ class log_rotation {
   std::size_t follows() const noexcept { return follows_; }
   std::size_t fsyncs() const noexcept { return fsyncs_; }
   std::uint64_t bytes_written() const noexcept { return bytes_written_; }
+  /// The compressor of rotated files, or null without options.compress.
+  log_compressor* compressor() const noexcept { return compressor_.get(); }
 
  private:
   std::error_code adopt(int fd) noexcept;
   std::error_code prepare_shared(std::size_t next_chunk) noexcept;
+  std::error_code rotate_compressed() noexcept;
   std::error_code lock_current() noexcept;
   std::error_code open_again(std::size_t& count) noexcept;
   void check_kind() noexcept;
@@ -139,6 +152,8 @@ class log_rotation {
   std::size_t follows_ = 0;  // the path opened again after another writer rotated
   std::size_t fsyncs_ = 0;
   std::uint64_t bytes_written_ = 0;
+  // Last, so that it goes first: it may still be renaming in rotated_'s names.
+  std::unique_ptr<log_compressor> compressor_;
 };
 
 }  // namespace sluice::detail

@@ -19,6 +19,18 @@ struct log_options {
   /// For a file that is created.
   mode_t permissions = 0644;
 
+  /// How rotated files are kept: as they are (app.log.1), or compressed
+  /// (app.log.1.gz, app.log.1.zst) by a background thread, so that a
+  /// rotation does not stall the writes; the live file stays plain. A
+  /// compressed file replaces the plain one only once whole and synced; at
+  /// the next start, what a crash left half done is finished or removed.
+  /// gzip and zstd need sluice built with zlib and libzstd
+  /// (log_compression_available()); keep counts the compressed files.
+  enum class compression { none, gzip, zstd };
+  compression compress = compression::none;
+  /// The codec's level: 0 means its default (gzip 6, zstd 3).
+  int compress_level = 0;
+
   enum class fsync_policy {
     never,        // leave it to the kernel
     at_end,       // each file, once, before it is closed (end, rotation, reopen)
@@ -39,5 +51,9 @@ struct log_options {
   bool wait_for_space = false;
   std::chrono::milliseconds space_retry{1000};
 };
+
+/// Whether this build of sluice can compress rotated files with `c` (none:
+/// always): it was built with zlib for gzip, with libzstd for zstd.
+bool log_compression_available(log_options::compression c) noexcept;
 
 }  // namespace sluice

@@ -117,7 +117,9 @@ bool writable::writable_need_drain() const noexcept {
 [[gnu::always_inline]] inline write_req& writable::make_req(std::string_view chunk) {
   write_req& r = pool_.acquire();
   if (chunk.empty()) {
-    r.data = {};
+    // Nothing to copy; the view keeps its address, by which a transform
+    // tells its own marker writes (zlib_base's flush()) from a caller's.
+    r.data = chunk;
   } else if (chunk.size() <= detail::byte_arena::max_chunk) [[likely]] {
     r.data = {reinterpret_cast<const char*>(pool_.arena.copy(chunk.data(), chunk.size())), chunk.size()};
   } else {

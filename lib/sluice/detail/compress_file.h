@@ -1,0 +1,25 @@
+// compress_file: one whole file compressed into another, gzip or zstd, on
+// the calling thread (log rotation's background thread), with zlib's and
+// libzstd's plain APIs: it sits below the streams, as every sink does.
+#pragma once
+
+#include <string_view>
+#include <system_error>
+
+#include "sluice/sinks/log_options.h"
+
+namespace sluice {
+
+namespace detail {
+
+/// The name suffix of `c`: ".gz", ".zst", "" for none.
+std::string_view compression_suffix(log_options::compression c) noexcept;
+
+/// Reads `in_fd` to its end and writes it compressed to `out_fd` (one gzip
+/// member as gzip -n writes it, or one zstd frame with a checksum), at
+/// `level` (0: the codec's default). errc::operation_not_supported when
+/// this build lacks the codec.
+std::error_code compress_file(int in_fd, int out_fd, log_options::compression c, int level) noexcept;
+
+}  // namespace detail
+}  // namespace sluice
