@@ -1,4 +1,4 @@
-#include "sluice/spool/spool_segment.h"
+#include "sluice/detail/spool_segment.h"
 
 #include <array>
 #include <cstring>
