@@ -1,6 +1,7 @@
 // sluice-log's network destinations: syslog:// and syslog+unix: (a
-// syslog_writable that connects at once and reconnects on its own), and
-// kafka:// (a module loaded only then, log_kafka.h).
+// syslog_writable that connects at once and reconnects on its own),
+// relp:// (a relp_writable: a line counts once the receiver acknowledged
+// it), and kafka:// (a module loaded only then, log_kafka.h).
 #pragma once
 
 #include <dlfcn.h>
@@ -16,6 +17,7 @@
 #include "log_dest.h"
 #include "log_output.h"
 #include "sluice/sluice.h"
+#include "sluice/syslog/relp_writable.h"
 #include "tool.h"
 #if SLUICE_LOG_KAFKA
 #include "log_kafka.h"
@@ -31,11 +33,19 @@ class log_net_output final : public log_output {
   // line cut to it. A Kafka module that cannot load, or a property
   // librdkafka refuses, is bad usage (`tool`).
   log_net_output(const tool& tool, const log_destination& dest, const std::string& name,
-                 const sluice::syslog_options& syslog, const kafka_config& kafka, std::size_t max_message)
-      : tool_(tool), dest_(dest), name_(name), syslog_options_(syslog), kafka_(kafka), max_message_(max_message) {}
+                 const sluice::syslog_options& syslog, const sluice::relp_options& relp, const kafka_config& kafka,
+                 std::size_t max_message)
+      : tool_(tool), dest_(dest), name_(name), syslog_options_(syslog), relp_options_(relp), kafka_(kafka),
+        max_message_(max_message) {}
 
   // A receiver that is away is not an error (unless --give-up-after).
   bool open() override {
+    if (dest_.type == log_destination::kind::relp_tcp) {
+      auto w = std::make_unique<sluice::relp_writable>(relp_options_);
+      relp_ = w.get();
+      out_ = std::move(w);
+      return true;
+    }
     if (dest_.type != log_destination::kind::kafka) {
       sluice::syslog_options so = syslog_options_;
       so.on_connection_lost = [this](std::error_code ec, std::size_t n) {
@@ -66,7 +76,8 @@ class log_net_output final : public log_output {
   bool network() const noexcept override { return true; }
 
   void landed() override {
-    if (syslog_ && !noted_truncation_ && syslog_->truncated() != 0) {
+    const std::size_t cut = syslog_ ? syslog_->truncated() : relp_ ? relp_->truncated() : 0;
+    if (!noted_truncation_ && cut != 0) {
       noted_truncation_ = true;
       std::fprintf(stderr, "sluice-log: %s: a line longer than --max-message %zu bytes (header included) was sent "
                    "truncated; --stats counts them\n", name_.c_str(), max_message_);
@@ -93,9 +104,16 @@ class log_net_output final : public log_output {
                    n.lines - n.written - n.unsent, n.lines);
       ok = false;
     }
+    if (relp_ && relp_->refused() != 0) {
+      // A refusal fails its message only: the stream went on.
+      std::fprintf(stderr, "sluice-log: %s: the receiver refused %zu message%s (answered other than 200)\n",
+                   name_.c_str(), relp_->refused(), relp_->refused() == 1 ? "" : "s");
+      ok = false;
+    }
     if (n.unsent != 0) {
-      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages not sent: %s\n", name_.c_str(), n.unsent, n.lines,
-                   end.reason.empty() ? "unknown" : end.reason.c_str());
+      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages not %s: %s\n", name_.c_str(), n.unsent, n.lines,
+                   relp_ ? "acknowledged" : "sent",
+                   !end.reason.empty() ? end.reason.c_str() : relp_ && relp_->refused() == n.unsent ? "refused" : "unknown");
       ok = false;
     } else if (!end.finished && ok) {
       std::fprintf(stderr, "sluice-log: %s: %s\n", name_.c_str(),
@@ -106,6 +124,21 @@ class log_net_output final : public log_output {
   }
 
   void print_stats(const log_counts& n, bool json) const override {
+    if (relp_) {
+      const std::size_t resent = relp_->resent(), reconnects = relp_->reconnects();
+      const std::size_t refused = relp_->refused(), cut = relp_->truncated();
+      if (json)
+        std::fprintf(stderr,
+                     "{\"lines\":%zu,\"acked\":%zu,\"resent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,"
+                     "\"refused\":%zu,\"truncated\":%zu}\n",
+                     n.lines, n.written, resent, n.unsent, reconnects, refused, cut);
+      else
+        std::fprintf(stderr,
+                     "sluice-log: %zu lines, %zu acked, %zu resent, %zu dropped, %zu reconnects, %zu refused, "
+                     "%zu truncated\n",
+                     n.lines, n.written, resent, n.unsent, reconnects, refused, cut);
+      return;
+    }
     if (syslog_) {
       const std::size_t reconnects = syslog_->reconnects();
       const std::size_t lost = syslog_->maybe_lost(), cut = syslog_->truncated();
@@ -155,9 +188,11 @@ class log_net_output final : public log_output {
   const log_destination& dest_;
   const std::string& name_;
   const sluice::syslog_options& syslog_options_;
+  const sluice::relp_options& relp_options_;
   [[maybe_unused]] const kafka_config& kafka_;  // for kafka:// only
   std::size_t max_message_;
   sluice::syslog_writable* syslog_ = nullptr;  // out_, for syslog://
+  sluice::relp_writable* relp_ = nullptr;      // out_, for relp://
   bool noted_truncation_ = false;  // the first line cut to --max-message was noted
 };
 
