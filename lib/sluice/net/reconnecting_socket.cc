@@ -9,9 +9,11 @@ namespace sluice::net {
 reconnecting_socket::reconnecting_socket(const reconnect_options& options, hooks h)
     : o_(options), h_(std::move(h)), backoff_(options.reconnect_min) {}
 
-reconnecting_socket::~reconnecting_socket() {
+reconnecting_socket::~reconnecting_socket() { release(); }
+
+void reconnecting_socket::release() noexcept {
   dying_ = true;
-  cancel_timers();
+  stop();
   if (loop_) loop_->cancel(this);
   sock_.reset();
   old_.reset();
@@ -34,13 +36,13 @@ void reconnecting_socket::connect_now() {
   conn_error_ = {};
   socket* s = sock_.get();
   s->on(event::connect, [this, s] {
-    if (s == sock_.get() && h_.on_connect) h_.on_connect(*s);
+    if (!dying_ && s == sock_.get() && h_.on_connect) h_.on_connect(*s);
   });
   s->on(event::data, [this, s](std::string_view b) {
-    if (s == sock_.get() && !s->destroyed() && h_.on_data) h_.on_data(*s, b);
+    if (!dying_ && s == sock_.get() && !s->destroyed() && h_.on_data) h_.on_data(*s, b);
   });
   s->on(event::end, [this, s] {
-    if (s != sock_.get()) return;
+    if (dying_ || s != sock_.get()) return;
     if (h_.on_end)
       h_.on_end(*s);
     else if (!s->destroyed())

@@ -87,6 +87,10 @@ class reconnecting_socket {
   /// The current connection is bad: `why` becomes its error, and it is
   /// destroyed (its on_close follows, then the next attempt).
   void fail(std::error_code why) noexcept;
+  /// Stops, and deletes the sockets now: for an owner's destructor, so that
+  /// the sockets' last events (a write's callback) find the owner whole.
+  /// Their hooks are not called.
+  void release() noexcept;
   /// The last connection error seen on any socket, and on the current one.
   std::error_code last_error() const noexcept { return last_error_; }
   std::error_code connection_error() const noexcept { return conn_error_; }

@@ -57,6 +57,7 @@ class relp_sink final : public sink {
     if (loop_) loop_->cancel(this);
     if (loop_ && answer_timer_) loop_->clear_timeout(answer_timer_);
     if (loop_ && close_timer_) loop_->clear_timeout(close_timer_);
+    rc_.release();
     // Callbacks still owed (the writable went away first) hear why.
     const auto gone = make_error_code(errc::destroyed);
     for (auto& [cb, ec] : settled_)
