@@ -31,6 +31,7 @@
 #include "support/spin.h"
 #include "support/rsyslogd.h"
 #include "support/temp_dir.h"
+#include "support/time_scale.h"
 
 namespace sluice::test {
 namespace {
@@ -168,6 +169,7 @@ struct relp_receiver {
   std::vector<std::string> problems;  // what a RELP receiver would refuse
   std::vector<std::string> commands;
   bool hold = false;                  // keep answers until release()
+  bool hold_first = false;            // the first connection never answers a message
   std::string garbage_on_open;        // answer the first open with this
   std::string refuse_marker;          // answer "500" to a message that ends so
   bool wrong_txnr = false;            // answer the first connection's first message with another txnr
@@ -241,7 +243,7 @@ struct relp_receiver {
     }
     if (wrong_txnr && conns.size() == 1 && c.messages.size() == 1)
       answer(c, f.txnr + 1000, "200 OK");
-    else if (hold)
+    else if (hold || (hold_first && conns.size() == 1))
       c.held.push_back(f.txnr);
     else
       answer(c, f.txnr, "200 OK");
@@ -318,7 +320,9 @@ TEST_CASE("the window bounds what is unanswered; a connection dropped mid-window
   relp_writable w(o);
   w.on(event::drain, [&] { ++drains; });
   for (int i = 0; i < n; ++i) refused_writes += !w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
-  CHECK(refused_writes == n - 255);  // false from the 256th write on: the mark is the window
+  // 256 in the window, the 257th held by the sink for room, 255 more in
+  // the stream up to its mark (the window): false from the 512th write on.
+  CHECK(refused_writes == n - 511);
   // The window fills and stays full while nothing is answered.
   REQUIRE(spin(l, [&] { return rx.messages.size() == 256; }));
   spin(l, [&] { return rx.messages.size() > 256; }, 50);
@@ -354,27 +358,129 @@ TEST_CASE("the window bounds what is unanswered; a connection dropped mid-window
   for (std::size_t i = 0; i < second.size(); ++i) REQUIRE(body_of(second[i]) == seq(int(i) + 100));
 }
 
-TEST_CASE("a message answered 500: its callback and those after it in the batch hear which, counted") {
+TEST_CASE("a message answered 500: its callback alone hears which, counted; the stream goes on") {
   loop l;
   relp_receiver rx(l);
   rx.refuse_marker = "refuse me";
   REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
   std::error_code stream_error;
-  std::vector<std::error_code> ecs(5);
-  std::vector<int> calls(5, 0);
+  std::vector<std::error_code> ecs(6);
+  std::vector<int> calls(6, 0);
+  bool ended = false;
   relp_writable w(test_options(l, rx.port()));
   w.on(event::error, [&](std::error_code ec) { stream_error = ec; });
   for (int i = 0; i < 5; ++i) w.write(i == 2 ? std::string("refuse me") : seq(i), [&, i](std::error_code ec) { ++calls[i], ecs[i] = ec; });
   REQUIRE(spin(l, [&] { return calls[4] == 1; }));
-  spin(l, [&] { return false; }, 20);
-  for (int i = 0; i < 5; ++i) CHECK(calls[i] == 1);
-  CHECK_FALSE(ecs[0]);
-  CHECK_FALSE(ecs[1]);
-  for (int i = 2; i < 5; ++i) CHECK(ecs[i].message() == "RELP: the receiver refused a message: rsp 500 not today");
-  CHECK(stream_error.message() == "RELP: the receiver refused a message: rsp 500 not today");
+  // Still writable: a message after the refusal is delivered too.
+  CHECK(w.write(seq(5), [&](std::error_code ec) { ++calls[5], ecs[5] = ec; }));
+  w.end([&](std::error_code ec) { ended = !ec; });
+  REQUIRE(spin(l, [&] { return ended; }));
+  for (int i = 0; i < 6; ++i) CHECK(calls[i] == 1);
+  for (int i = 0; i < 6; ++i)
+    if (i != 2) CHECK_FALSE(ecs[i]);
+  CHECK(ecs[2].message() == "RELP: the receiver refused a message: rsp 500 not today");
+  CHECK_FALSE(stream_error);
   CHECK(w.refused() == 1);
-  CHECK(w.acked() == 4);
-  CHECK(w.dropped() == 3);
+  CHECK(w.acked() == 5);
+  CHECK(w.dropped() == 1);
+  // The receiver saw them all, in order: the refused one is its gap.
+  REQUIRE(rx.messages.size() == 6);
+  for (int i = 0; i < 6; ++i) CHECK(body_of(rx.messages[i]) == (i == 2 ? std::string("refuse me") : seq(i)));
+}
+
+TEST_CASE("the window slides: messages written later go out while older ones are unanswered; a break resends in order") {
+  loop l;
+  relp_receiver rx(l);
+  rx.hold = true;
+  REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
+  auto o = test_options(l, rx.port());
+  o.window = 8;
+  const int n = 20;
+  std::vector<int> calls(n, 0);
+  int errors = 0;
+  bool ended = false;
+  relp_writable w(o);
+  auto write = [&](int i) { w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); }); };
+  for (int i = 0; i < 8; ++i) write(i);
+  REQUIRE(spin(l, [&] { return rx.messages.size() == 8; }));
+  // Three answers: their callbacks come now, while five are unanswered.
+  rx.release(3);
+  REQUIRE(spin(l, [&] { return calls[2] == 1; }));
+  CHECK(calls[0] == 1);
+  CHECK(calls[3] == 0);
+  CHECK(w.in_flight() == 5);
+  // A steady producer's next messages go at once, beside the five.
+  for (int i = 8; i < 11; ++i) write(i);
+  REQUIRE(spin(l, [&] { return rx.messages.size() == 11; }));
+  CHECK(w.in_flight() == 8);
+  CHECK(rx.conns.back()->held.size() == 8);
+  // The window is full: the next waits until an answer makes room.
+  write(11);
+  spin(l, [&] { return rx.messages.size() > 11; }, 40);
+  CHECK(rx.messages.size() == 11);
+  rx.release(1);
+  REQUIRE(spin(l, [&] { return rx.messages.size() == 12; }));
+  // The receiver drops the session with 3 .. 11 unanswered (two writes'
+  // worth): the next session starts with 4, the oldest, then the rest.
+  rx.conns.back()->s->destroy();
+  REQUIRE(spin(l, [&] { return rx.conns.size() == 2 && rx.conns[1]->messages.size() == 8; }));
+  for (int i = 12; i < n; ++i) write(i);
+  rx.hold = false;
+  rx.release(8);
+  w.end([&](std::error_code ec) { ended = !ec; });
+  REQUIRE(spin(l, [&] { return ended; }));
+  CHECK(errors == 0);
+  for (int i = 0; i < n; ++i) REQUIRE(calls[i] == 1);
+  CHECK(w.resent() == 8);
+  CHECK(w.acked() == std::size_t(n));
+  CHECK(rx.problems.empty());
+  const auto& second = rx.conns[1]->messages;
+  REQUIRE(second.size() == std::size_t(n - 4));
+  for (std::size_t i = 0; i < second.size(); ++i) REQUIRE(body_of(second[i]) == seq(int(i) + 4));
+}
+
+TEST_CASE("answer_timeout: a receiver that stops answering loses the session; the next one gets the messages again") {
+  loop l;
+  relp_receiver rx(l);
+  rx.hold_first = true;
+  REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
+  auto o = test_options(l, rx.port());
+  o.answer_timeout = 100ms * time_scale();
+  std::vector<int> calls(10, 0);
+  int errors = 0;
+  bool ended = false;
+  relp_writable w(o);
+  for (int i = 0; i < 10; ++i) w.write(seq(i), [&, i](std::error_code ec) { ++calls[i], errors += bool(ec); });
+  REQUIRE(spin(l, [&] { return rx.messages.size() == 10; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  w.end([&](std::error_code ec) { ended = !ec; });
+  REQUIRE(spin(l, [&] { return ended; }));
+  CHECK(std::chrono::steady_clock::now() - t0 >= 90ms * time_scale());
+  CHECK(w.answer_timeouts() == 1);
+  CHECK(w.reconnects() == 1);
+  CHECK(w.resent() == 10);
+  CHECK(errors == 0);
+  for (int i = 0; i < 10; ++i) CHECK(calls[i] == 1);
+  REQUIRE(rx.conns.size() == 2);
+  REQUIRE(rx.conns[1]->messages.size() == 10);
+  for (int i = 0; i < 10; ++i) CHECK(body_of(rx.conns[1]->messages[i]) == seq(i));
+
+  // Unset: a receiver that never answers holds the window, and nothing
+  // times out.
+  relp_receiver quiet(l);
+  quiet.hold = true;
+  REQUIRE(spin(l, [&] { return quiet.srv.listening(); }));
+  auto q = test_options(l, quiet.port());
+  q.answer_timeout.reset();
+  int quiet_calls = 0;
+  relp_writable held(q);
+  held.write(seq(0), [&](std::error_code) { ++quiet_calls; });
+  spin(l, [&] { return false; }, 60);
+  CHECK(held.answer_timeouts() == 0);
+  CHECK(quiet.conns.size() == 1);
+  CHECK(quiet_calls == 0);
+  held.destroy();
+  REQUIRE(spin(l, [&] { return quiet_calls == 1; }));
 }
 
 TEST_CASE("a receiver that answers open with garbage loses the session; the next one carries the messages") {

@@ -18,17 +18,42 @@
 namespace sluice_tools {
 
 struct log_destination {
-  enum class kind { file, syslog_tcp, syslog_unix, kafka };
+  enum class kind { file, syslog_tcp, syslog_unix, relp_tcp, kafka };
   kind type = kind::file;
   std::string file;  // file; the socket's path for syslog_unix
-  std::string host;  // syslog_tcp: an IP literal or localhost, without brackets
+  std::string host;  // syslog_tcp, relp_tcp: an IP literal or localhost, without brackets
   std::uint16_t port = 0;
   std::string brokers;  // kafka: "host:port,host:port" (bootstrap.servers)
   std::string topic;
   bool network() const noexcept { return type != kind::file; }
 };
 
-// DEST: syslog://HOST:PORT, syslog+unix:PATH, kafka://BROKER[,BROKER]/TOPIC,
+// The HOST:PORT after `scheme` in `d`, into out.host and out.port.
+inline bool parse_host_port(std::string_view scheme, const std::string& d, log_destination& out, std::string& why) {
+  const std::string name(scheme);
+  const std::string rest = d.substr(scheme.size());
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0) return why = name + " wants HOST:PORT, got '" + d + "'", false;
+  std::string host = rest.substr(0, colon);
+  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) host = host.substr(1, host.size() - 2);
+  unsigned char addr[16];
+  const bool ip = bracketed ? ::inet_pton(AF_INET6, host.c_str(), addr) == 1
+                            : ::inet_pton(AF_INET, host.c_str(), addr) == 1 || host == "localhost";
+  if (!ip)
+    return why = name + " wants an IP address ([...] for IPv6) or localhost as HOST (no name lookup), got '" + host +
+                 "'",
+           false;
+  std::uint64_t port = 0;
+  if (!parse_size(rest.c_str() + colon + 1, false, 65535, port) || port == 0)
+    return why = name + " wants a port from 1 to 65535, got '" + rest.substr(colon + 1) + "'", false;
+  out.host = host;
+  out.port = static_cast<std::uint16_t>(port);
+  return true;
+}
+
+// DEST: syslog://HOST:PORT, syslog+unix:PATH, relp://HOST:PORT,
+// kafka://BROKER[,BROKER]/TOPIC,
 // or else a file. On a malformed network DEST, false and `why` says what is
 // wrong. A HOST is an IP address (IPv6 in brackets) or localhost: the
 // sending side looks no name up, since a lookup would block the loop.
@@ -47,25 +72,11 @@ inline bool parse_log_destination(const std::string& d, log_destination& out, st
   }
   if (starts("syslog://")) {
     out.type = log_destination::kind::syslog_tcp;
-    const std::string rest = d.substr(9);
-    const std::size_t colon = rest.rfind(':');
-    if (colon == std::string::npos || colon == 0) return why = "syslog:// wants HOST:PORT, got '" + d + "'", false;
-    std::string host = rest.substr(0, colon);
-    const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
-    if (bracketed) host = host.substr(1, host.size() - 2);
-    unsigned char addr[16];
-    const bool ip = bracketed ? ::inet_pton(AF_INET6, host.c_str(), addr) == 1
-                              : ::inet_pton(AF_INET, host.c_str(), addr) == 1 || host == "localhost";
-    if (!ip)
-      return why = "syslog:// wants an IP address ([...] for IPv6) or localhost as HOST (no name lookup), got '" +
-                   host + "'",
-             false;
-    std::uint64_t port = 0;
-    if (!parse_size(rest.c_str() + colon + 1, false, 65535, port) || port == 0)
-      return why = "syslog:// wants a port from 1 to 65535, got '" + rest.substr(colon + 1) + "'", false;
-    out.host = host;
-    out.port = static_cast<std::uint16_t>(port);
-    return true;
+    return parse_host_port("syslog://", d, out, why);
+  }
+  if (starts("relp://")) {
+    out.type = log_destination::kind::relp_tcp;
+    return parse_host_port("relp://", d, out, why);
   }
   if (starts("kafka://")) {
     out.type = log_destination::kind::kafka;
@@ -84,8 +95,8 @@ inline bool parse_log_destination(const std::string& d, log_destination& out, st
              false;
     return true;
   }
-  if (starts("syslog:") || starts("kafka:") || starts("syslog+"))
-    return why = "'" + d + "' is not a destination: syslog://HOST:PORT, syslog+unix:PATH or " +
+  if (starts("syslog:") || starts("kafka:") || starts("syslog+") || starts("relp:"))
+    return why = "'" + d + "' is not a destination: syslog://HOST:PORT, syslog+unix:PATH, relp://HOST:PORT or " +
                  "kafka://BROKER[,BROKER...]/TOPIC (a file of that name: ./" + d + ")",
            false;
   out.type = log_destination::kind::file;

@@ -1,6 +1,7 @@
 // sluice-log's network destinations: syslog:// and syslog+unix: (a
-// syslog_writable that connects at once and reconnects on its own), and
-// kafka:// (a module loaded only then, log_kafka.h).
+// syslog_writable that connects at once and reconnects on its own),
+// relp:// (a relp_writable: a line counts once the receiver acknowledged
+// it), and kafka:// (a module loaded only then, log_kafka.h).
 #pragma once
 
 #include <dlfcn.h>
@@ -17,6 +18,7 @@
 #include "log_output.h"
 #include "log_spool.h"
 #include "sluice/sluice.h"
+#include "sluice/syslog/relp_writable.h"
 #include "tool.h"
 #if SLUICE_LOG_KAFKA
 #include "log_kafka.h"
@@ -32,10 +34,10 @@ class log_net_output final : public log_output {
   // line cut to it. A Kafka module that cannot load, or a property
   // librdkafka refuses, is bad usage (`tool`).
   log_net_output(const tool& tool, const log_destination& dest, const std::string& name,
-                 const sluice::syslog_options& syslog, const kafka_config& kafka, std::size_t max_message,
-                 const log_spool_settings& spool = {})
-      : tool_(tool), dest_(dest), name_(name), syslog_options_(syslog), kafka_(kafka), max_message_(max_message),
-        spool_settings_(spool) {}
+                 const sluice::syslog_options& syslog, const sluice::relp_options& relp, const kafka_config& kafka,
+                 std::size_t max_message, const log_spool_settings& spool = {})
+      : tool_(tool), dest_(dest), name_(name), syslog_options_(syslog), relp_options_(relp), kafka_(kafka),
+        max_message_(max_message), spool_settings_(spool) {}
 
   // A receiver that is away is not an error (unless --give-up-after).
   // With --spool, the destination's writable sits behind the spool.
@@ -47,6 +49,12 @@ class log_net_output final : public log_output {
   }
 
   bool open_destination() {
+    if (dest_.type == log_destination::kind::relp_tcp) {
+      auto w = std::make_unique<sluice::relp_writable>(relp_options_);
+      relp_ = w.get();
+      out_ = std::move(w);
+      return true;
+    }
     if (dest_.type != log_destination::kind::kafka) {
       sluice::syslog_options so = syslog_options_;
       so.on_connection_lost = [this](std::error_code ec, std::size_t n) {
@@ -77,7 +85,8 @@ class log_net_output final : public log_output {
   bool network() const noexcept override { return true; }
 
   void landed() override {
-    if (syslog_ && !noted_truncation_ && syslog_->truncated() != 0) {
+    const std::size_t cut = syslog_ ? syslog_->truncated() : relp_ ? relp_->truncated() : 0;
+    if (!noted_truncation_ && cut != 0) {
       noted_truncation_ = true;
       std::fprintf(stderr, "sluice-log: %s: a line longer than --max-message %zu bytes (header included) was sent "
                    "truncated; --stats counts them\n", name_.c_str(), max_message_);
@@ -105,9 +114,16 @@ class log_net_output final : public log_output {
                    n.lines - n.written - n.unsent, n.lines);
       ok = false;
     }
+    if (relp_ && relp_->refused() != 0) {
+      // A refusal fails its message only: the stream went on.
+      std::fprintf(stderr, "sluice-log: %s: the receiver refused %zu message%s (answered other than 200)\n",
+                   name_.c_str(), relp_->refused(), relp_->refused() == 1 ? "" : "s");
+      ok = false;
+    }
     if (n.unsent != 0) {
-      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages not sent: %s\n", name_.c_str(), n.unsent, n.lines,
-                   end.reason.empty() ? "unknown" : end.reason.c_str());
+      std::fprintf(stderr, "sluice-log: %s: %zu of %zu messages not %s: %s\n", name_.c_str(), n.unsent, n.lines,
+                   relp_ ? "acknowledged" : "sent",
+                   !end.reason.empty() ? end.reason.c_str() : relp_ && relp_->refused() == n.unsent ? "refused" : "unknown");
       ok = false;
     } else if (!end.finished && ok) {
       std::fprintf(stderr, "sluice-log: %s: %s\n", name_.c_str(),
@@ -118,6 +134,21 @@ class log_net_output final : public log_output {
   }
 
   void print_stats(const log_counts& n, bool json) const override {
+    if (relp_) {
+      const std::size_t resent = relp_->resent(), reconnects = relp_->reconnects();
+      const std::size_t refused = relp_->refused(), cut = relp_->truncated();
+      if (json)
+        std::fprintf(stderr,
+                     "{\"lines\":%zu,\"acked\":%zu,\"resent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,"
+                     "\"refused\":%zu,\"truncated\":%zu%s}\n",
+                     n.lines, relp_->acked(), resent, n.unsent, reconnects, refused, cut, spool_.stats(true).c_str());
+      else
+        std::fprintf(stderr,
+                     "sluice-log: %zu lines, %zu acked, %zu resent, %zu dropped, %zu reconnects, %zu refused, "
+                     "%zu truncated%s\n",
+                     n.lines, relp_->acked(), resent, n.unsent, reconnects, refused, cut, spool_.stats(false).c_str());
+      return;
+    }
     if (syslog_) {
       const std::size_t reconnects = syslog_->reconnects();
       const std::size_t lost = syslog_->maybe_lost(), cut = syslog_->truncated();
@@ -169,11 +200,13 @@ class log_net_output final : public log_output {
   const log_destination& dest_;
   const std::string& name_;
   const sluice::syslog_options& syslog_options_;
+  const sluice::relp_options& relp_options_;
   [[maybe_unused]] const kafka_config& kafka_;  // for kafka:// only
   std::size_t max_message_;
   log_spool_settings spool_settings_;
   log_spool spool_;                            // with --spool
   sluice::syslog_writable* syslog_ = nullptr;  // out_ (or behind the spool), for syslog://
+  sluice::relp_writable* relp_ = nullptr;      // out_ (or behind the spool), for relp://
   bool noted_truncation_ = false;  // the first line cut to --max-message was noted
 };
 

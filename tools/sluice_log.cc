@@ -78,6 +78,9 @@ DEST is one of:
                     sluice-logd); HOST is an IP address ([::1] for IPv6) or
                     localhost: no name is looked up
   syslog+unix:PATH  a syslog receiver on a Unix stream socket
+  relp://HOST:PORT  a RELP receiver (rsyslog's imrelp, port 2514 usually):
+                    each message is acknowledged by the receiver, and what
+                    is not acknowledged is sent again after a reconnect
   kafka://BROKER[,BROKER...]/TOPIC
                     a Kafka topic; BROKER is HOST:PORT (bootstrap.servers))"
                                    SLUICE_LOG_KAFKA_NOTE R"(
@@ -100,6 +103,12 @@ Options for every DEST:
                             L: of S, sent on connections the receiver broke
                             (see 'Lost connections'), T: cut to
                             --max-message)
+                    relp:   'sluice-log: N lines, A acked, S resent,
+                            D dropped, R reconnects, F refused, T truncated'
+                            (A: acknowledged by the receiver, S: sent again
+                            after a reconnect, so the receiver may hold them
+                            twice, D: given up or refused, F: of D,
+                            answered other than 200)
                     with --spool, S counts the lines taken into the
                     spool, and the line goes on: 'P spooled (B bytes), Q
                     sent from spool, A acked, G segments left, R
@@ -109,7 +118,9 @@ Options for every DEST:
   --json            with --stats: print them as one JSON object instead:
                     {"lines":N,"bytes":B,"rotations":R,"reopens":H},
                     {"lines":N,"sent":S,"dropped":D,"reconnects":R,
-                    "maybe_lost":L,"truncated":T} or
+                    "maybe_lost":L,"truncated":T},
+                    {"lines":N,"acked":A,"resent":S,"dropped":D,
+                    "reconnects":R,"refused":F,"truncated":T} or
                     {"lines":N,"delivered":D,"failed":F}
   -h, --help        show this help
 
@@ -143,11 +154,9 @@ Options for a FILE:
                       ms=T       at most T milliseconds (1 or more) after a
                                  write, and before each file is closed
 
-Options for syslog:// and syslog+unix: (each line is sent as RFC 5424,
-'<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID - - LINE', stamped when sent):
-  --framing MODE    octet (the default): octet counting, 'LEN SP MSG' (RFC
-                    6587); lf: each message ends with a LF, for old
-                    receivers
+Options for syslog://, syslog+unix: and relp:// (each line is sent as RFC
+5424, '<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID - - LINE', stamped when
+sent):
   --facility F      kern, user (the default), mail, daemon, auth, syslog,
                     lpr, news, uucp, cron, authpriv, ftp, local0 .. local7,
                     or 0 to 23
@@ -169,6 +178,19 @@ Options for syslog:// and syslog+unix: (each line is sent as RFC 5424,
                     up: it and every message after it are dropped (counted),
                     and sluice-log exits 1. Default: wait as long as it
                     takes. T is a whole number with ms, s (the default) or m.
+                    relp://: once messages have waited T for a session,
+                    every unacknowledged one is dropped, and the rest.
+
+Options for syslog:// and syslog+unix::
+  --framing MODE    octet (the default): octet counting, 'LEN SP MSG' (RFC
+                    6587); lf: each message ends with a LF, for old
+                    receivers
+
+Options for relp://:
+  --window N        the most messages sent and not yet acknowledged
+                    (default 1024; librelp's is 128). Each acknowledgement
+                    lets the next go. After a reconnect up to N are sent
+                    again: the most the receiver may store twice.
 
 Options for a network DEST:
   --spool DIR       a durable spool: each line goes to an append-only
@@ -219,16 +241,19 @@ SIGINT ends the --grace wait at once.
 Backpressure: writing waits for the disk or the receiver. When the file
 cannot keep up, or while the syslog receiver is unreachable (sluice-log
 reconnects, waiting 100 ms, then twice as long each time, up to 5 s) and
-1024 messages wait, or while librdkafka's queue is full, standard input is
-not read, so memory stays bounded and the program writing to sluice-log is
-held back. Nothing is dropped unless --give-up-after, --grace or a Kafka
-delivery failure (message.timeout.ms, 5 minutes by default) says so; each
+1024 messages wait, or while --window messages are unacknowledged by the
+RELP receiver and as many more wait, or while librdkafka's queue is full,
+standard input is not read, so memory stays bounded and the program writing to sluice-log is
+held back. Nothing is dropped unless --give-up-after, --grace, a RELP
+refusal or a Kafka delivery failure (message.timeout.ms, 5 minutes by default) says so; each
 dropped message is counted and reported.
 
 What a success means: to a FILE, the line is written (in the kernel; synced
 per --fsync); to syslog, the message is in the kernel's socket buffer
 (plain TCP can lose what is in flight when the connection breaks; see
-docs/shipping.md); to Kafka, the broker acknowledged it (per acks).
+docs/shipping.md); to RELP, the receiver acknowledged it ('rsp 200': what
+that means, a queue or a disk, is the receiver's setting); to Kafka, the
+broker acknowledged it (per acks).
 
 Lost connections (syslog): a message is 'at risk' from its write until
 the connection is next quiet (nothing written for 1 s and the socket's send
@@ -248,15 +273,17 @@ or enabled, Debian's librdkafka-dev); without it, kafka:// is an error
 (exit 2).
 
 Exit status: 0 at the end of the input or on SIGTERM/SIGINT, with every line
-read in the file or sent; 1 when FILE cannot be opened or written (reported
+read in the file, sent, or (relp://) acknowledged; 1 when FILE cannot be opened or written (reported
 as 'sluice-log: FILE: <reason>'), when standard input cannot be read, on a
 line too long, when messages were dropped (reported as 'sluice-log:
-DEST: D of N messages not sent: <reason>'), or when messages may be lost
+DEST: D of N messages not sent: <reason>', for relp:// 'not acknowledged';
+a message the RELP receiver refused fails alone, the others go on), or when messages may be lost
 (reported as 'sluice-log: DEST: up to L of the S messages sent may be lost:
 the receiver broke C connections with messages in flight'); 2 on bad usage.
 
 Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server.log
          my-server 2>&1 | sluice-log --app-name my-server syslog://10.0.0.5:514
+         my-server 2>&1 | sluice-log --app-name my-server relp://10.0.0.5:2514
          my-server 2>&1 | sluice-log -X acks=all kafka://k1:9092,k2:9092/logs
 )";
 
@@ -267,6 +294,7 @@ struct options {
   std::string dest_text;  // as given, for messages
   sluice::log_options log;
   sluice::syslog_options syslog;
+  sluice::relp_options relp;
   std::vector<std::pair<std::string, std::string>> kafka_config;  // -X, in order
   std::chrono::milliseconds grace{5000};
   std::string grace_text = "5s";  // as given, for messages
@@ -283,7 +311,7 @@ options parse_args(int argc, char** argv) {
   enum {
     max_size = 256, keep, timestamp, fsync, max_line_length, stats, json,
     framing, facility, severity, app_name, hostname, give_up_after, grace, max_message, spool, spool_max,
-      compress,
+      compress, window,
   };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
@@ -304,12 +332,15 @@ options parse_args(int argc, char** argv) {
       {"max-message", required_argument, nullptr, max_message},
       {"spool", required_argument, nullptr, spool},
       {"spool-max", required_argument, nullptr, spool_max},
+      {"window", required_argument, nullptr, window},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   // Which options were given, by kind, to check them against DEST.
   const char* file_option = nullptr;    // --max-size, --keep, --fsync, --compress
-  const char* syslog_option = nullptr;  // --framing ... --give-up-after
+  const char* syslog_option = nullptr;  // --framing
+  const char* message_option = nullptr; // --facility ... --give-up-after, --max-message: syslog and RELP
+  const char* relp_option = nullptr;    // --window
   const char* network_option = nullptr; // --grace, --spool, --spool-max
   const char* kafka_option = nullptr;   // -X
   bool spool_max_given = false;
@@ -367,30 +398,30 @@ options parse_args(int argc, char** argv) {
         if (!sluice_tools::parse_syslog_facility(optarg, o.syslog.header.facility))
           this_tool.usage_error(std::string("--facility wants a name (user, daemon, local0 ...) or 0 to 23, got '") + optarg +
                       "'");
-        syslog_option = "--facility";
+        message_option = "--facility";
         break;
       case severity:
         if (!sluice_tools::parse_syslog_severity(optarg, o.syslog.header.severity))
           this_tool.usage_error(std::string("--severity wants emerg, alert, crit, err, warning, notice, info, debug or 0 to 7, "
                                   "got '") + optarg + "'");
-        syslog_option = "--severity";
+        message_option = "--severity";
         break;
       case app_name:
         if (optarg[0] == '\0') this_tool.usage_error("--app-name is empty");
         o.syslog.header.app_name = optarg;
-        syslog_option = "--app-name";
+        message_option = "--app-name";
         break;
       case hostname:
         if (optarg[0] == '\0') this_tool.usage_error("--hostname is empty");
         o.syslog.header.hostname = optarg;
-        syslog_option = "--hostname";
+        message_option = "--hostname";
         break;
       case give_up_after: {
         std::chrono::milliseconds t{};
         if (!sluice_tools::parse_duration(optarg, t) || t.count() == 0)
           this_tool.usage_error(std::string("--give-up-after wants a time above 0, e.g. 30s, 500ms or 2m, got '") + optarg + "'");
         o.syslog.give_up_after = t;
-        syslog_option = "--give-up-after";
+        message_option = "--give-up-after";
         break;
       }
       case grace:
@@ -404,7 +435,13 @@ options parse_args(int argc, char** argv) {
           this_tool.usage_error(std::string("--max-message wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
                       optarg + "'");
         o.max_message = static_cast<std::size_t>(v);
-        syslog_option = "--max-message";
+        message_option = "--max-message";
+        break;
+      case window:
+        if (!parse_size(optarg, false, 1'000'000, v) || v < 1)
+          this_tool.usage_error(std::string("--window wants a whole number of messages from 1 to 1000000, got '") + optarg + "'");
+        o.relp.window = static_cast<std::size_t>(v);
+        relp_option = "--window";
         break;
       case spool:
         if (optarg[0] == '\0') this_tool.usage_error("--spool is empty");
@@ -436,7 +473,8 @@ options parse_args(int argc, char** argv) {
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
   if (spool_max_given && o.spool.dir.empty())
     this_tool.usage_error("--spool-max goes with --spool");
-  if (optind == argc) this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH or kafka://...)");
+  if (optind == argc)
+    this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH, relp://HOST:PORT or kafka://...)");
   if (argc - optind > 1) this_tool.usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
   o.dest_text = argv[optind];
   if (o.dest_text.empty()) this_tool.usage_error("DEST is empty");
@@ -449,8 +487,11 @@ options parse_args(int argc, char** argv) {
   };
   if (k != kind::file) only(file_option, "a FILE");
   if (k != kind::syslog_tcp && k != kind::syslog_unix) only(syslog_option, "syslog:// and syslog+unix:");
+  if (k != kind::syslog_tcp && k != kind::syslog_unix && k != kind::relp_tcp)
+    only(message_option, "syslog://, syslog+unix: and relp://");
+  if (k != kind::relp_tcp) only(relp_option, "relp://");
   if (k != kind::kafka) only(kafka_option, "kafka://");
-  if (k == kind::file) only(network_option, "a network DEST (syslog://, syslog+unix:, kafka://)");
+  if (k == kind::file) only(network_option, "a network DEST (syslog://, syslog+unix:, relp://, kafka://)");
 #if !SLUICE_LOG_KAFKA
   if (k == kind::kafka)
     this_tool.usage_error("kafka:// needs Kafka support, and this sluice-log was built without it (build it with "
@@ -462,6 +503,12 @@ options parse_args(int argc, char** argv) {
     o.syslog.port = o.dest.port;
   } else if (k == kind::syslog_unix) {
     o.syslog.unix_path = o.dest.file;
+  } else if (k == kind::relp_tcp) {
+    o.relp.host = o.dest.host;
+    o.relp.port = o.dest.port;
+    o.relp.header = o.syslog.header;
+    o.relp.give_up_after = o.syslog.give_up_after;
+    o.relp.max_message = o.max_message;
   }
   return o;
 }
@@ -497,8 +544,8 @@ class log_tool {
  public:
   explicit log_tool(const options& o) : o_(o) {
     if (o.dest.network())
-      out_ = std::make_unique<sluice_tools::log_net_output>(this_tool, o.dest, o.dest_text, o.syslog, o.kafka_config,
-                                                            o.max_message, o.spool);
+      out_ = std::make_unique<sluice_tools::log_net_output>(this_tool, o.dest, o.dest_text, o.syslog, o.relp,
+                                                            o.kafka_config, o.max_message, o.spool);
     else
       out_ = std::make_unique<sluice_tools::log_file_output>(o.dest.file, o.dest_text, o.log);
   }

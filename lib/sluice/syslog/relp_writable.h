@@ -30,29 +30,41 @@ struct relp_options {
   /// PRI (facility, severity), HOSTNAME, APP-NAME, PROCID and MSGID of the
   /// RFC 5424 message each chunk becomes.
   syslog_header header{};
-  /// The most transactions sent and not yet answered. It bounds what is
-  /// sent again after a reconnect (the duplicates a receiver may see) and,
-  /// with the stream's high-water mark (the window, unless set), the
-  /// producer. librelp's own default is 128; with a receiver that answers a
-  /// batch after an fsync, the rate is about window / fsync time.
+  /// The most messages taken from the stream and not yet answered (sent,
+  /// or waiting for a session to be sent on). It bounds what is sent again
+  /// after a reconnect (the duplicates a receiver may see). The window
+  /// slides: each answer lets the next message go at once, while older ones
+  /// are still unanswered. librelp's own default is 128; with a receiver
+  /// that answers a batch after an fsync, the rate is about window / fsync
+  /// time.
   std::size_t window = 1024;
   /// After a failed connect or a lost session, the next attempt waits
   /// reconnect_min, then twice as long each time, up to reconnect_max. An
   /// open session resets it.
   std::chrono::milliseconds reconnect_min{100};
   std::chrono::milliseconds reconnect_max{5000};
-  /// The bound on waiting for a session: a batch of messages that has
-  /// waited this long without one fails with the last connection error
-  /// (ECONNREFUSED, ...), its unanswered messages counted in dropped(), and
-  /// the stream is destroyed with it. Unset (the default): they wait as
-  /// long as it takes, the producer held back by write() == false.
+  /// The bound on waiting for a session: once messages have waited this
+  /// long without one, every unanswered message fails with the last
+  /// connection error (ECONNREFUSED, ...), counted in dropped(), and the
+  /// stream is destroyed with it (what it still holds fails too). Unset
+  /// (the default): they wait as long as it takes, the producer held back
+  /// by write() == false.
   std::optional<std::chrono::milliseconds> give_up_after{};
+  /// The bound on waiting for an answer: a session on which transactions
+  /// are unanswered and nothing has been answered for this long (the open
+  /// handshake included) is treated as lost, as a reset connection is: it
+  /// is closed, counted in answer_timeouts(), and the unanswered messages
+  /// go again on the next session. librelp's client waits 90 s. Unset: no
+  /// bound (a receiver that stops answering but keeps the connection holds
+  /// the window forever).
+  std::optional<std::chrono::milliseconds> answer_timeout{std::chrono::seconds(90)};
   /// The largest frame the receiver takes, as librelp counts it (its
   /// default is 128 KiB): a longer message is cut to fit, at a UTF-8
   /// character boundary, and counted in truncated().
   std::size_t max_message = 128 * 1024 - 64;
   /// The stream's options. Chunks are messages: object mode, the
-  /// high-water mark counts messages (`window` unless set).
+  /// high-water mark counts messages (`window` unless set): what the stream
+  /// holds while the window is full.
   writable_options stream{};
 };
 
@@ -68,26 +80,33 @@ struct relp_options {
 ///
 /// What it guarantees: a write's callback hears success only once the
 /// receiver answered its transaction `rsp 200` (what that means on the
-/// receiver's side, a queue or a disk, is the receiver's setting). Up to
-/// `window` transactions are unanswered at a time; the stream holds the
-/// rest, write() returns false past its high-water mark and 'drain' comes
-/// as answers make room. When a session breaks (refused, reset, closed,
-/// `serverclose`), the writable reconnects with capped exponential backoff,
-/// opens a new session and sends every unanswered message again, in order,
-/// with new transaction numbers: at least once, never lost while the
-/// writable lives. A receiver that had them before it broke may store them
-/// twice (counted in resent(), at most `window` a break).
+/// receiver's side, a queue or a disk, is the receiver's setting).
 ///
-/// The stream hands the messages over in batches (the writev of what it
-/// holds); callbacks come as a batch's last message is answered, so a
-/// callback may come a little later than its own answer, never before.
+/// The window slides: a message is sent as soon as it is written, while up
+/// to `window` older ones are still unanswered, and each answer makes room
+/// for the next. Callbacks come in the order of the answers (librelp's
+/// receivers answer in order). A full window holds the next write, the
+/// stream holds the rest: write() returns false past the high-water mark,
+/// and 'drain' comes as answers make room. So the producer is held back
+/// only by the window, never by a round trip per batch.
+///
+/// When a session breaks (refused, reset, closed, `serverclose`, no answer
+/// for answer_timeout), the writable reconnects with capped exponential
+/// backoff, opens a new session and sends every unanswered message again,
+/// in order, with new transaction numbers, before any newer one: at least
+/// once, never lost while the writable lives. A receiver that had them
+/// before it broke may store them twice (counted in resent(), at most
+/// `window` a break).
 ///
 /// A message answered with another code (`rsp 500 ...`): that message's
-/// callback, and those of the batch after it, hear user_error("RELP: the
-/// receiver refused a message: rsp CODE TEXT"), counted in refused() and
-/// dropped(), and the stream errors as on any failed write. A receiver
-/// that sends garbage (see relp_frame_reader) has its session closed and
-/// treated as lost.
+/// callback alone hears user_error("RELP: the receiver refused a message:
+/// rsp CODE TEXT"), counted in refused() and dropped(); the stream goes on
+/// (no 'error'), and the messages around it are delivered. What that means
+/// for order: the receiver's log has a gap where the refused message was,
+/// and a caller that writes it again gets it after the messages written
+/// since (RELP has no way to put it back in its place). A receiver that
+/// sends garbage (see relp_frame_reader) has its session closed and treated
+/// as lost.
 ///
 /// What it does not do (yet): keep messages past the life of the process.
 /// What the stream holds, and the unanswered window, are in memory only:
@@ -95,8 +114,9 @@ struct relp_options {
 /// ERR_STREAM_DESTROYED). Put it behind a spool_writable
 /// (sluice/spool/spool_writable.h) to keep them on disk until answered.
 ///
-/// end(): once every message is answered, sends `close`, waits for its
-/// answer, and closes the connection; then the callback.
+/// end(): once every message is answered (the window too, reconnecting as
+/// needed), sends `close`, waits for its answer, and closes the
+/// connection; then the callback.
 class relp_writable : public writable {
  public:
   explicit relp_writable(const relp_options& options = {});
@@ -116,6 +136,8 @@ class relp_writable : public writable {
   std::size_t refused() const noexcept;
   /// Sessions opened after the first.
   std::size_t reconnects() const noexcept;
+  /// Sessions given up on because the receiver stopped answering.
+  std::size_t answer_timeouts() const noexcept;
   /// Messages cut to max_message.
   std::size_t truncated() const noexcept;
   /// Whether a session is open now.

@@ -1,6 +1,6 @@
 // The syslog writable's sink: frames each batch of messages into one buffer
 // and writes it to a net::socket; a lost connection is replaced after a
-// backoff, and the batch in flight is sent again from its first message the
+// backoff (net::reconnecting_socket), and the batch in flight is sent again from its first message the
 // kernel had not fully taken. It counts the messages written on a
 // connection since its last quiet moment, which a connection the receiver
 // breaks turns into "maybe lost".
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
+#include "sluice/net/reconnecting_socket.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/sink.h"
 
@@ -22,23 +23,34 @@ namespace detail {
 
 constexpr std::chrono::milliseconds writable_quiet_time = syslog_writable::quiet_time;
 
+namespace {
+net::reconnect_options reconnect_options_of(const syslog_options& o) {
+  net::reconnect_options r;
+  r.host = o.host;
+  r.port = o.port;
+  r.unix_path = o.unix_path;
+  r.reconnect_min = o.reconnect_min;
+  r.reconnect_max = o.reconnect_max;
+  r.give_up_after = o.give_up_after;
+  return r;
+}
+}  // namespace
+
 class syslog_sink final : public sink {
  public:
-  explicit syslog_sink(const syslog_options& o) : o_(o), format_(o.header, o.framing), backoff_(o.reconnect_min) {}
+  explicit syslog_sink(const syslog_options& o)
+      : o_(o), format_(o.header, o.framing), rc_(reconnect_options_of(o), hooks()) {}
   ~syslog_sink() override {
     dying_ = true;
     if (loop_) loop_->cancel(this);
-    if (retry_timer_) loop_->clear_timeout(retry_timer_);
-    if (give_up_timer_) loop_->clear_timeout(give_up_timer_);
     if (quiet_timer_) loop_->clear_timeout(quiet_timer_);
-    sock_.reset();
-    old_.reset();
+    rc_.release();
   }
 
   void attach(loop& l) override {
     if (loop_) return;  // rehomed (its loop went away): nothing more is sent
     loop_ = &l;
-    connect_now();
+    rc_.start(l);
   }
 
   void write(std::string_view chunk, write_done done) override {
@@ -60,31 +72,32 @@ class syslog_sink final : public sink {
   // back once it is closed.
   void final(final_done done) override {
     ending_ = true;
-    cancel_timers();
+    rc_.stop();
     broken_before_close();
-    if (!sock_ || sock_->destroyed()) {
+    net::socket* s = rc_.current();
+    if (!s || s->destroyed()) {
       done();
       return;
     }
     final_.emplace(done);
-    sock_->end();
+    s->end();
   }
   bool has_final() const noexcept override { return true; }
 
   std::error_code destroy(std::error_code err) noexcept override {
     broken_before_close();
     destroyed_ = true;
-    cancel_timers();
+    rc_.stop();
     final_.reset();
     // The stream counts the batch in flight as dropped: not counted here.
     if (done_ && loop_) loop_->next_tick([this] { complete(make_error_code(errc::destroyed), false); }, this);
-    if (sock_ && !sock_->destroyed()) sock_->destroy();
+    if (rc_.current() && !rc_.current()->destroyed()) rc_.current()->destroy();
     return err;
   }
 
   std::size_t sent() const noexcept { return sent_; }
   std::size_t failed() const noexcept { return failed_; }
-  std::size_t reconnects() const noexcept { return reconnects_; }
+  std::size_t reconnects() const noexcept { return rc_.reconnects(); }
   bool connected() const noexcept { return connected_; }
   std::size_t maybe_lost() const noexcept { return maybe_lost_; }
   std::size_t connections_lost() const noexcept { return connections_lost_; }
@@ -132,12 +145,12 @@ class syslog_sink final : public sink {
   // Writes the batch from its first message not yet taken by the kernel.
   void send() {
     writing_ = true;
+    net::socket* s = rc_.current();
     const std::size_t from = first_unsent_ == 0 ? 0 : ends_[first_unsent_ - 1];
-    base_ = sock_->bytes_written();
+    base_ = s->bytes_written();
     last_write_ = std::chrono::steady_clock::now();
-    net::socket* s = sock_.get();
     const std::size_t first = first_unsent_;
-    sock_->write(buf_, std::string_view(*buf_).substr(from), [this, s, from, first](std::error_code ec) {
+    s->write(buf_, std::string_view(*buf_).substr(from), [this, s, from, first](std::error_code ec) {
       if (dying_) return;
       writing_ = false;
       if (destroyed_) return;  // destroy() calls back
@@ -156,7 +169,7 @@ class syslog_sink final : public sink {
         complete({});
         return;
       }
-      if (connected_) sock_->destroy();  // a write failed: this connection is done
+      if (connected_) rc_.current()->destroy();  // a write failed: this connection is done
       arm_give_up();
     });
   }
@@ -166,7 +179,7 @@ class syslog_sink final : public sink {
   void taken_on(net::socket* s, std::size_t n) {
     if (n == 0) return;
     last_write_ = std::chrono::steady_clock::now();
-    if (s != sock_.get() || !connected_) {
+    if (s != rc_.current() || !connected_) {
       maybe_lost_ += n;
       return;
     }
@@ -184,7 +197,7 @@ class syslog_sink final : public sink {
     std::chrono::milliseconds again = writable_quiet_time / 4;
     if (!writing_ && idle >= writable_quiet_time) {
       int queued = 0;
-      if (::ioctl(sock_->fd(), SIOCOUTQ, &queued) == 0 && queued == 0) {
+      if (::ioctl(rc_.current()->fd(), SIOCOUTQ, &queued) == 0 && queued == 0) {
         at_risk_ = 0;
         return;
       }
@@ -225,48 +238,33 @@ class syslog_sink final : public sink {
     // Touch nothing here: done() may have destroyed the stream and this sink.
   }
 
-  void connect_now() {
-    retry_timer_ = 0;
-    if (destroyed_ || ending_) return;
-    old_ = std::move(sock_);  // never deleted inside its own event
-    net::socket_options so;
-    so.event_loop = loop_;
-    sock_ = std::make_unique<net::socket>(so);
-    net::socket* s = sock_.get();
-    s->on(event::connect, [this] { on_connect(); });
-    s->on(event::data, [](std::string_view) {});  // the receiver sends nothing we need; read to see its FIN
-    s->on(event::end, [this, s] {
+  net::reconnecting_socket::hooks hooks() {
+    net::reconnecting_socket::hooks h;
+    h.on_connect = [this](net::socket&) { on_connect(); };
+    // The receiver sends nothing we need: its bytes are read and dropped,
+    // to see its FIN.
+    h.on_end = [this](net::socket& s) {
       // The receiver closed: it reads no more, so nothing more is written.
-      if (!final_ && !s->destroyed()) s->destroy();
-    });
-    conn_error_ = {};
-    s->on(event::error, [this, s](std::error_code ec) {
-      last_error_ = ec;
-      if (s == sock_.get()) conn_error_ = ec;
-    });
-    s->on(event::close, [this, s](const event_arg& a) { on_close(s, a.error); });
-    if (o_.unix_path.empty())
-      s->connect(o_.port, o_.host);
-    else
-      s->connect(std::string_view(o_.unix_path));
+      if (!final_ && !s.destroyed()) s.destroy();
+    };
+    h.on_close = [this](std::error_code ec) { on_close(ec); };
+    h.on_give_up = [this](std::error_code ec) {
+      if (connected_ || writing_) return;
+      complete(ec);
+    };
+    return h;
   }
 
   void on_connect() {
-    if (ever_connected_) ++reconnects_;
-    ever_connected_ = true;
+    rc_.established();
     connected_ = true;
-    backoff_ = o_.reconnect_min;
-    if (give_up_timer_) {
-      loop_->clear_timeout(give_up_timer_);
-      give_up_timer_ = 0;
-    }
     if (done_ && !writing_) send();
   }
 
-  void on_close(net::socket* s, std::error_code err) {
-    if (dying_ || s != sock_.get()) return;
+  // The next attempt is already scheduled (unless end() or destroy()).
+  void on_close(std::error_code err) {
+    if (dying_) return;
     const bool was_connected = std::exchange(connected_, false);
-    if (!err) err = conn_error_;
     // Broken by the receiver: its FIN or a reset before our end(), or a
     // reset during it. Our own end() that closes cleanly, or destroy(),
     // is not a loss.
@@ -280,27 +278,21 @@ class syslog_sink final : public sink {
     }
     if (destroyed_ || ending_) return;
     if (done_) arm_give_up();
-    retry_timer_ = loop_->set_timeout(backoff_, [this] { connect_now(); }, this);
-    backoff_ = std::min(backoff_ * 2, o_.reconnect_max);
   }
 
   // A batch waits for a connection: give_up_after bounds the wait.
   void arm_give_up() {
-    if (!o_.give_up_after || give_up_timer_ || connected_ || !done_ || writing_) return;
-    give_up_timer_ = loop_->set_timeout(*o_.give_up_after, [this] {
-      give_up_timer_ = 0;
-      if (connected_ || writing_) return;
-      complete(last_error_ ? last_error_ : std::make_error_code(std::errc::timed_out));
-    }, this);
+    if (connected_ || !done_ || writing_) return;
+    rc_.wait_for_connection();
   }
 
   // The receiver broke the connection (the socket is destroyed) and its
   // 'close' has not come yet: counted now, before an end() that finds it
   // gone, or the stream's own destroy(), makes it look like ours.
   void broken_before_close() noexcept {
-    if (!connected_ || !sock_ || !sock_->destroyed() || dying_) return;
+    if (!connected_ || !rc_.current() || !rc_.current()->destroyed() || dying_) return;
     connected_ = false;
-    lost(conn_error_);
+    lost(rc_.connection_error());
   }
 
   void lost_quietly() noexcept {
@@ -309,18 +301,10 @@ class syslog_sink final : public sink {
     quiet_timer_ = 0;
   }
 
-  void cancel_timers() noexcept {
-    if (!loop_) return;
-    if (retry_timer_) loop_->clear_timeout(retry_timer_);
-    if (give_up_timer_) loop_->clear_timeout(give_up_timer_);
-    retry_timer_ = give_up_timer_ = 0;
-  }
-
   syslog_options o_;
   syslog_formatter format_;
   loop* loop_ = nullptr;
-  std::unique_ptr<net::socket> sock_;
-  std::unique_ptr<net::socket> old_;
+  net::reconnecting_socket rc_;
   // The batch in flight: its frames, where each ends, and the first the
   // kernel has not taken whole.
   std::optional<write_done> done_;
@@ -332,11 +316,6 @@ class syslog_sink final : public sink {
   std::size_t base_ = 0;  // sock_->bytes_written() when its write started
   timespec now_{};
   std::optional<final_done> final_;
-  std::error_code last_error_;
-  std::error_code conn_error_;  // the current connection's error, if any
-  std::chrono::milliseconds backoff_;
-  timer_id retry_timer_ = 0;
-  timer_id give_up_timer_ = 0;
   timer_id quiet_timer_ = 0;
   std::chrono::steady_clock::time_point last_write_{};
   std::size_t at_risk_ = 0;  // taken by the kernel on sock_ since its last quiet moment
@@ -345,9 +324,7 @@ class syslog_sink final : public sink {
   std::size_t truncated_ = 0;
   std::size_t sent_ = 0;
   std::size_t failed_ = 0;
-  std::size_t reconnects_ = 0;
   bool connected_ = false;
-  bool ever_connected_ = false;
   bool writing_ = false;
   bool ending_ = false;
   bool destroyed_ = false;
