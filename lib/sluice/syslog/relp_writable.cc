@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/net/reconnecting_socket.h"
+#include "sluice/detail/reconnecting_socket.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/syslog/relp_frames.h"
 

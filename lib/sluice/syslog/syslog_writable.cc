@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/net/reconnecting_socket.h"
+#include "sluice/detail/reconnecting_socket.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/sink.h"
 

@@ -1,6 +1,6 @@
 // reconnecting_socket: the socket's events are filtered to the current one
 // here, so that a user's hooks never see a socket it has given up on.
-#include "sluice/net/reconnecting_socket.h"
+#include "sluice/detail/reconnecting_socket.h"
 
 #include <algorithm>
 
