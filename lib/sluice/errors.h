@@ -50,9 +50,19 @@ inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), stream_category()};
 }
 
+/// A category whose errors have a code of their own besides their message,
+/// as Node's errors have `code` and `message` (a failed lookup's code is
+/// "ENOTFOUND", its message "getaddrinfo ENOTFOUND example.invalid"). A
+/// layer above declares one; code_name() asks it, so that this layer needs
+/// to know none of them.
+class coded_error_category : public std::error_category {
+ public:
+  virtual std::string code(int value) const = 0;
+};
+
 /// The name a trace prints for an error: Node's `ERR_*` code for stream
-/// errors, the errno name (`EPIPE`, `ENOSPC`, ...) for system errors, else the
-/// message. Example: code_name(make_error_code(errc::write_after_end)) is
+/// errors, the errno name (`EPIPE`, `ENOSPC`, ...) for system errors, the
+/// code of a coded_error_category, else the message. Example: code_name(make_error_code(errc::write_after_end)) is
 /// "ERR_STREAM_WRITE_AFTER_END".
 std::string code_name(const std::error_code& ec);
 
