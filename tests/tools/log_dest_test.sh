@@ -96,8 +96,10 @@ for args in "--max-size 1M syslog://127.0.0.1:514" "--keep 3 syslog+unix:/x" "--
 done
 "$slog" --max-size 1M syslog://127.0.0.1:514 </dev/null 2>"$tmp/err"
 check "a FILE option with a network DEST is named" grep -q -- "--max-size applies to a FILE only" "$tmp/err"
-"$slog" syslog://example.com:514 </dev/null 2>"$tmp/err"
-check "a host name is refused, saying why" grep -q "no name lookup" "$tmp/err"
+"$slog" "syslog://a b:514" </dev/null 2>"$tmp/err"
+check "a HOST that is no name nor IP address is refused, saying why" grep -q "wants a host name or an IP address" "$tmp/err"
+"$slog" syslog://sluice-test-$$.invalid:514 </dev/null >"$tmp/out" 2>"$tmp/err"
+check "a host name is no usage error (it is looked up)" test $? -ne 2
 "$slog" kafka:k/t </dev/null 2>"$tmp/err"
 check "a near-miss DEST points at ./ for a file of that name" grep -qF "./kafka:k/t" "$tmp/err"
 
