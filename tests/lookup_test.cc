@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -277,6 +278,67 @@ TEST_CASE("where localhost has addresses of both families, each is tried in turn
   c->destroy();
   srv.close();
   REQUIRE(spin(w.loop, [&] { return w.has("close false"); }));
+}
+
+// A name of two addresses needs /etc/hosts: as root (CI's containers), the
+// test adds one under .invalid for its own run and takes it out again.
+class hosts_entry {
+ public:
+  explicit hosts_entry(std::string name) : name_(std::move(name)) {
+    if (::geteuid() != 0 || ::access("/etc/hosts", W_OK) != 0) return;
+    std::ofstream f("/etc/hosts", std::ios::app);
+    f << "127.0.0.1 " << name_ << "\n127.0.0.2 " << name_ << "\n";
+    ok_ = bool(f);
+  }
+  ~hosts_entry() {
+    if (!ok_) return;
+    std::ifstream in("/etc/hosts");
+    std::string kept, line;
+    while (std::getline(in, line))
+      if (line.find(" " + name_) == std::string::npos) kept += line + "\n";
+    in.close();
+    std::ofstream("/etc/hosts", std::ios::trunc) << kept;  // in place: /etc/hosts may be a bind mount
+  }
+  bool ok() const noexcept { return ok_; }
+
+ private:
+  std::string name_;
+  bool ok_ = false;
+};
+
+TEST_CASE("a name of two addresses: each is tried in turn until one connects; when none does, the first one's error") {
+  const std::string name = "sluice-two-" + std::to_string(::getpid()) + ".invalid";
+  hosts_entry entry(name);
+  if (!entry.ok()) {
+    MESSAGE("not root: /etc/hosts cannot have a name of two addresses, the fallback is not exercised");
+    return;
+  }
+  world w;
+  net::server srv(w.server_opts());
+  srv.on_connection([](net::socket& s) { s.end(); });
+  srv.listen(0, "127.0.0.2");  // the second address only: the first is refused
+  REQUIRE(spin(w.loop, [&] { return srv.listening(); }));
+  const std::uint16_t port = srv.address()->port;
+
+  SUBCASE("the second address connects") {
+    auto c = net::connect(port, name, w.socket_opts());
+    w.record(*c);
+    REQUIRE(spin(w.loop, [&] { return w.has("connect") || w.has("close true"); }));
+    CHECK(w.events == std::vector<std::string>{"lookup ok 127.0.0.1 4 " + name, "lookup ok 127.0.0.2 4 " + name, "connect"});
+    CHECK(c->remote_address() == "127.0.0.2");
+    c->destroy();
+    REQUIRE(spin(w.loop, [&] { return w.has("close false"); }));
+  }
+  SUBCASE("neither connects") {
+    srv.close();
+    REQUIRE(spin(w.loop, [&] { return !srv.listening(); }));
+    auto c = net::connect(port, name, w.socket_opts());
+    w.record(*c);
+    REQUIRE(spin(w.loop, [&] { return w.has("close true"); }));
+    CHECK(w.events == std::vector<std::string>{"lookup ok 127.0.0.1 4 " + name, "lookup ok 127.0.0.2 4 " + name,
+                                               "error ECONNREFUSED Connection refused", "close true"});
+  }
+  srv.close();
 }
 
 TEST_CASE("a syslog writable to localhost looks it up at every reconnect") {
