@@ -5,7 +5,9 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -21,7 +23,7 @@ struct log_destination {
   enum class kind { file, syslog_tcp, syslog_unix, relp_tcp, kafka };
   kind type = kind::file;
   std::string file;  // file; the socket's path for syslog_unix
-  std::string host;  // syslog_tcp, relp_tcp: an IP literal or localhost, without brackets
+  std::string host;  // syslog_tcp, relp_tcp: a name or an IP literal, without brackets
   std::uint16_t port = 0;
   std::string brokers;  // kafka: "host:port,host:port" (bootstrap.servers)
   std::string topic;
@@ -38,12 +40,15 @@ inline bool parse_host_port(std::string_view scheme, const std::string& d, log_d
   const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
   if (bracketed) host = host.substr(1, host.size() - 2);
   unsigned char addr[16];
-  const bool ip = bracketed ? ::inet_pton(AF_INET6, host.c_str(), addr) == 1
-                            : ::inet_pton(AF_INET, host.c_str(), addr) == 1 || host == "localhost";
-  if (!ip)
-    return why = name + " wants an IP address ([...] for IPv6) or localhost as HOST (no name lookup), got '" + host +
-                 "'",
-           false;
+  // A name is looked up by the socket, off the loop (net::lookup()).
+  const bool host_name = !host.empty() && host.size() <= 253 && host.front() != '-' && host.front() != '.' &&
+                         std::all_of(host.begin(), host.end(), [](unsigned char c) {
+                           return std::isalnum(c) || c == '-' || c == '.' || c == '_';
+                         });
+  const bool ok = bracketed ? ::inet_pton(AF_INET6, host.c_str(), addr) == 1
+                            : ::inet_pton(AF_INET, host.c_str(), addr) == 1 || host_name;
+  if (!ok)
+    return why = name + " wants a host name or an IP address ([...] for IPv6) as HOST, got '" + host + "'", false;
   std::uint64_t port = 0;
   if (!parse_size(rest.c_str() + colon + 1, false, 65535, port) || port == 0)
     return why = name + " wants a port from 1 to 65535, got '" + rest.substr(colon + 1) + "'", false;
@@ -55,8 +60,8 @@ inline bool parse_host_port(std::string_view scheme, const std::string& d, log_d
 // DEST: syslog://HOST:PORT, syslog+unix:PATH, relp://HOST:PORT,
 // kafka://BROKER[,BROKER]/TOPIC,
 // or else a file. On a malformed network DEST, false and `why` says what is
-// wrong. A HOST is an IP address (IPv6 in brackets) or localhost: the
-// sending side looks no name up, since a lookup would block the loop.
+// wrong. A HOST is a name or an IP address (IPv6 in brackets); a name is
+// looked up at each connection, off the loop.
 inline bool parse_log_destination(const std::string& d, log_destination& out, std::string& why) {
   auto starts = [&](std::string_view p) { return d.rfind(p, 0) == 0; };
   if (starts("syslog+unix:")) {

@@ -18,7 +18,7 @@ namespace sluice {
 enum class event : std::uint8_t {
   drain, finish, error, close, prefinish, pipe, unpipe, end, data, readable, pause, resume,
   // net's (sluice/net/): a socket's and a server's own events.
-  connect, ready, timeout, listening, connection,
+  connect, ready, timeout, listening, connection, lookup,
   count_  // not an event: the number of events
 };
 inline constexpr int event_count = static_cast<int>(event::count_);
@@ -30,7 +30,10 @@ std::string_view to_string(event ev) noexcept;
 /// What an event carries: `error` its error, `data` its chunk, `pipe` and
 /// `unpipe` the source stream (a sluice::readable*), `connection` the new
 /// socket (a sluice::net::socket*), a socket's `close` its error when it
-/// closed because of one (Node's hadError). Unused fields are empty.
+/// closed because of one (Node's hadError), a socket's `lookup` Node's
+/// (err, address, family, host): `error` the lookup's error, `chunk` the
+/// address, `source` a const sluice::net::lookup_event* with all four.
+/// Unused fields are empty.
 struct event_arg {
   std::error_code error;
   std::string_view chunk;

@@ -50,8 +50,11 @@ inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), stream_category()};
 }
 
-/// A category whose errors carry a Node `code` of their own besides the
-/// message (zlib's `Z_DATA_ERROR`, say): code_name() asks it.
+/// A category whose errors have a code of their own besides their message,
+/// as Node's errors have `code` and `message` (zlib's "Z_DATA_ERROR"; a failed
+/// lookup's "ENOTFOUND", its message "getaddrinfo ENOTFOUND example.invalid").
+/// A layer above declares one; code_name() asks it, so that this layer needs
+/// to know none of them.
 class coded_error_category : public std::error_category {
  public:
   virtual std::string code(int value) const = 0;

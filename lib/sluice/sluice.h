@@ -13,6 +13,7 @@
 #include "sluice/lines/line_splitter.h"
 #include "sluice/loop.h"
 #include "sluice/net/address.h"
+#include "sluice/net/lookup.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
 #include "sluice/signals.h"

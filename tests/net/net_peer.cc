@@ -149,6 +149,17 @@ std::uint16_t refused_port() {
   return port;
 }
 
+// Node's 'lookup' (err, address, family, host), for 127.0.0.1 and errors only.
+void lookups(socket& s, const std::string& who) {
+  s.on(event::lookup, [who](const sluice::event_arg& a) {
+    const auto* e = static_cast<const sluice::net::lookup_event*>(a.source);
+    if (!a.error && a.chunk != "127.0.0.1") return;
+    out(who + " lookup " + (a.error ? sluice::code_name(a.error) : "null") + " " +
+        (a.error ? "-" : std::string(a.chunk)) + " " + (a.error ? "-" : std::to_string(e->family)) + " " +
+        std::string(e->host));
+  });
+}
+
 std::string ok_or(std::error_code ec) { return ec ? sluice::code_name(ec) : "ok"; }
 const char* boolean(bool b) { return b ? "true" : "false"; }
 
@@ -290,6 +301,28 @@ int run_local(const std::string& scenario) {
         c->on(event::connect, go);
       else
         go();
+    });
+  } else if (scenario == "lookup-localhost") {
+    serve([](socket& s) { s.resume(); }, [&](std::uint16_t port) {
+      c = sluice::net::connect(port, "localhost");
+      lookups(*c, "client");
+      record(*c, "client");
+      c->on(event::connect, [&] { c->destroy(); });
+      c->on(event::close, [&] { srv->close(); });
+    });
+  } else if (scenario == "lookup-not-found") {
+    c = sluice::net::connect(refused_port(), "sluice-test.invalid");
+    lookups(*c, "client");
+    record(*c, "client");
+    c->write("a", cb("w"));
+  } else if (scenario == "lookup-destroy") {
+    serve([](socket& s) { s.resume(); }, [&](std::uint16_t port) {
+      c = sluice::net::connect(port, "localhost");
+      lookups(*c, "client");
+      record(*c, "client");
+      c->write("a", cb("w"));
+      c->on(event::close, [&] { srv->close(); });
+      c->destroy();  // the lookup is on its way (a later turn may have its answer already)
     });
   } else if (scenario == "end-after-destroy-idle") {
     // Not called while the loop runs, as in Node; the socket's destructor

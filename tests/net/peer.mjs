@@ -22,6 +22,9 @@ function record(s, who) {
   s.on('error', (e) => out(`${who} error ${e.code}`));
   s.on('close', (hadError) => out(`${who} close ${hadError === true}`));  // undefined (no handle) is false
 }
+const lookups = (s, who) => s.on('lookup', (err, address, family, host) => {
+  if (err || address === '127.0.0.1') out(`${who} lookup ${err ? err.code : 'null'} ${address ?? '-'} ${family ?? '-'} ${host}`);
+});
 const cb = (who) => (err) => out(`${who} write-cb ${err ? err.code : 'ok'}`);
 
 // What the server does with its one connection.
@@ -264,6 +267,35 @@ const local = {
     record(c, 'client');
     c.destroy();
     c.end(cb('end'));
+  },
+  // Host names (dns.lookup off the loop): 'lookup' per address, the ones
+  // of 127.0.0.1 printed only (a machine's localhost may have ::1 too).
+  'lookup-localhost'() {
+    const srv = withServer((s) => s.resume(), (_, port) => {
+      const c = net.connect(port, 'localhost');
+      lookups(c, 'client');
+      record(c, 'client');
+      c.on('connect', () => c.destroy());
+      c.on('close', () => srv.close());
+    });
+  },
+  'lookup-not-found'() {
+    refusedPort((port) => {
+      const c = net.connect(port, 'sluice-test.invalid');
+      lookups(c, 'client');
+      record(c, 'client');
+      c.write('a', cb('w'));
+    });
+  },
+  'lookup-destroy'() {
+    const srv = withServer((s) => s.resume(), (_, port) => {
+      const c = net.connect(port, 'localhost');
+      lookups(c, 'client');
+      record(c, 'client');
+      c.write('a', cb('w'));
+      c.on('close', () => srv.close());
+      c.destroy();  // the lookup is on its way (a later turn may have its answer already)
+    });
   },
   'is-ip'() {
     const inputs = ['127.0.0.1', '::1', 'x', '1.2.3.256', '01.2.3.4', '1.2.3', ' 1.2.3.4', '::ffff:1.2.3.4',

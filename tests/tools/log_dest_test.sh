@@ -79,7 +79,7 @@ done
 mkdir "$tmp/usage"
 for args in "--max-size 1M syslog://127.0.0.1:514" "--keep 3 syslog+unix:/x" "--fsync end kafka://k:9092/t" \
     "--framing lf f" "--facility user f" "--app-name a f" "--give-up-after 1s f" "--grace 1s f" "-X acks=1 f" \
-    "-X acks=1 syslog://127.0.0.1:514" "syslog://example.com:514" "syslog://127.0.0.1" "syslog://127.0.0.1:0" \
+    "-X acks=1 syslog://127.0.0.1:514" "syslog://a/b:514" "syslog://127.0.0.1" "syslog://127.0.0.1:0" \
     "syslog://127.0.0.1:65536" "syslog://[::1:514" "syslog:127.0.0.1:514" "syslog+unix:" "kafka://k:9092" \
     "kafka:///t" "kafka://k:9092/" "kafka://k:9092/a/b" "kafka:k/t" "--framing octets syslog://127.0.0.1:514" \
     "--facility local8 syslog://127.0.0.1:514" "--severity 8 syslog://127.0.0.1:514" \
@@ -96,8 +96,12 @@ for args in "--max-size 1M syslog://127.0.0.1:514" "--keep 3 syslog+unix:/x" "--
 done
 "$slog" --max-size 1M syslog://127.0.0.1:514 </dev/null 2>"$tmp/err"
 check "a FILE option with a network DEST is named" grep -q -- "--max-size applies to a FILE only" "$tmp/err"
-"$slog" syslog://example.com:514 </dev/null 2>"$tmp/err"
-check "a host name is refused, saying why" grep -q "no name lookup" "$tmp/err"
+"$slog" "syslog://a b:514" </dev/null 2>"$tmp/err"
+check "a HOST that is no name nor IP address is refused, saying why" grep -q "wants a host name or an IP address" "$tmp/err"
+echo hi | timeout 30 "$slog" --give-up-after 1s syslog://sluice-test-$$.invalid:514 >"$tmp/out" 2>"$tmp/err"
+status=$?
+check "a host name is looked up: one that does not resolve gives up, exit 1 (got $status)" test $status -eq 1
+check "a host name that does not resolve: the resolver's answer is said" grep -q "getaddrinfo ENOTFOUND sluice-test-$$.invalid" "$tmp/err"
 "$slog" kafka:k/t </dev/null 2>"$tmp/err"
 check "a near-miss DEST points at ./ for a file of that name" grep -qF "./kafka:k/t" "$tmp/err"
 

@@ -46,9 +46,9 @@ check "--window with syslog://: exit 2 (got $?)" test $? -eq 2
 check "--window with syslog://: named" grep -q -- "--window applies to relp:// only" "$tmp/err"
 "$slog" --framing lf relp://127.0.0.1:2514 </dev/null 2>"$tmp/err"
 check "--framing with relp://: exit 2 (got $?)" test $? -eq 2
-"$slog" relp://nohost:2514 </dev/null 2>"$tmp/err"
-check "relp:// with a name: exit 2 (got $?)" test $? -eq 2
-check "relp:// with a name: the reason" grep -q "relp:// wants an IP address" "$tmp/err"
+"$slog" relp://-nohost:2514 </dev/null 2>"$tmp/err"
+check "relp:// with a HOST that is no name nor IP address: exit 2 (got $?)" test $? -eq 2
+check "relp:// with a bad HOST: the reason" grep -q "relp:// wants a host name or an IP address" "$tmp/err"
 
 if [ ! -x /usr/sbin/rsyslogd ] || { [ ! -e /usr/lib/x86_64-linux-gnu/rsyslog/imrelp.so ] && [ ! -e /usr/lib/rsyslog/imrelp.so ]; }; then
   echo "SKIP rsyslogd with imrelp: not installed (apt-get install rsyslog rsyslog-relp)"

@@ -10,6 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <netdb.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 
@@ -319,6 +322,7 @@ void socket::init(const socket_options& options) {
 }
 
 socket::~socket() {
+  lookup_.cancel();
   event_loop().cancel(tag());
   ref();  // the loop must not keep this address as unref'd
   // The sides are destroyed after this body (by ~duplex): they must not
@@ -333,9 +337,66 @@ std::size_t socket::bytes_written() const noexcept { return sink_->bytes_written
 std::size_t socket::write_syscalls() const noexcept { return sink_->syscalls(); }
 std::size_t socket::chunks_written() const noexcept { return sink_->chunks(); }
 
+// Node: lookupAndConnect(): an IP literal is connected to on the next tick;
+// a name ("localhost" too) is looked up first.
 socket& socket::connect(std::uint16_t port, std::string_view host) {
-  detail::sockaddr_any to;
-  return connect_to(detail::tcp_address(host, port, to), to);
+  if (host.empty()) host = "localhost";
+  if (is_ip(host) != 0) {
+    detail::sockaddr_any to;
+    return connect_to(detail::tcp_address(host, port, to), to);
+  }
+  if (destroyed() || fd_ >= 0 || connecting_) return *this;
+  connecting_ = true;
+  host_ = std::string(host);
+  port_ = port;
+  lookup_ = net::lookup(host, {.family = 0, .hints = AI_ADDRCONFIG, .event_loop = &event_loop()},
+                        [this](std::error_code ec, std::span<const lookup_address> found) { after_lookup(ec, found); });
+  return *this;
+}
+
+// Node v20: lookupAndConnectMultiple()'s emitLookup (autoSelectFamily is on
+// by default): nothing for a socket destroyed meanwhile (its lookup was
+// cancelled); on an error, 'lookup' and then, on the next tick, the
+// socket's destruction with it; else a 'lookup' per address, then the
+// addresses in Node's order, each once, the families alternating.
+void socket::after_lookup(std::error_code ec, std::span<const lookup_address> found) noexcept {
+  if (destroyed() || !connecting_) return;
+  if (ec) {
+    emit_lookup(ec, {}, 0);
+    event_loop().next_tick([this, ec] { after_connect(ec); }, tag());
+    return;
+  }
+  std::vector<detail::sockaddr_any> by_family[2];
+  int first_family = 0;
+  for (const lookup_address& a : found) {
+    emit_lookup({}, a.address, a.family);
+    if (destroyed()) return;
+    detail::sockaddr_any to;
+    if (detail::tcp_address(a.address, port_, to)) continue;
+    if (!first_family) first_family = a.family;
+    by_family[a.family == first_family ? 0 : 1].push_back(to);
+  }
+  attempts_.clear();
+  for (std::size_t i = 0; i < std::max(by_family[0].size(), by_family[1].size()); ++i) {
+    if (i < by_family[0].size()) attempts_.push_back(by_family[0][i]);
+    if (i < by_family[1].size()) attempts_.push_back(by_family[1][i]);
+  }
+  if (attempts_.empty()) {  // getaddrinfo() gave nothing usable
+    event_loop().next_tick([this, ec = lookup_error(EAI_NONAME, host_)] { after_connect(ec); }, tag());
+    return;
+  }
+  attempt_ = 0;
+  touch();  // Node: _unrefTimer()
+  start_connect(attempts_[0]);
+}
+
+void socket::emit_lookup(std::error_code ec, std::string_view address, int family) noexcept {
+  const lookup_event e{ec, address, family, host_};
+  event_arg arg;
+  arg.error = ec;
+  arg.chunk = address;
+  arg.source = const_cast<lookup_event*>(&e);
+  emit(event::lookup, arg);
 }
 
 socket& socket::connect(std::string_view path) {
@@ -390,6 +451,17 @@ void socket::start_connect(const detail::sockaddr_any& to) {
 // connected before the events.
 void socket::after_connect(std::error_code ec) noexcept {
   if (destroyed()) return;
+  if (ec && attempt_ + 1 < attempts_.size()) {
+    // Node: internalConnectMultiple(): the next address, on a new socket.
+    if (!first_error_) first_error_ = ec;
+    if (fd_ >= 0) {  // its connect's watch has fired: nothing waits on it
+      ::close(fd_);
+      fd_ = -1;
+    }
+    start_connect(attempts_[++attempt_]);
+    return;
+  }
+  if (ec && first_error_) ec = first_error_;
   if (ec) {
     destroy(ec);
     connecting_ = false;
@@ -472,6 +544,7 @@ void socket::reset_now() noexcept {
 // from its close callback, after the 'error' that destroy() emits on the
 // next tick. A server hears of it at once (Node: _connections--).
 void socket::close_handle(std::error_code err) noexcept {
+  lookup_.cancel();  // Node: a lookup answered after destroy() is ignored
   event_loop().cancel(tag());
   idle_timer_ = deadline_timer_ = 0;
   connecting_ = false;

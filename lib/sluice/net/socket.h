@@ -7,13 +7,16 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "sluice/loop.h"
 #include "sluice/net/address.h"
+#include "sluice/net/lookup.h"
 #include "sluice/stream/duplex.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"
@@ -53,7 +56,10 @@ struct socket_options {
 /// (idle for set_timeout()'s time; nothing is destroyed), 'error', then
 /// 'close', whose event_arg::error is the error when the socket closed
 /// because of one (Node's hadError). Syscall errors keep their errno:
-/// code_name() gives ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT.
+/// code_name() gives ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT. A host
+/// given by name is looked up first (net::lookup(), off the loop), with a
+/// 'lookup' for each address found, or one with the error before 'error'
+/// (ENOTFOUND: "getaddrinfo ENOTFOUND <host>").
 ///
 ///     auto s = sluice::net::connect(8080, "127.0.0.1");
 ///     s->on(sluice::event::connect, [&] { s->end("GET / HTTP/1.0\r\n\r\n"); });
@@ -73,8 +79,18 @@ class socket : public duplex {
   socket(int fd, const socket_options& options);
   ~socket();
 
-  /// Node: socket.connect(port, host). `host` is an IP address or
-  /// "localhost". Returns at once; 'connect' (or 'error') follows.
+  /// Node: socket.connect(port, host). `host` is an IP address or a name
+  /// (empty means "localhost"). A name is looked up on a resolver thread
+  /// (net::lookup(), getaddrinfo() with AI_ADDRCONFIG, as Node's net does)
+  /// and 'lookup' (err, address, family, host) is emitted for each address
+  /// found; an IP literal is not looked up and has no 'lookup', as in Node.
+  /// The addresses are tried in turn, one at a time, in Node's order
+  /// (each once, the two families alternating, the first one's family
+  /// first) until one connects; if none does, the socket's error is the
+  /// first one's (Node's AggregateError has the first one's code). Differs
+  /// from Node: no attempt is abandoned early (Node v20's autoSelectFamily
+  /// moves on after 250 ms), and there is no 'connectionAttempt' event.
+  /// Returns at once; 'connect' (or 'error') follows.
   socket& connect(std::uint16_t port, std::string_view host = "localhost");
   /// Node: socket.connect(path), to a Unix stream socket.
   socket& connect(std::string_view path);
@@ -145,6 +161,8 @@ class socket : public duplex {
   friend class server;
 
   void init(const socket_options& options);
+  void after_lookup(std::error_code ec, std::span<const lookup_address> found) noexcept;
+  void emit_lookup(std::error_code ec, std::string_view address, int family) noexcept;
   socket& connect_to(std::error_code bad_address, const detail::sockaddr_any& to);
   void start_connect(const detail::sockaddr_any& to);
   void after_connect(std::error_code ec) noexcept;
@@ -180,6 +198,14 @@ class socket : public duplex {
   timer_id deadline_timer_ = 0;
   std::size_t bytes_cut_off_ = 0;
   server* server_ = nullptr;  // the server that accepted it, if any
+  // A connection to a name: its lookup, and the addresses it gave, tried in
+  // turn (attempt_ is the one being tried).
+  std::string host_;
+  std::uint16_t port_ = 0;
+  lookup_request lookup_;
+  std::vector<detail::sockaddr_any> attempts_;
+  std::size_t attempt_ = 0;
+  std::error_code first_error_;
 };
 
 /// Node: net.connect(port, host) / net.createConnection().

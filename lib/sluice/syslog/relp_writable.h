@@ -23,8 +23,8 @@ class relp_sink;
 }
 
 struct relp_options {
-  /// The receiver (rsyslog's imrelp, ...): an IP literal or "localhost", and
-  /// its port (RELP has no registered port; 2514 is usual).
+  /// The receiver (rsyslog's imrelp, ...): a name (looked up at every
+  /// connection) or an IP literal, and its port (RELP has no registered port; 2514 is usual).
   std::string host = "127.0.0.1";
   std::uint16_t port = 2514;
   /// PRI (facility, severity), HOSTNAME, APP-NAME, PROCID and MSGID of the

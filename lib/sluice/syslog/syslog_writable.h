@@ -22,8 +22,8 @@ class syslog_sink;
 }
 
 struct syslog_options {
-  /// The receiver: a TCP address (an IP literal or "localhost") and port,
-  /// or, when `unix_path` is set, a Unix stream socket.
+  /// The receiver: a TCP host (a name, looked up at every connection, or an
+  /// IP literal) and port, or, when `unix_path` is set, a Unix stream socket.
   std::string host = "127.0.0.1";
   std::uint16_t port = 514;
   std::string unix_path;
