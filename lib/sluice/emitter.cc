@@ -15,8 +15,9 @@ constexpr std::string_view names[event_count] = {
     "drain", "finish", "error", "close", "prefinish", "pipe",
     "unpipe", "end", "data", "readable", "pause", "resume",
     "connect", "ready", "timeout", "listening", "connection",
+    "secureConnect", "secure", "secureConnection", "tlsClientError",
 };
-static_assert(names[event_count - 1] == "connection", "one name per event, in the enum's order");
+static_assert(names[event_count - 1] == "tlsClientError", "one name per event, in the enum's order");
 
 }  // namespace
 

@@ -77,6 +77,8 @@ std::string code_name(const std::error_code& ec) {
   } else if (ec.category() == std::system_category() || ec.category() == std::generic_category()) {
     // strerrorname_np is glibc 2.32+; Debian 12 has 2.36.
     if (const char* n = strerrorname_np(ec.value())) return n;
+  } else if (const auto* coded = dynamic_cast<const coded_category*>(&ec.category())) {
+    return coded->code(ec.value());
   }
   return ec.message();
 }

@@ -32,7 +32,10 @@ namespace sluice {
   X(socket_closed_before_connection, "ERR_SOCKET_CLOSED_BEFORE_CONNECTION",                    \
     "Socket closed before the connection was established")                                   \
   X(socket_closed, "ERR_SOCKET_CLOSED", "Socket is closed")                                   \
-  X(server_not_running, "ERR_SERVER_NOT_RUNNING", "Server is not running.")
+  X(server_not_running, "ERR_SERVER_NOT_RUNNING", "Server is not running.")                 \
+  X(tls_cert_altname_invalid, "ERR_TLS_CERT_ALTNAME_INVALID",                                 \
+    "Hostname/IP does not match certificate's altnames")                                      \
+  X(tls_handshake_timeout, "ERR_TLS_HANDSHAKE_TIMEOUT", "TLS handshake timeout")
 
 /// Errors a stream reports through callbacks and the `error` event.
 /// Zero is success, as for every error_code.
@@ -55,6 +58,15 @@ inline std::error_code make_error_code(errc e) noexcept {
 /// message. Example: code_name(make_error_code(errc::write_after_end)) is
 /// "ERR_STREAM_WRITE_AFTER_END".
 std::string code_name(const std::error_code& ec);
+
+/// A category whose errors have codes of their own besides their message
+/// (OpenSSL's: "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ERR_SSL_WRONG_VERSION_NUMBER"):
+/// code_name() asks it, so that a layer above names its codes without this
+/// one knowing it.
+class coded_category : public std::error_category {
+ public:
+  virtual std::string code(int value) const = 0;
+};
 
 /// An error that carries a message of the caller's choosing, for sinks whose
 /// failures are not errno values (and for scenarios: `complete w error=disk-full`).
