@@ -372,6 +372,24 @@ TEST_CASE("mutual TLS: a client without a certificate, or with one of another CA
   }
 }
 
+TEST_CASE("ALPN with no protocol in common: refused on both sides, with Node's codes") {
+  world w;
+  auto so = w.server_opts();
+  so.alpn_protocols = {"syslog"};
+  echo_server es(w, so);
+  auto o = w.client_opts();
+  o.alpn_protocols = {"h2"};
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  w.record(*c, "client");
+  c->resume();
+  REQUIRE(spin(w.loop, [&] { return w.has("client close") && es.srv.connections() == 0; }));
+  INFO(w.all());
+  // What Node v20 reports, both ends Node's.
+  CHECK(w.has_prefix("server tlsClientError ERR_SSL_NO_APPLICATION_PROTOCOL"));
+  CHECK(w.has("client error ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL"));
+  CHECK(es.secured.empty());
+}
+
 TEST_CASE("a client that sends no handshake is cut off at the handshake timeout; a plaintext one with the reason") {
   world w;
   auto so = w.server_opts();

@@ -22,7 +22,7 @@ layer_of() {
     sluice/sinks/* | sluice/sources/* | sluice/kafka/*) echo 3 ;;
     sluice/stream/*) echo 4 ;;
     sluice/lines/* | sluice/net/*) echo 5 ;;
-    sluice/syslog/*) echo 6 ;;
+    sluice/syslog/* | sluice/tls/*) echo 6 ;;
     sluice/factories.* | sluice/sluice.h) echo 6 ;;
     sluice/asio/*) echo 7 ;;
     *) echo "" ;;
