@@ -45,14 +45,13 @@ namespace {
 
 // The PKI, made once for the whole run.
 const std::string& pki() {
-  static sluice::test::temp_dir* dir = [] {
-    auto* d = new sluice::test::temp_dir;
+  static sluice::test::temp_dir dir;  // removed at exit
+  static const std::string path = [] {
     const std::string script = std::filesystem::path(SLUICE_TLS_MJS).parent_path() / "make_ca.sh";
-    const std::string cmd = "sh '" + script + "' '" + d->path.string() + "'";
-    REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, sluice::test::slurp(d->file("make_ca.log")));
-    return d;
+    const std::string cmd = "sh '" + script + "' '" + dir.path.string() + "'";
+    REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, sluice::test::slurp(dir.file("make_ca.log")));
+    return dir.path.string();
   }();
-  static const std::string path = dir->path.string();
   return path;
 }
 std::string pki_file(const std::string& name) { return pki() + "/" + name; }
