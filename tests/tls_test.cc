@@ -595,6 +595,7 @@ TEST_CASE("openssl s_client against sluice's server, and sluice's client against
     std::string got;
     std::unique_ptr<tls::socket> c;
     std::error_code err;
+    bool closed = false;  // outlives every attempt's socket
     // s_server needs a moment to listen: connect until it takes the connection.
     for (int attempt = 0; attempt < 50 * sluice::test::time_scale() && got.empty(); ++attempt) {
       c = tls::connect(port, "127.0.0.1", w.client_opts());
@@ -605,7 +606,7 @@ TEST_CASE("openssl s_client against sluice's server, and sluice's client against
         if (got.find('\n') != std::string::npos) c->end();
       });
       c->on(event::secure_connect, [&] { c->write("hello sluice\n"); });
-      bool closed = false;
+      closed = false;
       c->on(event::close, [&] { closed = true; });
       REQUIRE(spin(w.loop, [&] { return closed || !got.empty(); }));
       if (got.empty()) usleep(20000);
