@@ -16,8 +16,9 @@ constexpr std::string_view names[event_count] = {
     "unpipe", "end", "data", "readable", "pause", "resume",
     "connect", "ready", "timeout", "listening", "connection",
     "lookup",
+    "secureConnect", "secure", "secureConnection", "tlsClientError",
 };
-static_assert(names[event_count - 1] == "lookup", "one name per event, in the enum's order");
+static_assert(names[event_count - 1] == "tlsClientError", "one name per event, in the enum's order");
 
 }  // namespace
 

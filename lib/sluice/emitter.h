@@ -19,6 +19,9 @@ enum class event : std::uint8_t {
   drain, finish, error, close, prefinish, pipe, unpipe, end, data, readable, pause, resume,
   // net's (sluice/net/): a socket's and a server's own events.
   connect, ready, timeout, listening, connection, lookup,
+  // tls's (sluice/tls/): Node's secureConnect, secure, secureConnection and
+  // tlsClientError.
+  secure_connect, secure, secure_connection, tls_client_error,
   count_  // not an event: the number of events
 };
 inline constexpr int event_count = static_cast<int>(event::count_);

@@ -32,7 +32,10 @@ namespace sluice {
   X(socket_closed_before_connection, "ERR_SOCKET_CLOSED_BEFORE_CONNECTION",                    \
     "Socket closed before the connection was established")                                   \
   X(socket_closed, "ERR_SOCKET_CLOSED", "Socket is closed")                                   \
-  X(server_not_running, "ERR_SERVER_NOT_RUNNING", "Server is not running.")
+  X(server_not_running, "ERR_SERVER_NOT_RUNNING", "Server is not running.")                 \
+  X(tls_cert_altname_invalid, "ERR_TLS_CERT_ALTNAME_INVALID",                                 \
+    "Hostname/IP does not match certificate's altnames")                                      \
+  X(tls_handshake_timeout, "ERR_TLS_HANDSHAKE_TIMEOUT", "TLS handshake timeout")
 
 /// Errors a stream reports through callbacks and the `error` event.
 /// Zero is success, as for every error_code.
@@ -52,7 +55,8 @@ inline std::error_code make_error_code(errc e) noexcept {
 
 /// A category whose errors have a code of their own besides their message,
 /// as Node's errors have `code` and `message` (zlib's "Z_DATA_ERROR"; a failed
-/// lookup's "ENOTFOUND", its message "getaddrinfo ENOTFOUND example.invalid").
+/// lookup's "ENOTFOUND", its message "getaddrinfo ENOTFOUND example.invalid";
+/// OpenSSL's "UNABLE_TO_VERIFY_LEAF_SIGNATURE").
 /// A layer above declares one; code_name() asks it, so that this layer needs
 /// to know none of them.
 class coded_error_category : public std::error_category {

@@ -4,7 +4,7 @@
 #   - the installed headers are the public ones, and those of detail/ that
 #     their inline code includes: nothing internal (the syscall table that
 #     tests swap, the worker's protocol) ships, and sluice.h includes every
-#     public header but asio/, kafka/ and zlib/;
+#     public header but asio/, kafka/, tls/ and zlib/;
 #   - the installed tools start (their RUNPATH finds the installed library),
 #     and the library's SONAME carries its ABI version;
 #   - a program built with pkg-config (no -std flag of its own: sluice.pc
@@ -84,19 +84,21 @@ while IFS= read -r h; do
   grep -qxF "$h" "$tmp/needed" || fail "$h is installed, but no public header includes it: keep it out of the install (lib/meson.build)"
 done < <(grep '^sluice/detail/' "$tmp/installed")
 # Every public header of the source tree ships (kafka/ only with the Kafka
-# library, zlib/ only with the codecs it was built with), and sluice.h
-# includes each but asio/, kafka/ and zlib/ (which a build may lack).
+# library, tls/ only with the TLS one, zlib/ only with the codecs it was
+# built with), and sluice.h includes each but asio/, kafka/, tls/ and zlib/
+# (which a build may lack).
 pc_var() { PKG_CONFIG_PATH=$dest$libdir/pkgconfig pkg-config --variable="$1" sluice; }
-kafka=$(pc_var kafka) zlib=$(pc_var zlib) zstd=$(pc_var zstd)
+kafka=$(pc_var kafka) tls=$(pc_var tls) zlib=$(pc_var zlib) zstd=$(pc_var zstd)
 while IFS= read -r h; do
   [[ $h == sluice/kafka/* && $kafka != true ]] && continue
+  [[ $h == sluice/tls/* && $tls != true ]] && continue
   [[ $h == sluice/zlib/gzip.h && $zlib != true ]] && continue
   [[ $h == sluice/zlib/zstd.h && $zstd != true ]] && continue
   [[ $h == sluice/zlib/zlib_* && $zlib != true && $zstd != true ]] && continue
   grep -qxF "$h" "$tmp/installed" || fail "$h is not installed: list it in lib/meson.build (sluice_public_h), or move it under detail/"
 done < <(cd "$src" && find sluice -name '*.h' ! -path 'sluice/detail/*' | sort)
 while IFS= read -r h; do
-  case $h in sluice/detail/* | sluice/asio/* | sluice/kafka/* | sluice/zlib/* | sluice/sluice.h | sluice/config.h) continue ;; esac
+  case $h in sluice/detail/* | sluice/asio/* | sluice/kafka/* | sluice/tls/* | sluice/zlib/* | sluice/sluice.h | sluice/config.h) continue ;; esac
   includes_of "$inc/sluice/sluice.h" | grep -qxF "$h" || fail "sluice.h does not include $h"
 done <"$tmp/installed"
 echo "$(wc -l <"$tmp/installed") headers, $(grep -c '^sluice/detail/' "$tmp/installed") of them under detail/ for the public ones' inline code"

@@ -29,7 +29,7 @@ layer_of() {
     sluice/sinks/* | sluice/sources/* | sluice/kafka/*) echo 3 ;;
     sluice/stream/*) echo 4 ;;
     sluice/lines/* | sluice/net/* | sluice/zlib/*) echo 5 ;;
-    sluice/syslog/* | sluice/spool/*) echo 6 ;;
+    sluice/syslog/* | sluice/spool/* | sluice/tls/*) echo 6 ;;
     sluice/factories.* | sluice/sluice.h) echo 6 ;;
     sluice/asio/*) echo 7 ;;
     *) echo "" ;;

@@ -1,0 +1,624 @@
+// Node's TLSSocket (lib/_tls_wrap.js) over memory BIOs: the TCP socket's
+// 'data' goes into OpenSSL, the records OpenSSL makes go to the TCP socket's
+// write(), so both layers keep Node's backpressure and the TCP socket keeps
+// its write deadline and its one sendmsg() per turn.
+#include "sluice/tls/socket.h"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+
+#include "sluice/errors.h"
+#include "sluice/sinks/sink.h"
+#include "sluice/sources/source.h"
+#include "sluice/tls/server.h"
+#include "sluice/tls/tls_error.h"
+
+namespace sluice::tls {
+
+namespace detail {
+
+// The plaintext writable side: Node's TLSSocket _write/_writev and _final.
+// Writes wait for the handshake; then a call's chunks go to SSL_write() as
+// one buffer, which OpenSSL cuts into records of 16 KiB, and the call is done
+// once the TCP socket has room again ('drain').
+class tls_sink final : public sink {
+ public:
+  explicit tls_sink(socket& owner) : owner_(&owner) {}
+  ~tls_sink() override {
+    if (loop_) loop_->cancel(this);
+  }
+
+  void attach(loop& l) override { loop_ = &l; }
+  void write(std::string_view chunk, write_done done) override {
+    done_.emplace(done);
+    error_.clear();
+    if (!owner_->secure_) {
+      held_ = chunk;  // valid until done
+      return;
+    }
+    send(chunk);
+  }
+  void writev(const write_batch& batch, write_done done) override {
+    done_.emplace(done);
+    error_.clear();
+    scratch_.clear();
+    scratch_.reserve(batch.bytes());
+    for (std::string_view c : batch) scratch_.append(c);
+    send(scratch_);
+  }
+  bool has_writev() const noexcept override { return owner_ && owner_->secure_; }
+  // A turn's writes reach SSL_write() together: as few records as they fill.
+  bool coalesce_writes() const noexcept override { return true; }
+
+  // Node: TLSSocket's _final: close_notify, then the TCP socket's end().
+  void final(final_done done) override {
+    final_.emplace(done);
+    if (owner_->secure_) do_final();
+  }
+  bool has_final() const noexcept override { return true; }
+
+  std::error_code destroy(std::error_code err) noexcept override {
+    final_.reset();
+    if (done_ && loop_) {
+      error_ = err ? err : make_error_code(errc::destroyed);
+      held_.reset();
+      waiting_ = false;
+      loop_->next_tick([this] { complete(); }, this);
+    }
+    return err;
+  }
+
+  // The handshake is done: what waited for it goes.
+  void on_secure() noexcept {
+    if (done_ && held_) {
+      const std::string_view chunk = *held_;
+      held_.reset();
+      send(chunk);
+    }
+    if (final_ && !done_) do_final();
+  }
+  void on_tcp_drain() noexcept {
+    if (waiting_) {
+      waiting_ = false;
+      complete();
+    }
+  }
+  void on_tcp_finish() noexcept {
+    if (ending_ && final_) {
+      const final_done done = *final_;
+      final_.reset();
+      done({});
+    }
+  }
+  void detach() noexcept { owner_ = nullptr; }
+
+ private:
+  void send(std::string_view plain) noexcept {
+    SSL* ssl = owner_->ssl_;
+    while (!plain.empty()) {
+      const int n = SSL_write(ssl, plain.data(), static_cast<int>(std::min<std::size_t>(plain.size(), INT_MAX)));
+      if (n <= 0) {
+        error_ = take_openssl_error(make_error_code(errc::socket_closed));
+        complete();
+        return;
+      }
+      plain.remove_prefix(static_cast<std::size_t>(n));
+    }
+    if (owner_->flush_records()) {
+      complete();
+      return;
+    }
+    waiting_ = true;  // the TCP socket is past its high-water mark: its 'drain'
+  }
+
+  void complete() noexcept {
+    const write_done done = *done_;
+    done_.reset();
+    done(error_);
+  }
+
+  void do_final() noexcept {
+    if (owner_->tcp_gone_) {
+      const final_done done = *final_;
+      final_.reset();
+      done(make_error_code(errc::socket_closed));
+      return;
+    }
+    SSL_shutdown(owner_->ssl_);  // queues close_notify
+    owner_->flush_records();
+    ending_ = true;
+    owner_->tcp_->end();  // 'finish' completes the final
+  }
+
+  socket* owner_;
+  loop* loop_ = nullptr;
+  std::optional<write_done> done_;
+  std::optional<final_done> final_;
+  std::optional<std::string_view> held_;  // a write that waits for the handshake
+  std::error_code error_;
+  std::string scratch_;
+  bool waiting_ = false;
+  bool ending_ = false;
+};
+
+// The plaintext readable side: pushes what OpenSSL decrypts while the
+// readable wants it, and pauses the TCP socket when it does not, so that a
+// slow reader holds the peer back through TCP.
+class tls_source final : public source {
+ public:
+  explicit tls_source(socket& owner) : owner_(&owner) {}
+
+  void attach(loop& l) override { loop_ = &l; }
+  void read(std::size_t /*n*/) override {
+    wanted_ = true;
+    if (owner_ && owner_->secure_) owner_->cycle();
+  }
+  std::error_code destroy(std::error_code err) noexcept override {
+    wanted_ = false;
+    if (owner_ && !owner_->tcp_gone_) owner_->tcp_->destroy();
+    return err;
+  }
+
+  bool wanted() const noexcept { return wanted_; }
+  // Pushes; false when the readable wants no more for now.
+  bool give(std::string_view plain) {
+    if (!push(plain)) wanted_ = false;
+    return wanted_;
+  }
+  void give_eof() {
+    if (eof_) return;
+    eof_ = true;
+    wanted_ = false;
+    push_eof();
+    stream().read(0);  // as net's source: 'end' without a consumer
+  }
+  bool eof() const noexcept { return eof_; }
+  void detach() noexcept { owner_ = nullptr; }
+
+ private:
+  socket* owner_;
+  loop* loop_ = nullptr;
+  bool wanted_ = false;
+  bool eof_ = false;
+};
+
+}  // namespace detail
+
+namespace {
+
+readable_options plain_readable(const net::socket_options& o, loop& l) {
+  readable_options r;
+  r.high_water_mark = o.readable_high_water_mark;
+  r.event_loop = &l;
+  return r;
+}
+writable_options plain_writable(const net::socket_options& o, loop& l) {
+  writable_options w = o.writable;
+  w.event_loop = &l;
+  w.object_mode = false;
+  return w;
+}
+
+// The TCP socket under a TLS one: half-open, because the plaintext side
+// decides when to end (after close_notify); no max_buffered, because a
+// record refused there would break the TLS stream (the cap is the
+// plaintext side's).
+net::socket_options tcp_options(net::socket_options o) {
+  o.allow_half_open = true;
+  o.writable = {};
+  o.readable_high_water_mark.reset();
+  return o;
+}
+
+bool is_ip(std::string_view host) {
+  const std::string h(host);
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, h.c_str(), buf) == 1 || inet_pton(AF_INET6, h.c_str(), buf) == 1;
+}
+
+std::vector<unsigned char> alpn_wire(const std::vector<std::string>& protocols) {
+  std::vector<unsigned char> w;
+  for (const std::string& p : protocols) {
+    if (p.empty() || p.size() > 255) continue;
+    w.push_back(static_cast<unsigned char>(p.size()));
+    w.insert(w.end(), p.begin(), p.end());
+  }
+  return w;
+}
+
+// Counts the records this side writes: OpenSSL calls it with each record's
+// header (SSL3_RT_HEADER, write_p 1).
+void on_ssl_message(int write_p, int /*version*/, int content_type, const void* /*buf*/, size_t /*len*/, SSL* /*ssl*/,
+                    void* arg) {
+  if (write_p == 1 && content_type == SSL3_RT_HEADER) ++*static_cast<std::size_t*>(arg);
+}
+
+// Node's verify callback (crypto_tls.cc): accept here, judge after the
+// handshake, so that authorized and authorizationError can be told.
+int accept_for_now(int /*preverify_ok*/, X509_STORE_CTX* /*ctx*/) { return 1; }
+
+std::string bio_text(BIO* b) {
+  char* p = nullptr;
+  const long n = BIO_get_mem_data(b, &p);
+  return n > 0 ? std::string(p, static_cast<std::size_t>(n)) : std::string();
+}
+
+std::string name_text(X509_NAME* name) {
+  BIO* b = BIO_new(BIO_s_mem());
+  X509_NAME_print_ex(b, name, 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
+  std::string s = bio_text(b);
+  BIO_free(b);
+  return s;
+}
+
+std::string time_text(const ASN1_TIME* t) {
+  BIO* b = BIO_new(BIO_s_mem());
+  ASN1_TIME_print(b, t);
+  std::string s = bio_text(b);
+  BIO_free(b);
+  return s;
+}
+
+}  // namespace
+
+socket_options socket::server_side_options(const server& srv) {
+  socket_options o;
+  o.socket = srv.options_.connection;
+  return o;
+}
+
+socket::socket(std::unique_ptr<net::socket>&& owned, net::socket& tcp, const socket_options& options, bool is_server)
+    : duplex(std::make_unique<detail::tls_source>(*this), std::make_unique<detail::tls_sink>(*this),
+             plain_readable(options.socket, tcp.event_loop()), plain_writable(options.socket, tcp.event_loop()),
+             options.socket.allow_half_open),
+      owned_(std::move(owned)),
+      tcp_(&tcp),
+      is_server_(is_server) {
+  sink_ = static_cast<detail::tls_sink*>(&get_sink());
+  source_ = static_cast<detail::tls_source*>(&get_source());
+  reject_unauthorized_ = options.reject_unauthorized;
+  handshake_timeout_ = options.handshake_timeout;
+}
+
+socket::socket(std::unique_ptr<net::socket> tcp, std::string_view host, const socket_options& options)
+    : socket(std::move(tcp), *tcp, options, false) {
+  init_client(host, options);
+}
+
+void socket::init_client(std::string_view host, const socket_options& options) {
+  context_ = options.secure_context;
+  std::error_code ec;
+  if (!context_) context_ = context::make(options.context, false, ec);
+  if (ec) {
+    // Node throws from tls.connect() here; a socket made with a bad context
+    // reports it as its error instead, on the next tick.
+    tcp_->destroy();
+    destroy(ec);
+    return;
+  }
+  ssl_ = SSL_new(context_->native());
+  SSL_set_connect_state(ssl_);
+  // Node's client: the handshake never fails on the server's certificate;
+  // its verification runs to the end (so that the last error is the one
+  // reported, "unable to verify the first certificate") and is judged after.
+  SSL_set_verify(ssl_, SSL_VERIFY_NONE, accept_for_now);
+  SSL_set_bio(ssl_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
+  SSL_set_msg_callback(ssl_, on_ssl_message);
+  SSL_set_msg_callback_arg(ssl_, &records_written_);
+  host_ = options.servername.empty() ? std::string(host) : options.servername;
+  // Node: SNI for a name, not for an IP address.
+  if (!host_.empty() && !is_ip(host_)) SSL_set_tlsext_host_name(ssl_, host_.c_str());
+  if (!options.alpn_protocols.empty()) {
+    const auto w = alpn_wire(options.alpn_protocols);
+    SSL_set_alpn_protos(ssl_, w.data(), static_cast<unsigned>(w.size()));
+  }
+  watch_tcp();
+  if (handshake_timeout_.count() > 0) arm_handshake_timeout(handshake_timeout_);
+  if (!tcp_->connecting() && tcp_->fd() >= 0)
+    event_loop().next_tick([this] { start_handshake(); }, tag());
+}
+
+socket::socket(server_side, net::socket& tcp, server& srv)
+    : socket(nullptr, tcp, server_side_options(srv), true) {
+  server_ = &srv;
+  context_ = srv.context_;
+  reject_unauthorized_ = srv.options_.reject_unauthorized;
+  request_cert_ = srv.options_.request_cert;
+  ssl_ = SSL_new(context_->native());
+  SSL_set_accept_state(ssl_);
+  SSL_set_bio(ssl_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
+  SSL_set_msg_callback(ssl_, on_ssl_message);
+  SSL_set_msg_callback_arg(ssl_, &records_written_);
+  if (request_cert_) {
+    // Node: requestCert asks; rejectUnauthorized also refuses a client that
+    // sends none, in the handshake.
+    int mode = SSL_VERIFY_PEER;
+    if (reject_unauthorized_) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+    SSL_set_verify(ssl_, mode, accept_for_now);
+  }
+  watch_tcp();
+  if (srv.options_.handshake_timeout.count() > 0) arm_handshake_timeout(srv.options_.handshake_timeout);
+}
+
+socket::~socket() {
+  event_loop().cancel(tag());
+  sink_->detach();
+  source_->detach();
+  if (!tcp_gone_) {
+    static constexpr event evs[] = {event::data,  event::end,   event::drain,   event::finish,
+                                    event::error, event::close, event::connect, event::timeout};
+    for (int i = 0; i < 8; ++i)
+      if (tcp_listeners_[i]) tcp_->off(evs[i], tcp_listeners_[i]);
+    if (!tcp_->destroyed()) tcp_->destroy();
+  }
+  if (ssl_) SSL_free(ssl_);
+}
+
+void socket::watch_tcp() {
+  net::socket& t = *tcp_;
+  tcp_listeners_[0] = t.on(event::data, [this](std::string_view c) { on_tcp_data(c); });
+  tcp_listeners_[1] = t.on(event::end, [this] { on_tcp_end(); });
+  tcp_listeners_[2] = t.on(event::drain, [this] { sink_->on_tcp_drain(); });
+  tcp_listeners_[3] = t.on(event::finish, [this] { sink_->on_tcp_finish(); });
+  tcp_listeners_[4] = t.on(event::error, [this](const event_arg& a) { fail(a.error); });
+  tcp_listeners_[5] = t.on(event::close, [this](const event_arg& a) { on_tcp_close(a.error); });
+  if (!is_server_) {
+    tcp_listeners_[6] = t.on(event::connect, [this] {
+      emit(event::connect);
+      start_handshake();
+    });
+  }
+  // The order of evs[] in ~socket().
+  tcp_listeners_[7] = t.on(event::timeout, [this] { emit(event::timeout); });
+}
+
+void socket::arm_handshake_timeout(std::chrono::milliseconds ms) {
+  handshake_timer_ = event_loop().set_timeout(ms, [this] {
+    handshake_timer_ = 0;
+    if (!secure_) fail(make_error_code(errc::tls_handshake_timeout));
+  }, tag());
+}
+
+// A client's ClientHello, once TCP is up.
+void socket::start_handshake() noexcept {
+  if (writable::destroyed() || secure_) return;
+  cycle();
+}
+
+void socket::on_tcp_data(std::string_view chunk) noexcept {
+  if (!ssl_ || writable::destroyed()) return;
+  BIO_write(SSL_get_rbio(ssl_), chunk.data(), static_cast<int>(chunk.size()));
+  cycle();
+}
+
+void socket::on_tcp_end() noexcept {
+  tcp_ended_ = true;
+  if (writable::destroyed()) return;
+  if (!secure_) {
+    // Node: "Client network socket disconnected before secure TLS
+    // connection was established", code ECONNRESET.
+    fail(std::error_code(ECONNRESET, std::system_category()));
+    return;
+  }
+  cycle();
+}
+
+// The TCP socket is closed (and, on a server, about to be deleted): never
+// touch it again.
+void socket::on_tcp_close(std::error_code err) noexcept {
+  tcp_gone_ = true;
+  for (listener_id& id : tcp_listeners_) id = 0;
+  if (writable::destroyed() && readable::destroyed()) return;
+  if (!secure_ && !err) err = std::error_code(ECONNRESET, std::system_category());
+  fail(err);
+}
+
+// Node: TLSWrap's ClearOut/EncOut: the handshake while it lasts, then
+// decryption for as long as the readable wants data.
+void socket::cycle() noexcept {
+  if (in_cycle_ || !ssl_) return;
+  in_cycle_ = true;
+  if (!secure_) {
+    ERR_clear_error();
+    const int r = SSL_do_handshake(ssl_);
+    if (r != 1) {
+      const int e = SSL_get_error(ssl_, r);
+      const std::error_code ec = e == SSL_ERROR_WANT_READ ? std::error_code{}
+                                                          : take_openssl_error(std::error_code(EPROTO, std::system_category()));
+      flush_records();  // the alert, if any, goes out before the FIN
+      in_cycle_ = false;
+      if (ec) fail(ec);
+      return;
+    }
+    flush_records();
+    in_cycle_ = false;
+    handshake_done();
+    if (readable::destroyed()) return;
+    in_cycle_ = true;
+  }
+  char buf[64 * 1024];
+  while (source_->wanted() && !readable::destroyed()) {
+    std::size_t got = 0;
+    int e = SSL_ERROR_NONE;
+    ERR_clear_error();
+    while (got + 16 * 1024 <= sizeof buf) {
+      const int n = SSL_read(ssl_, buf + got, static_cast<int>(sizeof buf - got));
+      if (n <= 0) {
+        e = SSL_get_error(ssl_, n);
+        break;
+      }
+      got += static_cast<std::size_t>(n);
+    }
+    if (got > 0 && !source_->give(std::string_view(buf, got))) break;
+    if (readable::destroyed()) break;
+    if (e == SSL_ERROR_NONE) continue;
+    if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_WANT_READ && tcp_ended_)) {
+      source_->give_eof();  // the peer's close_notify, or its FIN without one
+      break;
+    }
+    if (e == SSL_ERROR_WANT_READ) break;
+    const std::error_code ec = take_openssl_error(std::error_code(EPROTO, std::system_category()));
+    in_cycle_ = false;
+    fail(ec);
+    return;
+  }
+  in_cycle_ = false;
+  if (readable::destroyed() || tcp_gone_) return;
+  flush_records();  // what reading made (TLS 1.3 tickets, key updates)
+  // A slow reader holds the peer back: the TCP socket stops reading.
+  if (!source_->wanted() && !source_->eof())
+    tcp_->pause();
+  else if (tcp_->is_paused())
+    tcp_->resume();
+}
+
+// Node: onConnectSecure() for a client (verifyError, then
+// checkServerIdentity), onServerSocketSecure() for a server.
+void socket::handshake_done() noexcept {
+  secure_ = true;
+  if (handshake_timer_) event_loop().clear_timeout(handshake_timer_);
+  handshake_timer_ = 0;
+  const std::error_code err = verify_peer();
+  if (!is_server_ || request_cert_) {
+    authorized_ = !err;
+    authorization_error_ = err;
+    if (err && reject_unauthorized_) {
+      fail(err);
+      return;
+    }
+  }
+  emit(is_server_ ? event::secure : event::secure_connect);
+  if (writable::destroyed()) return;
+  if (server_) server_->secured(*this);
+  if (writable::destroyed()) return;
+  sink_->on_secure();
+  // Node: a socket reads from the start, up to its high-water mark.
+  if (!readable::destroyed() && !is_paused()) read(0);
+}
+
+std::error_code socket::verify_peer() const noexcept {
+  X509* cert = SSL_get1_peer_certificate(ssl_);
+  // Node's verifyError() for a peer that sent no certificate.
+  if (!cert) return make_verify_error(X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT);
+  std::error_code ec = make_verify_error(SSL_get_verify_result(ssl_));
+  if (!ec && !is_server_) {
+    // Node: checkServerIdentity(hostname, cert), after the chain verified.
+    const bool ok = is_ip(host_) ? X509_check_ip_asc(cert, host_.c_str(), 0) == 1
+                                 : X509_check_host(cert, host_.data(), host_.size(), 0, nullptr) == 1;
+    if (!ok) ec = make_error_code(errc::tls_cert_altname_invalid);
+  }
+  X509_free(cert);
+  return ec;
+}
+
+bool socket::flush_records() noexcept {
+  if (tcp_gone_) return false;
+  BIO* out = SSL_get_wbio(ssl_);
+  char* p = nullptr;
+  const long n = BIO_get_mem_data(out, &p);
+  if (n <= 0) return !tcp_->writable_need_drain();
+  const bool room = tcp_->write(std::string_view(p, static_cast<std::size_t>(n)));
+  (void)BIO_reset(out);
+  return room;
+}
+
+// Before the handshake is done on a server's side the error goes to the
+// server's 'tlsClientError', as in Node (the socket emits none); else it is
+// the socket's 'error'.
+void socket::fail(std::error_code ec) noexcept {
+  if (writable::destroyed() && readable::destroyed()) return;
+  if (server_ && !secure_) {
+    server_->client_error(*this, ec);
+    destroy();
+    return;
+  }
+  if (server_ && secure_ && ec == authorization_error_ && reject_unauthorized_ && ec) {
+    server_->client_error(*this, ec);
+    destroy();
+    return;
+  }
+  destroy(ec);
+}
+
+std::optional<certificate> socket::peer_certificate() const {
+  if (!ssl_) return std::nullopt;
+  X509* cert = SSL_get1_peer_certificate(ssl_);
+  if (!cert) return std::nullopt;
+  certificate c;
+  c.subject = name_text(X509_get_subject_name(cert));
+  c.issuer = name_text(X509_get_issuer_name(cert));
+  c.valid_from = time_text(X509_get0_notBefore(cert));
+  c.valid_to = time_text(X509_get0_notAfter(cert));
+  if (BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr)) {
+    char* hex = BN_bn2hex(bn);
+    c.serial_number = hex;
+    OPENSSL_free(hex);
+    BN_free(bn);
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  X509_digest(cert, EVP_sha256(), md, &len);
+  for (unsigned i = 0; i < len; ++i) {
+    char b[4];
+    std::snprintf(b, sizeof b, i ? ":%02X" : "%02X", md[i]);
+    c.fingerprint256 += b;
+  }
+  // Node's subjectaltname: "DNS:a, IP Address:1.2.3.4".
+  if (auto* names = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
+      const GENERAL_NAME* g = sk_GENERAL_NAME_value(names, i);
+      std::string item;
+      if (g->type == GEN_DNS) {
+        item = "DNS:" + std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(g->d.dNSName)),
+                                    static_cast<std::size_t>(ASN1_STRING_length(g->d.dNSName)));
+      } else if (g->type == GEN_IPADD) {
+        char text[INET6_ADDRSTRLEN] = {};
+        const int l = ASN1_STRING_length(g->d.iPAddress);
+        inet_ntop(l == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(g->d.iPAddress), text, sizeof text);
+        item = std::string("IP Address:") + text;
+      } else {
+        continue;
+      }
+      if (!c.subjectaltname.empty()) c.subjectaltname += ", ";
+      c.subjectaltname += item;
+    }
+    GENERAL_NAMES_free(names);
+  }
+  X509_free(cert);
+  return c;
+}
+
+std::string socket::servername() const {
+  if (!ssl_) return {};
+  const char* n = SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name);
+  return n ? n : "";
+}
+
+std::string socket::alpn_protocol() const {
+  if (!ssl_) return {};
+  const unsigned char* p = nullptr;
+  unsigned len = 0;
+  SSL_get0_alpn_selected(ssl_, &p, &len);
+  return p ? std::string(reinterpret_cast<const char*>(p), len) : std::string();
+}
+
+std::string socket::protocol() const { return ssl_ && secure_ ? SSL_get_version(ssl_) : ""; }
+
+std::string socket::cipher() const {
+  if (!ssl_) return {};
+  const SSL_CIPHER* c = SSL_get_current_cipher(ssl_);
+  return c ? SSL_CIPHER_get_name(c) : "";
+}
+
+std::unique_ptr<socket> connect(std::uint16_t port, std::string_view host, const socket_options& options) {
+  auto tcp = net::connect(port, host, tcp_options(options.socket));
+  return std::make_unique<socket>(std::move(tcp), host, options);
+}
+
+}  // namespace sluice::tls

@@ -1,0 +1,693 @@
+// sluice::tls against itself, Node's tls and the openssl programs, over
+// loopback, with a PKI that tests/tls/make_ca.sh makes for the run. Every
+// wait is bounded (spin()).
+#include <utility>  // before Asio: g++ 12 with C++20 coroutines
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/asio/attach.h"
+#include "sluice/asio/chunks.h"
+#include "sluice/asio/writer.h"
+#include "sluice/errors.h"
+#include "sluice/loop.h"
+#include "sluice/tls/server.h"
+#include "sluice/tls/socket.h"
+#include "sluice/tls/tls_error.h"
+#include "support/free_port.h"
+#include "support/must_call.h"
+#include "support/spin.h"
+#include "support/temp_dir.h"
+#include "support/time_scale.h"
+
+using namespace sluice;
+using sluice::test::spin;
+
+namespace {
+
+// The PKI, made once for the whole run.
+const std::string& pki() {
+  static sluice::test::temp_dir dir;  // removed at exit
+  static const std::string path = [] {
+    const std::string script = std::filesystem::path(SLUICE_TLS_MJS).parent_path() / "make_ca.sh";
+    const std::string cmd = "sh '" + script + "' '" + dir.path.string() + "'";
+    REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, sluice::test::slurp(dir.file("make_ca.log")));
+    return dir.path.string();
+  }();
+  return path;
+}
+// Node is the reference peer where it is installed; CI may run without it
+// (as the rest of the suite does), and then those cases say so and pass.
+bool have_node() {
+  static const bool found = std::system("node --version >/dev/null 2>&1") == 0;
+  if (!found) MESSAGE("node not found: Node's tls peer skipped");
+  return found;
+}
+
+std::string pki_file(const std::string& name) { return pki() + "/" + name; }
+
+std::string pattern(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 7 + 3) % 251);
+  return s;
+}
+
+// A program run beside the loop: its stdout is read without blocking.
+struct child {
+  pid_t pid = -1;
+  int out = -1;
+  int in = -1;
+  std::string output;
+  explicit child(const std::vector<std::string>& argv, const std::string& stdin_file = "") {
+    int o[2], i[2];
+    REQUIRE(::pipe(o) == 0);
+    REQUIRE(::pipe(i) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(o[1], 1);
+      if (stdin_file.empty()) {
+        ::dup2(i[0], 0);
+      } else {
+        const int f = ::open(stdin_file.c_str(), O_RDONLY);
+        ::dup2(f, 0);
+      }
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 2);
+      ::close(o[0]);
+      ::close(i[1]);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+    ::close(o[1]);
+    ::close(i[0]);
+    out = o[0];
+    in = i[1];
+    ::fcntl(out, F_SETFL, O_NONBLOCK);
+  }
+  ~child() {
+    if (in >= 0) ::close(in);
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+    ::close(out);
+  }
+  // What it has printed so far.
+  const std::string& read() {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(out, buf, sizeof buf);
+      if (n <= 0) break;
+      output.append(buf, static_cast<std::size_t>(n));
+    }
+    return output;
+  }
+  bool has(const std::string& s) { return read().find(s) != std::string::npos; }
+  // Waits for the child's exit; its status, or -1 if still running.
+  int exited() {
+    int status = 0;
+    if (pid > 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    }
+    return pid < 0 ? exit_status : -1;
+  }
+  int exit_status = -1;
+};
+
+struct world {
+  sluice::loop loop;
+  std::vector<std::string> events;
+
+  tls::server_options server_opts(bool mutual = false) {
+    tls::server_options o;
+    o.context.key_file = pki_file("server.key");
+    o.context.cert_file = pki_file("server.crt");
+    if (mutual) {
+      o.context.ca_file = pki_file("ca.crt");
+      o.request_cert = true;
+    }
+    o.listener.event_loop = &loop;
+    o.connection.event_loop = &loop;
+    return o;
+  }
+  tls::socket_options client_opts(const std::string& ca = "ca.crt") {
+    tls::socket_options o;
+    o.context.ca_file = pki_file(ca);
+    o.socket.event_loop = &loop;
+    return o;
+  }
+  void record(tls::socket& s, const std::string& who) {
+    s.on(event::secure_connect, [this, who] { events.push_back(who + " secureConnect"); });
+    s.on(event::secure, [this, who] { events.push_back(who + " secure"); });
+    s.on(event::end, [this, who] { events.push_back(who + " end"); });
+    s.on(event::error, [this, who](std::error_code ec) { events.push_back(who + " error " + code_name(ec)); });
+    s.on(event::close, [this, who] { events.push_back(who + " close"); });
+  }
+  void record(tls::server& srv) {
+    srv.on(event::tls_client_error, [this](const event_arg& a) {
+      events.push_back("server tlsClientError " + code_name(a.error) + " (" + a.error.message() + ")");
+    });
+  }
+  bool has(const std::string& e) const { return std::find(events.begin(), events.end(), e) != events.end(); }
+  bool has_prefix(const std::string& e) const {
+    for (const auto& x : events)
+      if (x.rfind(e, 0) == 0) return true;
+    return false;
+  }
+  std::string all() const {
+    std::string s;
+    for (const auto& e : events) s += e + "\n";
+    return s;
+  }
+};
+
+std::uint16_t port_of(const tls::server& s) {
+  REQUIRE(s.address());
+  return s.address()->port;
+}
+
+// A server whose connections echo what they read and count it.
+struct echo_server {
+  tls::server srv;
+  std::string received;
+  std::vector<tls::socket*> secured;
+  echo_server(world& w, bool mutual = false) : srv(w.server_opts(mutual)) { init(w); }
+  echo_server(world& w, const tls::server_options& o) : srv(o) { init(w); }
+  void init(world& w) {
+    w.record(srv);
+    srv.on_secure_connection([this, &w](tls::socket& s) {
+      secured.push_back(&s);
+      w.record(s, "server");
+      s.on(event::data, [this, &s](std::string_view c) {
+        received += c;
+        s.write(c);
+      });
+    });
+    srv.listen(0, "127.0.0.1");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a client and a server: echo both ways, verified, with the peer's certificate, SNI and ALPN") {
+  world w;
+  auto so = w.server_opts(true);
+  so.alpn_protocols = {"syslog", "h2"};
+  echo_server es(w, so);
+  auto o = w.client_opts();
+  o.context.key_file = pki_file("client.key");
+  o.context.cert_file = pki_file("client.crt");
+  o.servername = "localhost";
+  o.alpn_protocols = {"h2", "syslog"};
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  w.record(*c, "client");
+  const std::string sent = pattern(300000);
+  std::string got;
+  sluice::test::must_call written;
+  c->on(event::data, [&](std::string_view d) { got += d; });
+  c->on(event::secure_connect, [&] {
+    CHECK(c->authorized());
+    CHECK_FALSE(c->authorization_error());
+    c->end(sent, written.cb());
+  });
+  // Written before the handshake: it waits for it.
+  REQUIRE(spin(w.loop, [&] { return w.has("client close"); }));
+  CHECK(got == sent);
+  CHECK(es.received == sent);
+  CHECK(w.has("client secureConnect"));
+  CHECK(w.has("client end"));
+  CHECK_FALSE(w.has_prefix("client error"));
+  REQUIRE(es.secured.size() == 1);
+  // The server's side, before it was deleted: checked in its 'secure'.
+  written.check();
+  CHECK(written.error() == std::error_code{});
+}
+
+TEST_CASE("the server's side knows the client's certificate, SNI and ALPN; the client the server's") {
+  world w;
+  auto so = w.server_opts(true);
+  so.alpn_protocols = {"syslog", "h2"};
+  tls::server srv(so);
+  std::string seen;
+  srv.on_secure_connection([&](tls::socket& s) {
+    auto cert = s.peer_certificate();
+    REQUIRE(cert);
+    seen = std::string(s.authorized() ? "authorized" : "unauthorized") + " sni=" + s.servername() +
+           " alpn=" + s.alpn_protocol() + " subject=" + cert->subject + " issuer=" + cert->issuer;
+    s.end();
+  });
+  srv.listen(0, "127.0.0.1");
+  auto o = w.client_opts();
+  o.context.key_file = pki_file("client.key");
+  o.context.cert_file = pki_file("client.crt");
+  o.servername = "localhost";
+  o.alpn_protocols = {"h2", "syslog"};
+  auto c = tls::connect(port_of(srv), "127.0.0.1", o);
+  std::optional<tls::certificate> server_cert;
+  c->on(event::secure_connect, [&] {
+    server_cert = c->peer_certificate();
+    CHECK(c->alpn_protocol() == "syslog");  // the server's preference
+    CHECK(c->protocol() == "TLSv1.3");
+  });
+  c->resume();
+  bool closed = false;
+  c->on(event::close, [&] { closed = true; });
+  REQUIRE(spin(w.loop, [&] { return closed; }));
+  CHECK(seen == "authorized sni=localhost alpn=syslog subject=CN=client one,O=sluice test issuer=CN=sluice test CA,O=sluice test");
+  REQUIRE(server_cert);
+  CHECK(server_cert->subject == "CN=localhost,O=sluice test");
+  CHECK(server_cert->subjectaltname == "DNS:localhost, IP Address:127.0.0.1");
+  // The fingerprint the openssl program computes.
+  child fp({"openssl", "x509", "-in", pki_file("server.crt"), "-noout", "-fingerprint", "-sha256"});
+  REQUIRE(spin(w.loop, [&] { return fp.exited() >= 0; }));
+  CHECK(fp.read() == "sha256 Fingerprint=" + server_cert->fingerprint256 + "\n");
+}
+
+TEST_CASE("refused, with the reason, nothing delivered: another CA, expired, wrong name, self-signed") {
+  struct refusal {
+    const char* what;
+    const char* cert;
+    const char* name;
+    const char* code;
+    const char* message;
+  };
+  const refusal cases[] = {
+      {"a certificate of another CA", "other-server", "", "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+       "unable to verify the first certificate"},
+      {"an expired certificate", "expired", "", "CERT_HAS_EXPIRED", "certificate has expired"},
+      {"a wrong name", "server", "wrong.example", "ERR_TLS_CERT_ALTNAME_INVALID",
+       "Hostname/IP does not match certificate's altnames"},
+      {"a self-signed certificate", "self", "", "DEPTH_ZERO_SELF_SIGNED_CERT", "self-signed certificate"},
+  };
+  for (const refusal& r : cases) {
+    CAPTURE(r.what);
+    world w;
+    auto so = w.server_opts();
+    so.context.key_file = pki_file(std::string(r.cert) + ".key");
+    so.context.cert_file = pki_file(std::string(r.cert) + ".crt");
+    echo_server es(w, so);
+    auto o = w.client_opts();
+    o.servername = r.name;
+    auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+    w.record(*c, "client");
+    std::error_code err;
+    c->on(event::error, [&](std::error_code ec) { err = ec; });
+    sluice::test::must_call written;
+    c->write("must not be delivered", written.cb());
+    REQUIRE(spin(w.loop, [&] { return w.has("client close"); }));
+    CHECK(code_name(err) == r.code);
+    CHECK(err.message() == r.message);
+    CHECK_FALSE(w.has("client secureConnect"));
+    CHECK(es.received.empty());
+    written.check();
+    CHECK(written.error() == err);
+    // Let the server see the connection go.
+    spin(w.loop, [&] { return es.srv.connections() == 0; });
+  }
+}
+
+TEST_CASE("reject_unauthorized false: the connection goes on, authorized false, the reason kept") {
+  world w;
+  auto so = w.server_opts();
+  so.context.key_file = pki_file("other-server.key");
+  so.context.cert_file = pki_file("other-server.crt");
+  echo_server es(w, so);
+  auto o = w.client_opts();
+  o.reject_unauthorized = false;
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  std::string got;
+  c->on(event::data, [&](std::string_view d) { got += d; });
+  c->on(event::secure_connect, [&] { c->end("hello"); });
+  bool closed = false;
+  c->on(event::close, [&] { closed = true; });
+  REQUIRE(spin(w.loop, [&] { return closed; }));
+  CHECK(got == "hello");
+  CHECK_FALSE(c->authorized());
+  CHECK(code_name(c->authorization_error()) == "UNABLE_TO_VERIFY_LEAF_SIGNATURE");
+}
+
+TEST_CASE("mutual TLS: a client without a certificate, or with one of another CA, is cut off before anything it sent is delivered") {
+  for (const char* client_cert : {"", "other-client"}) {
+    CAPTURE(client_cert);
+    world w;
+    echo_server es(w, true);
+    auto o = w.client_opts();
+    if (*client_cert) {
+      o.context.key_file = pki_file(std::string(client_cert) + ".key");
+      o.context.cert_file = pki_file(std::string(client_cert) + ".crt");
+    }
+    auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+    w.record(*c, "client");
+    sluice::test::must_call written;
+    c->on(event::secure_connect, [&] { c->write("must not be delivered", written.cb()); });
+    c->resume();
+    REQUIRE(spin(w.loop, [&] { return w.has("client close") && es.srv.connections() == 0; }));
+    INFO(w.all());
+    CHECK(es.received.empty());
+    CHECK(es.secured.empty());
+    CHECK(es.srv.client_errors() == 1);
+    if (*client_cert) {
+      CHECK(w.has("server tlsClientError UNABLE_TO_VERIFY_LEAF_SIGNATURE (unable to verify the first certificate)"));
+    } else {
+      CHECK(w.has("server tlsClientError ERR_SSL_PEER_DID_NOT_RETURN_A_CERTIFICATE (peer did not return a certificate)"));
+      // TLS 1.3: the client's handshake was done when the server refused it.
+      CHECK(w.has("client error ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED"));
+    }
+  }
+}
+
+TEST_CASE("ALPN with no protocol in common: refused on both sides, with Node's codes") {
+  world w;
+  auto so = w.server_opts();
+  so.alpn_protocols = {"syslog"};
+  echo_server es(w, so);
+  auto o = w.client_opts();
+  o.alpn_protocols = {"h2"};
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  w.record(*c, "client");
+  c->resume();
+  REQUIRE(spin(w.loop, [&] { return w.has("client close") && es.srv.connections() == 0; }));
+  INFO(w.all());
+  // What Node v20 reports, both ends Node's.
+  CHECK(w.has_prefix("server tlsClientError ERR_SSL_NO_APPLICATION_PROTOCOL"));
+  CHECK(w.has("client error ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL"));
+  CHECK(es.secured.empty());
+}
+
+TEST_CASE("a client that sends no handshake is cut off at the handshake timeout; a plaintext one with the reason") {
+  world w;
+  auto so = w.server_opts();
+  so.handshake_timeout = std::chrono::milliseconds(100 * sluice::test::time_scale());
+  echo_server es(w, so);
+  net::socket_options plain;
+  plain.event_loop = &w.loop;
+  auto silent = net::connect(port_of(es.srv), "127.0.0.1", plain);
+  auto chatty = net::connect(port_of(es.srv), "127.0.0.1", plain);
+  chatty->write("<13>1 - - - - - - plaintext\n");
+  bool silent_closed = false, chatty_closed = false;
+  silent->on(event::close, [&] { silent_closed = true; });
+  chatty->on(event::close, [&] { chatty_closed = true; });
+  silent->resume();
+  chatty->resume();
+  REQUIRE(spin(w.loop, [&] { return silent_closed && chatty_closed; }));
+  INFO(w.all());
+  CHECK(w.has("server tlsClientError ERR_TLS_HANDSHAKE_TIMEOUT (TLS handshake timeout)"));
+  CHECK(w.has_prefix("server tlsClientError ERR_SSL_WRONG_VERSION_NUMBER"));  // or http request
+  CHECK(es.received.empty());
+}
+
+TEST_CASE("backpressure through both layers: a peer that does not read holds write() false until it reads, then 'drain'") {
+  world w;
+  tls::server srv(w.server_opts());
+  tls::socket* peer = nullptr;
+  std::size_t peer_got = 0;
+  srv.on_secure_connection([&](tls::socket& s) {
+    peer = &s;
+    s.pause();  // reads nothing: its TCP socket stops reading, the kernel's buffers fill
+    s.on(event::data, [&](std::string_view d) { peer_got += d.size(); });
+    s.pause();
+  });
+  srv.listen(0, "127.0.0.1");
+  auto c = tls::connect(port_of(srv), "127.0.0.1", w.client_opts());
+  bool secure = false;
+  c->on(event::secure_connect, [&] { secure = true; });
+  REQUIRE(spin(w.loop, [&] { return secure && peer; }));
+  const std::string chunk(16 * 1024, 'x');
+  std::size_t written = 0, callbacks = 0;
+  int drains = 0;
+  c->on(event::drain, [&] { ++drains; });
+  // Write while write() says go on, turn after turn, as a producer would,
+  // until the kernel's buffers on both ends are full and the writes stay
+  // held for 20 turns.
+  int stuck = 0;
+  for (int turn = 0; turn < 20000 && stuck < 20; ++turn) {
+    if (c->writable_need_drain()) {
+      ++stuck;
+    } else {
+      stuck = 0;
+      while (c->write(chunk, [&](std::error_code ec) {
+        CHECK_FALSE(ec);
+        ++callbacks;
+      }))
+        written += chunk.size();
+      written += chunk.size();
+    }
+    spin(w.loop, [] { return false; }, 1);
+  }
+  REQUIRE(stuck == 20);
+  const int drains_before = drains;
+  // Stays full while the peer reads nothing.
+  spin(w.loop, [] { return false; }, 50);
+  CHECK(drains == drains_before);
+  CHECK(c->writable_need_drain());
+  CHECK(c->writable_length() > 0);
+  CHECK(peer_got == 0);
+  // The peer reads: everything lands, 'drain' comes, every callback.
+  peer->resume();
+  REQUIRE(spin(w.loop, [&] { return peer_got == written && drains > drains_before && callbacks * chunk.size() == written; }));
+  CHECK(c->writable_length() == 0);
+}
+
+TEST_CASE("a turn's writes go into as few records as they fill (16 KiB each) and one sendmsg()") {
+  world w;
+  echo_server es(w);
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", w.client_opts());
+  bool secure = false;
+  c->on(event::secure_connect, [&] { secure = true; });
+  c->resume();
+  REQUIRE(spin(w.loop, [&] { return secure && !es.secured.empty(); }));
+  spin(w.loop, [] { return false; }, 5);
+  const std::size_t records = c->records_written();
+  const std::size_t syscalls = c->tcp().write_syscalls();
+  // 1000 writes of 100 bytes in one turn: 100,000 bytes, 7 records (6 full).
+  const std::string line(100, 'y');
+  sluice::test::must_call done(1000);
+  for (int i = 0; i < 1000; ++i) c->write(line, done.cb());
+  REQUIRE(spin(w.loop, [&] { return es.received.size() == 100000; }));
+  CHECK(c->records_written() - records == 7);
+  CHECK(c->tcp().write_syscalls() - syscalls == 1);
+  // One small write, one record.
+  c->write("z");
+  REQUIRE(spin(w.loop, [&] { return es.received.size() == 100001; }));
+  CHECK(c->records_written() - records == 8);
+  c->destroy();
+  spin(w.loop, [] { return false; }, 5);
+}
+
+TEST_CASE("the write deadline still cuts a peer that does not read; max_buffered still refuses") {
+  world w;
+  tls::server srv(w.server_opts());
+  srv.on_secure_connection([&](tls::socket& s) { s.pause(); });
+  srv.listen(0, "127.0.0.1");
+  auto o = w.client_opts();
+  o.socket.write_deadline = std::chrono::milliseconds(200 * sluice::test::time_scale());
+  o.socket.writable.max_buffered = 1 << 20;
+  auto c = tls::connect(port_of(srv), "127.0.0.1", o);
+  std::error_code err;
+  c->on(event::error, [&](std::error_code ec) { err = ec; });
+  bool secure = false;
+  c->on(event::secure_connect, [&] { secure = true; });
+  REQUIRE(spin(w.loop, [&] { return secure; }));
+  const std::string chunk(64 * 1024, 'x');
+  int refused = 0, failed = 0, landed = 0, writes = 0;
+  // A producer that never stops: past 1 MiB of plaintext held, writes are
+  // refused; once the kernel's buffers are full, the deadline cuts.
+  for (int turn = 0; turn < 20000 && !err; ++turn) {
+    ++writes;
+    c->write(chunk, [&](std::error_code ec) {
+      if (ec == errc::buffer_full)
+        ++refused;
+      else if (ec)
+        ++failed;
+      else
+        ++landed;
+    });
+    spin(w.loop, [] { return false; }, 1);
+  }
+  REQUIRE(err);
+  CHECK(code_name(err) == "ERR_SLUICE_WRITE_TIMEOUT");
+  REQUIRE(spin(w.loop, [&] { return refused + failed + landed == writes; }));
+  CHECK(refused > 0);
+  CHECK(failed > 0);
+  CHECK(c->writable_length() <= (1u << 20));
+}
+
+TEST_CASE("Node's tls client against sluice's server, mutual TLS, 1 MiB byte-exact both ways") {
+  if (!have_node()) return;
+  world w;
+  auto so = w.server_opts(true);
+  so.alpn_protocols = {"syslog"};
+  echo_server es(w, so);
+  child node({"node", SLUICE_TLS_MJS, "client", std::to_string(port_of(es.srv)), pki(), "1048576"});
+  REQUIRE(spin(w.loop, [&] { return node.exited() >= 0; }, 4000));
+  CHECK(node.read() == "ok 1048576 true syslog\n");
+  CHECK(es.received == pattern(1048576));
+  REQUIRE(es.secured.size() == 1);
+}
+
+TEST_CASE("sluice's client against Node's tls server, mutual TLS, 1 MiB byte-exact both ways") {
+  if (!have_node()) return;
+  world w;
+  child node({"node", SLUICE_TLS_MJS, "server", pki()});
+  REQUIRE(spin(w.loop, [&] { return node.has("\n"); }));
+  const std::string line = node.read();
+  REQUIRE(line.rfind("port ", 0) == 0);
+  const auto port = static_cast<std::uint16_t>(std::stoi(line.substr(5)));
+  auto o = w.client_opts();
+  o.context.key_file = pki_file("client.key");
+  o.context.cert_file = pki_file("client.crt");
+  o.alpn_protocols = {"syslog"};
+  o.servername = "localhost";
+  auto c = tls::connect(port, "127.0.0.1", o);
+  w.record(*c, "client");
+  const std::string sent = pattern(1048576);
+  std::string got;
+  c->on(event::data, [&](std::string_view d) { got += d; });
+  c->on(event::secure_connect, [&] {
+    CHECK(c->alpn_protocol() == "syslog");
+    for (std::size_t off = 0; off < sent.size(); off += 65536) c->write(std::string_view(sent).substr(off, 65536));
+    c->end();
+  });
+  REQUIRE(spin(w.loop, [&] { return w.has("client close") && node.has("done"); }));
+  CHECK(got == sent);
+  CHECK(node.read().find("done 1048576 true syslog localhost") != std::string::npos);
+  CHECK_FALSE(w.has_prefix("client error"));
+}
+
+TEST_CASE("openssl s_client against sluice's server, and sluice's client against openssl s_server") {
+  SUBCASE("s_client") {
+    world w;
+    tls::server srv(w.server_opts());
+    std::string got;
+    srv.on_secure_connection([&](tls::socket& s) {
+      s.on(event::data, [&](std::string_view d) {
+        got += d;
+        if (got.find('\n') != std::string::npos) s.end("sluice says: " + got);
+      });
+    });
+    srv.listen(0, "127.0.0.1");
+    sluice::test::temp_file input("hello from s_client\n");
+    child sc({"openssl", "s_client", "-connect", "127.0.0.1:" + std::to_string(port_of(srv)), "-CAfile",
+              pki_file("ca.crt"), "-verify_return_error", "-verify_hostname", "localhost", "-quiet"},
+             input.path.string());
+    REQUIRE(spin(w.loop, [&] { return sc.exited() >= 0; }));
+    CHECK(got == "hello from s_client\n");
+    CHECK(sc.read() == "sluice says: hello from s_client\n");
+  }
+  SUBCASE("s_server") {
+    world w;
+    const std::uint16_t port = sluice::test::free_port();
+    child ss({"openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port), "-cert", pki_file("server.crt"),
+              "-key", pki_file("server.key"), "-naccept", "1", "-rev", "-quiet"});
+    std::string got;
+    std::unique_ptr<tls::socket> c;
+    std::error_code err;
+    bool closed = false;  // outlives every attempt's socket
+    // s_server needs a moment to listen: connect until it takes the connection.
+    for (int attempt = 0; attempt < 50 * sluice::test::time_scale() && got.empty(); ++attempt) {
+      c = tls::connect(port, "127.0.0.1", w.client_opts());
+      err.clear();
+      c->on(event::error, [&](std::error_code ec) { err = ec; });
+      c->on(event::data, [&](std::string_view d) {
+        got += d;
+        if (got.find('\n') != std::string::npos) c->end();
+      });
+      c->on(event::secure_connect, [&] { c->write("hello sluice\n"); });
+      closed = false;
+      c->on(event::close, [&] { closed = true; });
+      REQUIRE(spin(w.loop, [&] { return closed || !got.empty(); }));
+      if (got.empty()) usleep(20000);
+    }
+    REQUIRE(spin(w.loop, [&] { return c->closed(); }));
+    CHECK(got == "eciuls olleh\n");
+    CHECK_FALSE(err);
+  }
+}
+
+TEST_CASE("errors carry OpenSSL's reason and Node's code; a bad key file is an error at once") {
+  CHECK(code_name(tls::make_verify_error(10)) == "CERT_HAS_EXPIRED");
+  std::error_code ec;
+  tls::context_options mismatched;
+  mismatched.key_file = pki_file("ca.key");
+  mismatched.cert_file = pki_file("server.crt");
+  auto ctx = tls::context::make(mismatched, true, ec);
+  CHECK_FALSE(ctx);
+  CHECK(ec.message() == "key values mismatch");
+  CHECK(code_name(ec) == "ERR_OSSL_X509_KEY_VALUES_MISMATCH");  // as Node names it
+  tls::context_options missing;
+  missing.cert_file = "/nonexistent/server.crt";
+  ctx = tls::context::make(missing, true, ec);
+  CHECK_FALSE(ctx);
+  CHECK(code_name(ec) == "ENOENT");
+  tls::server_options bad;
+  bad.context.cert = "not a pem";
+  CHECK_THROWS_AS(tls::server{bad}, sluice::stream_error);
+}
+
+TEST_CASE("on an attached io_context: a server's echo and a client's co_await, 1 MiB") {
+  boost::asio::io_context ctx;
+  sluice::loop loop;
+  auto on_asio = sluice::asio::attach(ctx, loop);
+  tls::server_options so;
+  so.context.key_file = pki_file("server.key");
+  so.context.cert_file = pki_file("server.crt");
+  so.listener.event_loop = &loop;
+  so.connection.event_loop = &loop;
+  tls::server srv(so);
+  srv.on_secure_connection([](tls::socket& s) { s.pipe(s); });
+  srv.listen(0, "127.0.0.1");
+  tls::socket_options o;
+  o.context.ca_file = pki_file("ca.crt");
+  o.socket.event_loop = &loop;
+  auto c = tls::connect(port_of(srv), "127.0.0.1", o);
+  const std::string sent = pattern(1 << 20);
+  std::string got;
+  std::exception_ptr writer_threw, reader_threw;
+  using boost::asio::use_awaitable;
+  boost::asio::co_spawn(ctx, [&]() -> boost::asio::awaitable<void> {
+    sluice::asio::writer w(*c);
+    for (std::size_t off = 0; off < sent.size(); off += 10000) {
+      c->write(std::string_view(sent).substr(off, 10000));
+      co_await w.async_room(use_awaitable);
+    }
+    co_await w.async_end(use_awaitable);
+  }, [&](std::exception_ptr e) { writer_threw = e; });
+  bool read_done = false;
+  boost::asio::co_spawn(ctx, [&]() -> boost::asio::awaitable<void> {
+    sluice::asio::chunks in(*c);
+    while (auto chunk = co_await in.async_next(use_awaitable)) got += *chunk;
+  }, [&](std::exception_ptr e) {
+    reader_threw = e;
+    read_done = true;
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20 * sluice::test::time_scale());
+  while (!read_done && std::chrono::steady_clock::now() < until) ctx.run_for(std::chrono::milliseconds(50));
+  REQUIRE(read_done);
+  CHECK_FALSE(writer_threw);
+  CHECK_FALSE(reader_threw);
+  CHECK(got == sent);
+  CHECK(c->authorized());
+}
