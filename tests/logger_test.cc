@@ -348,9 +348,13 @@ template <class Die>
 child_result run_child(const logger_options& options, int lines, int flushed, Die die) {
   temp_dir dir;
   const std::string path = dir.file("crash.log");
+  std::fflush(stdout);  // or the child's exit writes it again
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    // The child starts as a program does: doctest's own handlers (for the
+    // test that is running) are not the child's.
+    for (int signo : {SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE, SIGTERM, SIGINT}) ::signal(signo, SIG_DFL);
     logger_options o = options;
     o.crash_path = path;
     auto* lg = new logger([&] { return make_log_writable(path); }, o);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 
 namespace sluice::detail {
@@ -44,6 +45,9 @@ constexpr std::size_t log_round(std::size_t n) noexcept { return (n + log_record
 struct alignas(log_cache_line) log_buffer {
   explicit log_buffer(std::size_t cap, std::uint64_t first) : capacity(cap), mask(cap - 1), base(first) {
     data = static_cast<std::byte*>(::operator new(cap, std::align_val_t{log_cache_line}));
+    // Touched now, on the slow path: the first lap round the ring would
+    // otherwise take a page fault every 4 KiB, at the caller.
+    std::memset(data, 0, cap);
   }
   ~log_buffer() { ::operator delete(data, std::align_val_t{log_cache_line}); }
   log_buffer(const log_buffer&) = delete;
