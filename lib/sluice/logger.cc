@@ -15,8 +15,8 @@
 // Waking: print() never wakes the backend. The backend drains, then sleeps
 // for poll_interval on its loop's timer; a full ring, flush() and shutdown
 // post to its loop (kick()), once until the backend has run. A producer
-// waiting for room sleeps on `space_epoch`, which the backend bumps when it
-// frees room and sees `space_waiters`.
+// waiting for room sleeps on its queue's `space_epoch`, which the backend
+// bumps when it has freed half the ring and sees `waiting`.
 #include "sluice/logger.h"
 
 #include <fcntl.h>
@@ -169,8 +169,6 @@ struct logger::state {
   std::atomic<bool> stopping{false};
   std::atomic<bool> finished{false};
 
-  std::atomic<std::uint32_t> space_epoch{0};
-  std::atomic<std::uint32_t> space_waiters{0};
 
   std::mutex flush_mutex;
   std::condition_variable flush_cv;
@@ -471,11 +469,16 @@ void logger::state::land(log_queue& q, std::uint64_t pos) noexcept {
   log_buffer* front = q.unlanded.front();
   if (pos >= front->base) front->head.store(std::max(front->head.load(std::memory_order_relaxed), pos - front->base),
                                             std::memory_order_release);
-  // Dekker with a waiting producer: it counts itself in, then looks at head.
+  // Dekker with a waiting producer: it says so, then looks at head. It is
+  // woken once half the ring is free (or it may be in a later buffer), so
+  // that it does not wake for every few lines and take the CPU the backend
+  // needs to make room.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (space_waiters.load(std::memory_order_relaxed)) {
-    space_epoch.fetch_add(1, std::memory_order_release);
-    detail::wake(space_epoch, true);
+  if (q.waiting.load(std::memory_order_relaxed) &&
+      (q.unlanded.size() > 1 ||
+       front->tail.load(std::memory_order_relaxed) - front->head.load(std::memory_order_relaxed) <= front->capacity / 2)) {
+    q.space_epoch.fetch_add(1, std::memory_order_release);
+    detail::wake(q.space_epoch, false);
   }
   check_flush();
 }
@@ -510,8 +513,10 @@ void logger::state::finish(std::error_code ec) noexcept {
     if (ec) flush_error = ec;
     flush_cv.notify_all();
   }
-  space_epoch.fetch_add(1, std::memory_order_release);
-  detail::wake(space_epoch, true);
+  for (log_queue* q = queues.load(std::memory_order_acquire); q; q = q->next_queue) {
+    q->space_epoch.fetch_add(1, std::memory_order_release);
+    detail::wake(q->space_epoch, false);
+  }
   home->release();
 }
 
@@ -595,22 +600,25 @@ std::byte* logger::reserve_slow(log_queue*& q, std::size_t size) {
   if (o.on_full == full_policy::drop) return drop();
   // block: the backend may be asleep for poll_interval; wake it, spin a
   // little (it frees room as the stream writes), then sleep until it does.
+  // A short spin: the backend needs a CPU to make room, and several
+  // producers spinning on two cores would take them.
   s.kick();
-  const auto spin_until = std::chrono::steady_clock::now() + detail::producer_spin;
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(5);
   do {
     for (int i = 0; i < 64; ++i) detail::cpu_relax();
     if (std::byte* p = q->reserve(size)) return p;
   } while (std::chrono::steady_clock::now() < spin_until);
-  s.space_waiters.fetch_add(1, std::memory_order_seq_cst);
+  q->waiting.store(true, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // then look at head (see land())
   std::byte* p = nullptr;
   for (;;) {
-    const std::uint32_t epoch = s.space_epoch.load(std::memory_order_seq_cst);
+    const std::uint32_t epoch = q->space_epoch.load(std::memory_order_seq_cst);
     if ((p = q->reserve(size))) break;
     if (s.finished.load(std::memory_order_acquire)) break;
     s.kick();
-    detail::sleep_on_for(s.space_epoch, epoch, std::chrono::milliseconds(10));
+    detail::sleep_on_for(q->space_epoch, epoch, std::chrono::milliseconds(10));
   }
-  s.space_waiters.fetch_sub(1, std::memory_order_relaxed);
+  q->waiting.store(false, std::memory_order_relaxed);
   return p;
 }
 
