@@ -23,7 +23,7 @@ layer_of() {
     sluice/stream/*) echo 4 ;;
     sluice/lines/* | sluice/net/*) echo 5 ;;
     sluice/syslog/*) echo 6 ;;
-    sluice/factories.* | sluice/sluice.h) echo 6 ;;
+    sluice/factories.* | sluice/sluice.h | sluice/logger.* | sluice/logger/*) echo 6 ;;
     sluice/asio/*) echo 7 ;;
     *) echo "" ;;
   esac
