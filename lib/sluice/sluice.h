@@ -8,6 +8,7 @@
 #include "sluice/lines/for_each_line.h"
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"
+#include "sluice/logger.h"
 #include "sluice/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
