@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -389,9 +390,12 @@ TEST_CASE("logger: the crash handler writes what the rings hold, then the signal
     CHECK(r.file == child_lines(200));
   }
   SUBCASE("a real fault") {
+    // A page with no access (not a null pointer, which UBSan would catch
+    // before the CPU faults).
     auto r = run_child(o, 200, 0, [] {
-      volatile int* p = nullptr;
-      *p = 1;
+      void* page = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      REQUIRE(page != MAP_FAILED);
+      *static_cast<volatile int*>(page) = 1;
     });
     CHECK(WIFSIGNALED(r.status));
     CHECK(WTERMSIG(r.status) == SIGSEGV);

@@ -73,7 +73,7 @@ inline std::byte* log_store(std::byte* p, const T& v) noexcept {
     const std::string_view s = log_string_of(v);
     const auto n = static_cast<std::uint32_t>(s.size());
     std::memcpy(p, &n, sizeof n);
-    std::memcpy(p + sizeof n, s.data(), s.size());
+    if (n) std::memcpy(p + sizeof n, s.data(), s.size());  // an empty view may have no data
     return p + sizeof n + s.size();
   } else {
     std::memcpy(p, &v, sizeof(T));
