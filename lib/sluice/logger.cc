@@ -32,6 +32,7 @@
 #include <exception>
 #include <future>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -699,9 +700,14 @@ void crash_write_queue(const logger::state& s, const log_queue& q, int fd) noexc
   }
 }
 
+std::atomic<bool> crash_written{false};
+
 void on_crash(int signo) noexcept {
   const int saved_errno = errno;
-  for (auto& slot : crash_loggers) {
+  // Once: a fault that comes back (the instruction runs again, or a
+  // sanitizer's handler calls this one again) or a second thread's crash
+  // must not write the lines twice.
+  for (auto& slot : crash_written.exchange(true) ? std::span<std::atomic<logger::state*>>() : std::span(crash_loggers)) {
     const logger::state* s = slot.load(std::memory_order_acquire);
     if (!s) continue;
     int fd = s->options.crash_fd;
