@@ -359,6 +359,11 @@ child_result run_child(const logger_options& options, int lines, int flushed, Di
     logger_options o = options;
     o.crash_path = path;
     auto* lg = new logger([&] { return make_log_writable(path); }, o);
+    // The backend's first pass is over (and the next one a poll interval
+    // away): the lines stay in the ring, and the handler is the only writer.
+    // (A pass running at the crash may write lines the handler writes too:
+    // see docs/shutdown.md.)
+    lg->flush();
     for (int i = 0; i < lines; ++i) {
       lg->print("child line {} of {} {}\n", i, lines, std::string_view("payload"));
       if (i + 1 == flushed) lg->flush();
