@@ -11,6 +11,7 @@
 #include "sluice/lines/for_each_line.h"
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"
+#include "sluice/logger.h"
 #include "sluice/loop.h"
 #include "sluice/net/address.h"
 #include "sluice/net/lookup.h"

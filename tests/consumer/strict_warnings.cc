@@ -27,4 +27,8 @@ int main() {
   [[maybe_unused]] sluice::finished_options fno{.error = false};
   [[maybe_unused]] sluice::writable_options wo{.emit_close = false};
   sluice::loop::current().run();
+  {
+    sluice::logger lg([] { return sluice::make_fd_writable(STDOUT_FILENO); }, {.on_full = sluice::full_policy::drop});
+    lg.print("logger {} {} {} {}\n", 1, 2.5, std::string_view("three"), "four");
+  }
 }

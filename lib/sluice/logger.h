@@ -1,0 +1,160 @@
+// logger: deferred formatting. print() copies its arguments into a ring of
+// the calling thread; a backend thread formats them with fmt into a stream
+// of its own, on its own loop.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "sluice/logger/log_codec.h"
+#include "sluice/logger/log_queue.h"
+#include "sluice/stream/writable.h"
+
+namespace sluice {
+
+/// What print() does when its thread's ring is full.
+enum class full_policy {
+  block,  ///< spin briefly, then wait for the backend to make room
+  drop,   ///< drop the line, counted; the backend says how many before the thread's next line
+  grow,   ///< a bigger ring (twice the size, up to max_ring_size), then block
+};
+
+/// When each line is stamped (at the call), and how the backend writes it:
+/// an ISO 8601 UTC time and a space before the line.
+enum class log_timestamp {
+  none,
+  coarse,   ///< CLOCK_REALTIME_COARSE (a few ns; the kernel's tick: 1-4 ms), written to the millisecond
+  precise,  ///< CLOCK_REALTIME (vDSO), written to the microsecond
+};
+
+struct logger_options {
+  /// Bytes of each thread's ring, made on the thread's first print(); a
+  /// power of two (rounded up), at least 4 KiB. A line's arguments must fit
+  /// in it (in max_ring_size with grow), or print() drops it.
+  std::size_t ring_size = 256 * 1024;
+  full_policy on_full = full_policy::block;
+  /// grow: the largest a ring grows to.
+  std::size_t max_ring_size = 64 * 1024 * 1024;
+  log_timestamp timestamp = log_timestamp::none;
+  /// How long the backend sleeps when the rings are empty (it is woken at
+  /// once by flush(), a full ring and shutdown). Lines reach the stream
+  /// within about this long.
+  std::chrono::milliseconds poll_interval{1};
+  /// SIGTERM and SIGINT (sluice/signals.h, on the backend's loop): write
+  /// everything printed, end the stream, then the signal's default action.
+  /// One handler per signal per process: fails (throws) if one is watched.
+  bool handle_term_signals = false;
+  /// SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE: write what the rings hold to
+  /// crash_fd (or crash_path, opened then with O_APPEND) with
+  /// async-signal-safe calls, then the default action. Lines the stream
+  /// holds and has not written are lost; a line may appear twice if it was
+  /// written just before the crash.
+  bool crash_handler = false;
+  std::string crash_path{};
+  int crash_fd = 2;
+};
+
+/// A logger that formats off the caller's thread:
+///
+///     sluice::logger lg([] { return sluice::make_log_writable("app.log", {.max_size = 64 << 20}); });
+///     lg.print("iteration {} message {} double {}\n", it, i, d);  // any thread
+///     lg.flush();  // every line printed before it is written
+///
+/// The function runs on the logger's backend thread and makes the stream
+/// there, on that thread's loop::current(), so any writable works. The
+/// backend formats each line with fmt (exactly what fmt::format gives) into
+/// the stream, stops when write() returns false and resumes on 'drain'; the
+/// rings fill meanwhile, and full_policy says what print() does then. The
+/// destructor writes everything printed, ends the stream and joins.
+///
+/// Lines of one thread keep their order; lines of different threads are
+/// interleaved as the backend finds them.
+class logger {
+ public:
+  using stream_factory = std::function<std::unique_ptr<writable>()>;
+
+  template <class F>
+    requires std::is_invocable_v<F&>
+  explicit logger(F&& make_stream, const logger_options& options = {})
+      : logger(stream_factory([f = std::forward<F>(make_stream)]() mutable -> std::unique_ptr<writable> {
+                 return f();
+               }),
+               options, 0) {}
+  ~logger();
+  logger(const logger&) = delete;
+  logger& operator=(const logger&) = delete;
+
+  /// Queues a line: copies the arguments (trivially copyable ones as they
+  /// are, strings by content) with the format's address and the decoder for
+  /// their types. False if the line was dropped (policy drop, a line larger
+  /// than the ring, after shutdown).
+  template <class... Args>
+  bool print(fmt::format_string<Args...> format, Args&&... args) {
+    const fmt::string_view f = format;
+    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), args...);
+  }
+
+  /// Blocks until every line printed before it, by any thread, is written
+  /// to the stream (its write callbacks have run). Returns the stream's
+  /// error, if it has one.
+  std::error_code flush();
+
+  /// Lines dropped so far, by every thread.
+  std::uint64_t dropped() const noexcept;
+
+  struct state;
+
+ private:
+  logger(stream_factory make_stream, const logger_options& options, int);
+
+  template <class... Stored, class... Args>
+  bool put(const char* format, std::size_t format_size, const Args&... args) {
+    (detail::log_check_storable<Stored>(), ...);
+    const std::size_t size =
+        detail::log_round(sizeof(detail::log_record) + (std::size_t{0} + ... + detail::log_arg_size<Stored>(args)));
+    detail::log_queue* q = local_queue();
+    std::byte* p = q ? q->reserve(size) : nullptr;
+    if (!p) [[unlikely]] {
+      p = reserve_slow(q, size);
+      if (!p) return false;
+    }
+    auto* r = reinterpret_cast<detail::log_record*>(p);
+    r->size = static_cast<std::uint32_t>(size);
+    r->dropped = q->pending_drops;
+    r->timestamp = stamp_ != log_timestamp::none ? now() : 0;
+    r->format = format;
+    r->format_size = format_size;
+    r->decode = &detail::log_decode<Stored...>;
+    [[maybe_unused]] std::byte* a = p + sizeof(detail::log_record);
+    ((a = detail::log_store<Stored>(a, static_cast<const Stored&>(args))), ...);
+    q->pending_drops = 0;
+    q->commit(size);
+    return true;
+  }
+
+  // This thread's queue for this logger: a thread-local cache of one.
+  struct local_cache {
+    std::uint64_t id;
+    detail::log_queue* queue;
+  };
+  static constinit thread_local local_cache local_;
+  detail::log_queue* local_queue() noexcept { return local_.id == id_ ? local_.queue : attach_thread(); }
+  detail::log_queue* attach_thread();
+  std::byte* reserve_slow(detail::log_queue*& q, std::size_t size);
+  std::uint64_t now() const noexcept;
+
+  std::uint64_t id_;
+  log_timestamp stamp_;
+  std::unique_ptr<state> state_;
+};
+
+}  // namespace sluice
