@@ -15,8 +15,8 @@
 
 #include <fmt/core.h>
 
-#include "sluice/logger/log_codec.h"
-#include "sluice/logger/log_queue.h"
+#include "sluice/detail/log_codec.h"
+#include "sluice/detail/log_queue.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {

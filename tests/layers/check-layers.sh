@@ -30,7 +30,7 @@ layer_of() {
     sluice/stream/*) echo 4 ;;
     sluice/lines/* | sluice/net/* | sluice/zlib/*) echo 5 ;;
     sluice/syslog/* | sluice/spool/* | sluice/tls/*) echo 6 ;;
-    sluice/factories.* | sluice/sluice.h | sluice/logger.* | sluice/logger/*) echo 6 ;;
+    sluice/factories.* | sluice/sluice.h | sluice/logger.* | sluice/detail/log_codec.* | sluice/detail/log_queue.*) echo 6 ;;
     sluice/asio/*) echo 7 ;;
     *) echo "" ;;
   esac

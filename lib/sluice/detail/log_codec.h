@@ -14,7 +14,7 @@
 
 #include <fmt/core.h>
 
-#include "sluice/logger/log_queue.h"
+#include "sluice/detail/log_queue.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice::detail {
