@@ -617,23 +617,11 @@ struct rsyslog {
   pid_t pid = -1;
   std::string out = dir.file("out.log");
 
-  static bool installed() {
-    return ::access("/usr/sbin/rsyslogd", X_OK) == 0 &&
-           (::access("/usr/lib/x86_64-linux-gnu/rsyslog/imrelp.so", R_OK) == 0 || ::access("/usr/lib/rsyslog/imrelp.so", R_OK) == 0);
-  }
+  static bool installed() { return rsyslogd_has_imrelp(); }
 
-  // imrelp on the port; the main queue direct, so that a message is in
-  // omfile's file (the kernel's page cache) before imrelp answers it: a
-  // SIGKILL then loses nothing that was answered.
+  // The raw message, as the writable framed it; control characters kept.
   void start() {
-    std::ofstream conf(dir.file("rsyslog.conf"));
-    conf << "global(workDirectory=\"" << dir.path.string() << "\" parser.escapeControlCharactersOnReceive=\"off\")\n"
-         << "main_queue(queue.type=\"Direct\")\n"
-         << "module(load=\"imrelp\")\n"
-         << "template(name=\"raw\" type=\"string\" string=\"%rawmsg%\\n\")\n"
-         << "ruleset(name=\"r\") { action(type=\"omfile\" file=\"" << out << "\" template=\"raw\") }\n"
-         << "input(type=\"imrelp\" address=\"127.0.0.1\" port=\"" << port << "\" ruleset=\"r\")\n";
-    conf.close();
+    write_imrelp_conf(dir, port, out, "rawmsg", " parser.escapeControlCharactersOnReceive=\"off\"");
     pid = start_rsyslogd(dir, port);
   }
   void stop(int sig = SIGTERM) { stop_rsyslogd(pid, sig); }

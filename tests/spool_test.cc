@@ -507,20 +507,9 @@ struct rsyslog {
   std::uint16_t port = free_port();
   pid_t pid = -1;
   std::string out = dir.file("out.log");
-  static bool installed() {
-    return ::access("/usr/sbin/rsyslogd", X_OK) == 0 &&
-           (::access("/usr/lib/x86_64-linux-gnu/rsyslog/imrelp.so", R_OK) == 0 ||
-            ::access("/usr/lib/rsyslog/imrelp.so", R_OK) == 0);
-  }
+  static bool installed() { return rsyslogd_has_imrelp(); }
   void start() {
-    std::ofstream conf(dir.file("rsyslog.conf"));
-    conf << "global(workDirectory=\"" << dir.path.string() << "\")\n"
-         << "main_queue(queue.type=\"Direct\")\n"
-         << "module(load=\"imrelp\")\n"
-         << "template(name=\"m\" type=\"string\" string=\"%msg%\\n\")\n"
-         << "ruleset(name=\"r\") { action(type=\"omfile\" file=\"" << out << "\" template=\"m\") }\n"
-         << "input(type=\"imrelp\" address=\"127.0.0.1\" port=\"" << port << "\" ruleset=\"r\")\n";
-    conf.close();
+    write_imrelp_conf(dir, port, out);
     pid = start_rsyslogd(dir, port);
   }
   ~rsyslog() { stop_rsyslogd(pid); }

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -53,6 +54,29 @@ inline pid_t start_rsyslogd(const temp_dir& dir, std::uint16_t port) {
   }
   FAIL("rsyslogd did not listen on port " << port << ": " << slurp(dir.file("rsyslogd.err")));
   return pid;
+}
+
+/// Whether rsyslogd and its imrelp module (Debian: rsyslog-relp) are here.
+inline bool rsyslogd_has_imrelp() {
+  return ::access("/usr/sbin/rsyslogd", X_OK) == 0 &&
+         (::access("/usr/lib/x86_64-linux-gnu/rsyslog/imrelp.so", R_OK) == 0 ||
+          ::access("/usr/lib/rsyslog/imrelp.so", R_OK) == 0);
+}
+
+/// Writes `dir`/rsyslog.conf: imrelp on 127.0.0.1:`port` into omfile `out`,
+/// one line per message as rsyslog's `property` gives it (msg, rawmsg). The
+/// main queue is direct, so that a message is in omfile's file (the
+/// kernel's page cache) before imrelp answers it: a SIGKILL then loses
+/// nothing that was answered.
+inline void write_imrelp_conf(const temp_dir& dir, std::uint16_t port, const std::string& out,
+                              const std::string& property = "msg", const std::string& global_extra = "") {
+  std::ofstream conf(dir.file("rsyslog.conf"));
+  conf << "global(workDirectory=\"" << dir.path.string() << "\"" << global_extra << ")\n"
+       << "main_queue(queue.type=\"Direct\")\n"
+       << "module(load=\"imrelp\")\n"
+       << "template(name=\"m\" type=\"string\" string=\"%" << property << "%\\n\")\n"
+       << "ruleset(name=\"r\") { action(type=\"omfile\" file=\"" << out << "\" template=\"m\") }\n"
+       << "input(type=\"imrelp\" address=\"127.0.0.1\" port=\"" << port << "\" ruleset=\"r\")\n";
 }
 
 /// Sends `sig` to a started rsyslogd, reaps it and sets `pid` to -1.
