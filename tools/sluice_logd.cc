@@ -645,6 +645,7 @@ class logd {
         tcp.on(sluice::event::close, [this, t = &tcp] { handshaking_.erase(t); });
       });
       s->on(sluice::event::tls_client_error, [this](const sluice::event_arg& a) {
+        if (stopping_) return;  // cut off by the stop (close_servers()), not refused
         ++tls_refused_;
         auto* ts = static_cast<sluice::tls::socket*>(a.source);
         std::string more;

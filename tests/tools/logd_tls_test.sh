@@ -126,18 +126,31 @@ try:
     while s.recv(4096): pass
 except OSError: pass
 ' "$port" || true
-# The first refusal is said with its reason (the rest within 10 s are
-# counted: see the totals below).
-grep -q "TLS handshake failed: unable to verify the first certificate; connection closed, nothing written" "$dir/err" ||
-  fail "another CA's certificate: no refusal with the reason: $(cat "$dir/err")"
 kill -0 "$lp" || fail "sluice-logd is gone: $(cat "$dir/err")"
 # sluice-logd goes on: a good client again.
 frames again 10 | s_client -cert "$pki/client.crt" -key "$pki/client.key"
 for _ in $(seq $((200 * scale))); do [ "$(lines "$out")" -ge $((n + 10)) ] && break; sleep 0.05; done
+# A client that connects and sends nothing: its handshake would wait 120 s;
+# SIGTERM does not wait for it.
+python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+time.sleep(120)
+' "$port" &
+idler=$!
+pids+=("$idler")
+sleep 0.3
+t0=$SECONDS
 stop
-[ "$(lines "$out")" -eq $((n + 10)) ] || fail "after the refused: $(lines "$out") lines, not $((n + 10)): $(cat "$dir/err")"
-grep -q '"tls_refused":3}' "$dir/err" || fail "not 3 TLS refused in the totals: $(tail -1 "$dir/err")"
+[ $((SECONDS - t0)) -le $((5 * scale)) ] || fail "SIGTERM waited $((SECONDS - t0)) s for a handshake"
+kill "$idler" 2>/dev/null || true
 grep -qE " (other|nocert|plain) " "$out" && fail "a refused client's line was written: $(grep -E ' (other|nocert|plain) ' "$out" | head -3)"
+[ "$(lines "$out")" -eq $((n + 10)) ] || fail "after the refused: $(lines "$out") lines, not $((n + 10)): $(cat "$dir/err")"
+# The first refusal is said with its reason (the rest within 10 s are
+# counted in the totals).
+grep -q "TLS handshake failed: unable to verify the first certificate; connection closed, nothing written" "$dir/err" ||
+  fail "another CA's certificate: no refusal with the reason: $(cat "$dir/err")"
+grep -q '"tls_refused":3}' "$dir/err" || fail "not 3 TLS refused in the totals: $(tail -1 "$dir/err")"
 ok "another CA's certificate, no certificate, plaintext: refused with the reason, nothing written, sluice-logd goes on"
 
 # --- rsyslog's omfwd over TLS (ossl, x509/name) into sluice-logd --tls-client-ca
