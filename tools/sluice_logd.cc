@@ -8,6 +8,7 @@
 // before the file has the message (on disk, with --fsync ack). TLS senders
 // (--listen-tls, RFC 5425) are read as --listen's, from the tls::socket's
 // plaintext, once their handshake (and certificate) passed.
+#include <fcntl.h>
 #include <getopt.h>
 #include <sys/stat.h>
 #include <malloc.h>
@@ -48,6 +49,7 @@ namespace {
 
 constexpr const char* usage_text = R"(usage: sluice-logd --listen ADDR [--listen ADDR]... [OPTION]... FILE
        sluice-logd --listen-relp HOST:PORT [--listen-relp HOST:PORT]... [OPTION]... FILE
+       sluice-logd --listen-tls HOST:PORT... --tls-cert FILE --tls-key FILE [--tls-client-ca FILE] [OPTION]... FILE
 Receives syslog messages over TCP and Unix stream sockets, and over RELP,
 and appends each as one line to FILE, rotating it by size, like rsyslog's
 imptcp, imrelp and omfile.
@@ -230,8 +232,9 @@ void check_tls_file(const char* opt, const std::string& path) {
   if (::stat(path.c_str(), &st) != 0)
     this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(EISDIR));
-  if (::access(path.c_str(), R_OK) != 0)
-    this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
+  ::close(fd);
 }
 
 options parse_args(int argc, char** argv) {
@@ -274,7 +277,7 @@ options parse_args(int argc, char** argv) {
         break;
       case listen_tls:
 #if !SLUICE_LOGD_TLS
-        this_tool.usage_error("--listen-tls: not built with TLS (OpenSSL was not found at build time)");
+        this_tool.usage_error("--listen-tls: not built with TLS (it needs OpenSSL at build time: libssl-dev, -Dtls)");
 #endif
         if (arg.rfind(':') == std::string::npos || arg.rfind("unix:", 0) == 0)
           this_tool.usage_error("--listen-tls wants HOST:PORT, got '" + arg + "'");

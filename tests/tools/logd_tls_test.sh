@@ -42,6 +42,7 @@ usage "--tls-key $dir/nothing.key: No such file or directory" \
   --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$dir/nothing.key"
 usage "--tls-client-ca $dir/nothing.crt: No such file or directory" \
   --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" --tls-client-ca "$dir/nothing.crt"
+usage "--tls-cert $dir: Is a directory" --listen-tls 127.0.0.1:0 --tls-cert "$dir" --tls-key "$pki/server.key"
 usage "--tls-cert, --tls-key and --tls-client-ca go with --listen-tls" \
   --listen 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key"
 usage "--listen-tls wants HOST:PORT" --listen-tls unix:/tmp/x --tls-cert "$pki/server.crt" --tls-key "$pki/server.key"
