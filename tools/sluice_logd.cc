@@ -5,8 +5,12 @@
 // high-water mark every connection is paused, so the kernel's buffers fill
 // and TCP holds the senders back. RELP senders (--listen-relp) are answered
 // per message once its write's callback came, so an answer never comes
-// before the file has the message (on disk, with --fsync ack).
+// before the file has the message (on disk, with --fsync ack). TLS senders
+// (--listen-tls, RFC 5425) are read as --listen's, from the tls::socket's
+// plaintext, once their handshake (and certificate) passed.
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +31,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tool.h"
@@ -36,11 +41,15 @@
 #include "socket_perms.h"
 #include "sluice/sluice.h"
 #include "sluice/syslog/relp_session.h"
+#if SLUICE_LOGD_TLS
+#include "sluice/tls/server.h"
+#endif
 
 namespace {
 
 constexpr const char* usage_text = R"(usage: sluice-logd --listen ADDR [--listen ADDR]... [OPTION]... FILE
        sluice-logd --listen-relp HOST:PORT [--listen-relp HOST:PORT]... [OPTION]... FILE
+       sluice-logd --listen-tls HOST:PORT... --tls-cert FILE --tls-key FILE [--tls-client-ca FILE] [OPTION]... FILE
 Receives syslog messages over TCP and Unix stream sockets, and over RELP,
 and appends each as one line to FILE, rotating it by size, like rsyslog's
 imptcp, imrelp and omfile.
@@ -57,6 +66,22 @@ Options:
                     Each message is answered (rsp 200) only once it is
                     written to FILE as --fsync has it: with --fsync ack,
                     once it is on disk. See RELP.
+  --listen-tls HOST:PORT
+                    where to accept syslog over TLS (RFC 5425: octet-counted
+                    frames; rsyslog's omfwd with a stream driver,
+                    sluice-log syslog+tls://), once or more, beside --listen;
+                    needs --tls-cert and --tls-key; printed as
+                    'sluice-logd: listening on HOST:PORT (TLS)'. A sender
+                    whose handshake fails is cut off before anything it
+                    sent is written, said on standard error with the reason.
+  --tls-cert FILE   the server's certificate (PEM; any intermediate ones
+                    after it), for --listen-tls
+  --tls-key FILE    its private key (PEM); a warning if group or others may
+                    read it
+  --tls-client-ca FILE
+                    require each --listen-tls sender to present a
+                    certificate that chains to a CA in FILE (PEM); one
+                    without, or with another, is refused
   --framing MODE    auto (the default): each connection's first byte tells,
                     a digit for octet counting (RFC 6587 'LEN SP MSG'), '<'
                     for LF framing; octet: octet counting only; lf: LF only
@@ -170,8 +195,12 @@ Exit status: 0 after SIGTERM/SIGINT with every message read in FILE; 1 when
 FILE cannot be opened or written (with --on-full exit: is full), messages
 were not written, or an address cannot be listened on; 2 on bad usage.
 
+A missing or unreadable --tls-* file, or one OpenSSL cannot load (not PEM,
+a key that does not match the certificate), is bad usage (exit status 2).
+
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M app.log
          sluice-logd --listen-relp 127.0.0.1:2514 --fsync ack app.log
+         sluice-logd --listen-tls 0.0.0.0:6514 --tls-cert logd.crt --tls-key logd.key --tls-client-ca ca.crt app.log
 )";
 
 constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text};
@@ -179,6 +208,8 @@ constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text};
 struct options {
   std::vector<std::string> listen;
   std::vector<std::string> listen_relp;  // HOST:PORT
+  std::vector<std::string> listen_tls;   // HOST:PORT
+  std::string tls_cert, tls_key, tls_client_ca;
   sluice::syslog_frame_reader::mode framing = sluice::syslog_frame_reader::mode::automatic;
   std::size_t max_message = sluice_tools::default_max_message;
   std::string file;
@@ -194,10 +225,22 @@ struct options {
   std::string idle_text;
 };
 
+// A --tls-* file that is not there, or cannot be read: said now, with the
+// reason, as bad usage, not later as a failure to listen.
+void check_tls_file(const char* opt, const std::string& path) {
+  struct ::stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(EISDIR));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
-         socket_mode, socket_group, listen_relp };
+         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -210,6 +253,10 @@ options parse_args(int argc, char** argv) {
       {"max-connections", required_argument, nullptr, max_conn},
       {"idle-timeout", required_argument, nullptr, idle},
       {"listen-relp", required_argument, nullptr, listen_relp},
+      {"listen-tls", required_argument, nullptr, listen_tls},
+      {"tls-cert", required_argument, nullptr, tls_cert},
+      {"tls-key", required_argument, nullptr, tls_key},
+      {"tls-client-ca", required_argument, nullptr, tls_client_ca},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -227,6 +274,23 @@ options parse_args(int argc, char** argv) {
         if (arg.rfind("unix:", 0) == 0 || arg.rfind(':') == std::string::npos)
           this_tool.usage_error("--listen-relp wants HOST:PORT, got '" + arg + "'");
         o.listen_relp.push_back(arg);
+        break;
+      case listen_tls:
+#if !SLUICE_LOGD_TLS
+        this_tool.usage_error("--listen-tls: not built with TLS (it needs OpenSSL at build time: libssl-dev, -Dtls)");
+#endif
+        if (arg.rfind(':') == std::string::npos || arg.rfind("unix:", 0) == 0)
+          this_tool.usage_error("--listen-tls wants HOST:PORT, got '" + arg + "'");
+        o.listen_tls.push_back(arg);
+        break;
+      case tls_cert:
+        o.tls_cert = arg;
+        break;
+      case tls_key:
+        o.tls_key = arg;
+        break;
+      case tls_client_ca:
+        o.tls_client_ca = arg;
         break;
       case framing:
         if (arg == "auto") o.framing = sluice::syslog_frame_reader::mode::automatic;
@@ -297,7 +361,22 @@ options parse_args(int argc, char** argv) {
     }
   }
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
-  if (o.listen.empty() && o.listen_relp.empty()) this_tool.usage_error("missing --listen ADDR or --listen-relp HOST:PORT");
+  if (o.listen.empty() && o.listen_relp.empty() && o.listen_tls.empty())
+    this_tool.usage_error("missing --listen ADDR, --listen-relp HOST:PORT or --listen-tls HOST:PORT");
+  if (o.listen_tls.empty() && (!o.tls_cert.empty() || !o.tls_key.empty() || !o.tls_client_ca.empty()))
+    this_tool.usage_error("--tls-cert, --tls-key and --tls-client-ca go with --listen-tls");
+  if (!o.listen_tls.empty()) {
+    if (o.tls_cert.empty()) this_tool.usage_error("--listen-tls needs --tls-cert FILE");
+    if (o.tls_key.empty()) this_tool.usage_error("--listen-tls needs --tls-key FILE");
+    check_tls_file("--tls-cert", o.tls_cert);
+    check_tls_file("--tls-key", o.tls_key);
+    if (!o.tls_client_ca.empty()) check_tls_file("--tls-client-ca", o.tls_client_ca);
+    struct ::stat st {};
+    if (::stat(o.tls_key.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+      std::fprintf(stderr, "sluice-logd: warning: --tls-key %s may be read by %s (mode %03o); chmod 600 it\n",
+                   o.tls_key.c_str(), (st.st_mode & 007) != 0 ? "others" : "its group",
+                   static_cast<unsigned>(st.st_mode & 0777));
+  }
   if ((o.server.unix_mode || o.server.unix_group) &&
       std::none_of(o.listen.begin(), o.listen.end(), [](const std::string& a) { return a.rfind("unix:", 0) == 0; }))
     this_tool.usage_error("--socket-mode and --socket-group go with a --listen unix:PATH");
@@ -379,7 +458,10 @@ void escape_into(std::string_view msg, std::string& out) {
 
 // One sender's connection.
 struct connection {
-  sluice::net::socket* sock;
+  // What is read and written: the TCP or Unix socket itself, or on
+  // --listen-tls the tls::socket's plaintext over `tcp`.
+  sluice::duplex* sock;
+  sluice::net::socket* tcp;
   sluice::syslog_frame_reader frames;
   std::string peer;
   std::size_t messages = 0;
@@ -456,6 +538,9 @@ class logd {
 
     for (const std::string& addr : o_.listen) listen(addr, false);
     for (const std::string& addr : o_.listen_relp) listen(addr, true);
+#if SLUICE_LOGD_TLS
+    if (!o_.listen_tls.empty() && !listen_tls()) return 2;
+#endif
     loop.run();
     if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
     // Every write's callback has come: each message is written or not.
@@ -469,6 +554,27 @@ class logd {
   }
 
  private:
+  // HOST:PORT, IPv6 in brackets; a bad port is bad usage.
+  static std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const char* opt) {
+    const std::size_t colon = addr.rfind(':');
+    std::string host = addr.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    std::uint64_t port = 0;
+    if (!sluice_tools::parse_size(addr.c_str() + colon + 1, false, 65535, port))
+      this_tool.usage_error(std::string(opt) + " wants a port from 0 to 65535, got '" + addr + "'");
+    return {host, static_cast<std::uint16_t>(port)};
+  }
+
+  static void say_listening(const std::string& addr, const std::optional<sluice::net::address_info>& a,
+                            const char* kind) {
+    if (addr.rfind("unix:", 0) == 0)
+      std::fprintf(stderr, "sluice-logd: listening on %s%s\n", addr.c_str(), kind);
+    else if (a->family == "IPv6")
+      std::fprintf(stderr, "sluice-logd: listening on [%s]:%u%s\n", a->address.c_str(), a->port, kind);
+    else
+      std::fprintf(stderr, "sluice-logd: listening on %s:%u%s\n", a->address.c_str(), a->port, kind);
+  }
+
   void listen(const std::string& addr, bool relp) {
     sluice::net::server_options so = o_.server;
     so.max_connections = o_.max_connections;
@@ -477,16 +583,21 @@ class logd {
     auto up = std::make_shared<bool>(false);
     s->on(sluice::event::listening, [s, addr, up, relp] {
       *up = true;
-      const auto a = s->address();
-      const char* kind = relp ? " (RELP)" : "";
-      if (addr.rfind("unix:", 0) == 0)
-        std::fprintf(stderr, "sluice-logd: listening on %s%s\n", addr.c_str(), kind);
-      else if (a->family == "IPv6")
-        std::fprintf(stderr, "sluice-logd: listening on [%s]:%u%s\n", a->address.c_str(), a->port, kind);
-      else
-        std::fprintf(stderr, "sluice-logd: listening on %s:%u%s\n", a->address.c_str(), a->port, kind);
+      say_listening(addr, s->address(), relp ? " (RELP)" : "");
     });
-    s->on(sluice::event::error, [this, addr, up](std::error_code e) {
+    on_server_error(*s, addr, up);
+    s->on_connection([this, relp](sluice::net::socket& sock) { accept(sock, sock, relp); });
+    if (addr.rfind("unix:", 0) == 0) {
+      s->listen(std::string_view(addr).substr(5));
+    } else {
+      const auto [host, port] = host_port(addr, relp ? "--listen-relp" : "--listen");
+      s->listen(port, host);
+    }
+    servers_.push_back(std::move(srv));
+  }
+
+  void on_server_error(sluice::emitter& s, const std::string& addr, const std::shared_ptr<bool>& up) {
+    s.on(sluice::event::error, [this, addr, up](std::error_code e) {
       if (stopping_) return;
       // An accept error (EMFILE, ...): the server pauses accepting for a
       // while and goes on; so do the connections.
@@ -495,20 +606,77 @@ class logd {
       status_ = 1;
       stop();
     });
-    s->on_connection([this, relp](sluice::net::socket& sock) { accept(sock, relp); });
-    if (addr.rfind("unix:", 0) == 0) {
-      s->listen(std::string_view(addr).substr(5));
-    } else {
-      const std::size_t colon = addr.rfind(':');
-      std::string host = addr.substr(0, colon);
-      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-      std::uint64_t port = 0;
-      if (!sluice_tools::parse_size(addr.c_str() + colon + 1, false, 65535, port))
-        this_tool.usage_error(std::string(relp ? "--listen-relp" : "--listen") + " wants a port from 0 to 65535, got '" +
-                              addr + "'");
-      s->listen(static_cast<std::uint16_t>(port), host);
+  }
+
+#if SLUICE_LOGD_TLS
+  // Every --listen-tls address, one tls::server each, sharing the options
+  // (the key and certificates are loaded by each). False: they cannot be
+  // loaded, said with OpenSSL's reason.
+  bool listen_tls() {
+    sluice::tls::server_options to;
+    to.context.cert_file = o_.tls_cert;
+    to.context.key_file = o_.tls_key;
+    to.context.ca_file = o_.tls_client_ca;
+    // With --tls-client-ca, a sender without a certificate of that CA is
+    // cut off in the handshake: nothing it sent is read.
+    to.request_cert = !o_.tls_client_ca.empty();
+    to.reject_unauthorized = true;
+    to.listener = o_.server;
+    to.listener.max_connections = o_.max_connections;
+    to.connection = o_.server.connection;
+    for (const std::string& addr : o_.listen_tls) {
+      std::unique_ptr<sluice::tls::server> srv;
+      try {
+        srv = std::make_unique<sluice::tls::server>(to);
+      } catch (const sluice::stream_error& e) {
+        std::fprintf(stderr, "sluice-logd: --tls-cert %s, --tls-key %s: %s\n", o_.tls_cert.c_str(),
+                     o_.tls_key.c_str(), e.what());
+        return false;
+      }
+      sluice::tls::server* s = srv.get();
+      auto up = std::make_shared<bool>(false);
+      s->on(sluice::event::listening, [s, addr, up] {
+        *up = true;
+        say_listening(addr, s->address(), " (TLS)");
+      });
+      on_server_error(*s, addr, up);
+      // A connection in its handshake is not one of conns_ yet: kept here
+      // so that a stop does not wait for its handshake timeout.
+      s->tcp().on_connection([this](sluice::net::socket& tcp) {
+        if (stopping_) return void(tcp.destroy());
+        handshaking_.insert(&tcp);
+        tcp.on(sluice::event::close, [this, t = &tcp] { handshaking_.erase(t); });
+      });
+      s->on(sluice::event::tls_client_error, [this](const sluice::event_arg& a) {
+        if (stopping_) return;  // cut off by the stop (close_servers()), not refused
+        ++tls_refused_;
+        auto* ts = static_cast<sluice::tls::socket*>(a.source);
+        std::string more;
+        if (tls_note_.due(more))
+          std::fprintf(stderr, "sluice-logd: %s: TLS handshake failed: %s; connection closed, nothing written%s\n",
+                       peer_of(ts->tcp()).c_str(), a.error.message().c_str(), more.c_str());
+      });
+      s->on_secure_connection([this](sluice::tls::socket& ts) {
+        handshaking_.erase(&ts.tcp());
+        accept(ts, ts.tcp(), false);
+      });
+      const auto [host, port] = host_port(addr, "--listen-tls");
+      s->listen(port, host);
+      tls_servers_.push_back(std::move(srv));
     }
-    servers_.push_back(std::move(srv));
+    return true;
+  }
+#endif
+
+  // Stops every listener, and cuts off the connections still in their TLS
+  // handshake.
+  void close_servers() {
+    for (auto& s : servers_) s->close();
+#if SLUICE_LOGD_TLS
+    for (auto& s : tls_servers_) s->close();
+    std::vector<sluice::net::socket*> hs(handshaking_.begin(), handshaking_.end());
+    for (auto* t : hs) t->destroy();
+#endif
   }
 
   void accept_failed(const std::string& addr, std::error_code e) {
@@ -519,13 +687,13 @@ class logd {
                    addr.c_str(), e.message().c_str(), more.c_str());
   }
 
-  void accept(sluice::net::socket& sock, bool relp) {
+  void accept(sluice::duplex& sock, sluice::net::socket& tcp, bool relp) {
     if (stopping_) {
       sock.destroy();
       return;
     }
     ++connections_;
-    auto c = std::make_unique<connection>(connection{&sock, {o_.framing, o_.max_message, true}, peer_of(sock)});
+    auto c = std::make_unique<connection>(connection{&sock, &tcp, {o_.framing, o_.max_message, true}, peer_of(tcp)});
     // A RELP frame may be longer than --max-message (its message is cut
     // then, as on --listen), up to librelp's default maximum.
     if (relp) c->relp = std::make_unique<sluice::relp_session>(std::max<std::size_t>(relp_max_frame, o_.max_message));
@@ -536,7 +704,7 @@ class logd {
       // Answers are small writes that a sender waits for: Nagle's
       // algorithm would hold one back until the last is acknowledged
       // (a delayed ACK, 40 ms).
-      sock.set_no_delay();
+      tcp.set_no_delay();
       sock.on(sluice::event::data, [this, conn](std::string_view chunk) { on_relp_data(*conn, chunk); });
       // The peer takes its answers again: read it again.
       sock.on(sluice::event::drain, [this, conn] {
@@ -555,8 +723,8 @@ class logd {
     });
     sock.on(sluice::event::close, [this, conn] { closed(*conn); });
     if (o_.idle_timeout.count() > 0) {
-      sock.set_timeout(o_.idle_timeout);
-      sock.on(sluice::event::timeout, [this, conn] { idle(*conn); });
+      tcp.set_timeout(o_.idle_timeout);
+      tcp.on(sluice::event::timeout, [this, conn] { idle(*conn); });
     }
     if (paused_) sock.pause();
   }
@@ -566,7 +734,7 @@ class logd {
   // because of us: it is given another period.
   void idle(connection& c) {
     if (paused_ || stopping_ || c.in_file > 0) {
-      c.sock->set_timeout(o_.idle_timeout);
+      c.tcp->set_timeout(o_.idle_timeout);
       return;
     }
     ++idle_closed_;
@@ -809,8 +977,8 @@ class logd {
     for (auto& [sock, c] : conns_)
       if (sock->readable_length() > 0) sock->read();
     stopping_ = true;
-    for (auto& s : servers_) s->close();
-    std::vector<sluice::net::socket*> socks;
+    close_servers();
+    std::vector<sluice::duplex*> socks;
     for (auto& [sock, c] : conns_) {
       if (c->relp && !c->answers_closed) sock->pause();
       else socks.push_back(sock);
@@ -849,7 +1017,7 @@ class logd {
     }
     linger_timer_ = sluice::loop::current().set_timeout(std::chrono::seconds(2), [this] {
       linger_timer_ = 0;
-      std::vector<sluice::net::socket*> socks;
+      std::vector<sluice::duplex*> socks;
       for (auto& [sock, c] : conns_) socks.push_back(sock);
       for (auto* s : socks) s->destroy();
     });
@@ -874,8 +1042,8 @@ class logd {
     std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
     if (!stopping_) {
       stopping_ = true;
-      for (auto& s : servers_) s->close();
-      std::vector<sluice::net::socket*> socks;
+      close_servers();
+      std::vector<sluice::duplex*> socks;
       for (auto& [sock, c] : conns_) socks.push_back(sock);
       for (auto* s : socks) s->destroy();
     }
@@ -897,29 +1065,38 @@ class logd {
     const auto b = static_cast<unsigned long long>(bytes_);
     std::size_t refused = 0;
     for (const auto& s : servers_) refused += s->dropped();
+#if SLUICE_LOGD_TLS
+    for (const auto& s : tls_servers_) refused += s->tcp().dropped();
+#endif
     if (o_.json)
       std::fprintf(stderr,
                    "{\"messages\":%zu,\"bytes\":%llu,\"written\":%zu,\"not_written\":%zu,\"connections\":%zu,"
                    "\"malformed\":%zu,\"truncated\":%zu,\"idle_closed\":%zu,\"refused\":%zu,\"accept_errors\":%zu,"
-                   "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu,\"fsyncs\":%zu,\"relp_answered\":%zu}\n",
+                   "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu,\"fsyncs\":%zu,\"relp_answered\":%zu,"
+                   "\"tls_refused\":%zu}\n",
                    messages_, b, written_, messages_ - written_, connections_, malformed_, truncated_, idle_closed_,
                    refused, accept_errors_, worker_->rotations(), worker_->reopens(), worker_->space_waits(),
-                   worker_->fsyncs(), answered_);
+                   worker_->fsyncs(), answered_, tls_refused_);
     else
       std::fprintf(stderr,
                    "sluice-logd: %zu messages, %llu bytes, %zu connections, %zu malformed, %zu rotations, %zu reopens; "
                    "%zu written, %zu not written; %zu truncated, %zu idle closed, %zu refused, %zu accept errors, "
-                   "%zu waits for space; %zu fsyncs, %zu RELP answered\n",
+                   "%zu waits for space; %zu fsyncs, %zu RELP answered, %zu TLS refused\n",
                    messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens(), written_,
                    messages_ - written_, truncated_, idle_closed_, refused, accept_errors_, worker_->space_waits(),
-                   worker_->fsyncs(), answered_);
+                   worker_->fsyncs(), answered_, tls_refused_);
   }
 
   const options& o_;
   std::unique_ptr<sluice::file_worker> worker_;
   std::unique_ptr<sluice::writable> out_;
   std::vector<std::unique_ptr<sluice::net::server>> servers_;
-  std::unordered_map<sluice::net::socket*, std::unique_ptr<connection>> conns_;
+#if SLUICE_LOGD_TLS
+  std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;
+  std::unordered_set<sluice::net::socket*> handshaking_;  // --listen-tls connections not yet secure
+#endif
+  std::size_t tls_refused_ = 0;  // --listen-tls handshakes that failed
+  std::unordered_map<sluice::duplex*, std::unique_ptr<connection>> conns_;
   sluice::signal_watch term_, int_, hup_;
   sluice::timer_id grace_timer_ = 0, space_timer_ = 0;
   std::string line_;  // an escaped line, reused
@@ -931,7 +1108,7 @@ class logd {
   std::size_t messages_ = 0, bytes_ = 0, written_ = 0, connections_ = 0, malformed_ = 0;
   std::size_t truncated_ = 0, idle_closed_ = 0, accept_errors_ = 0;
   std::size_t answered_ = 0;  // RELP messages answered 200
-  rate_limited_note accept_note_, truncated_note_;
+  rate_limited_note accept_note_, truncated_note_, tls_note_;
   std::size_t trim_mark_ = 0;  // the most connections since the last malloc_trim()
   int status_ = 0;
   bool paused_ = false;

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# sluice-logd --listen-tls (RFC 5425: octet-counted syslog over TLS) with
+# --tls-client-ca: a client with a certificate of that CA (openssl s_client)
+# has every line written once; a client with a certificate of another CA,
+# one without a certificate, and a plaintext client have nothing written
+# and sluice-logd goes on; the usage errors of the --tls-* options (exit 2)
+# and the warning for a key others may read; rsyslog's omfwd over TLS
+# (the ossl stream driver, x509/name) into it. Loopback only; every wait is
+# bounded.
+#
+#   tests/tools/logd_tls_test.sh SLUICE_LOGD MAKE_CA_SH
+set -euo pipefail
+logd=$1
+make_ca=$(realpath "$2")
+scale=${SLUICE_TIME_SCALE:-1}
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+pass=0
+ok() { echo "ok: $*"; pass=$((pass + 1)); }
+
+sh "$make_ca" "$dir" || fail "make_ca.sh: $(cat "$dir/make_ca.log")"
+chmod 600 "$dir"/*.key
+pki=$dir
+
+# --- usage: exit 2, with the reason
+usage() {  # expected message, args...
+  local want=$1 st=0
+  shift
+  "$logd" "$@" "$dir/u.log" > /dev/null 2> "$dir/uerr" || st=$?
+  [ "$st" -eq 2 ] || fail "sluice-logd $* exited $st, not 2: $(cat "$dir/uerr")"
+  grep -qF -- "$want" "$dir/uerr" || fail "sluice-logd $*: no '$want' in: $(cat "$dir/uerr")"
+}
+usage "--listen-tls needs --tls-cert FILE" --listen-tls 127.0.0.1:0 --tls-key "$pki/server.key"
+usage "--listen-tls needs --tls-key FILE" --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt"
+usage "--tls-key $dir/nothing.key: No such file or directory" \
+  --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$dir/nothing.key"
+usage "--tls-client-ca $dir/nothing.crt: No such file or directory" \
+  --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" --tls-client-ca "$dir/nothing.crt"
+usage "--tls-cert $dir: Is a directory" --listen-tls 127.0.0.1:0 --tls-cert "$dir" --tls-key "$pki/server.key"
+usage "--tls-cert, --tls-key and --tls-client-ca go with --listen-tls" \
+  --listen 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key"
+usage "--listen-tls wants HOST:PORT" --listen-tls unix:/tmp/x --tls-cert "$pki/server.crt" --tls-key "$pki/server.key"
+# A key that does not go with the certificate: OpenSSL's reason.
+usage "key values mismatch" --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/client.key"
+ok "usage: --tls-cert/--tls-key missing, a missing file, a mismatched key: exit 2 with the reason"
+
+# Starts sluice-logd with "$@"; sets $lp (pid) and $port (the TLS port).
+start() {
+  : > "$dir/err"
+  "$logd" "$@" 2>> "$dir/err" &
+  lp=$!
+  pids+=("$lp")
+  for _ in $(seq $((200 * scale))); do grep -q "listening on 127.0.0.1:.* (TLS)" "$dir/err" && break; sleep 0.05; done
+  port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (TLS)$/\1/p' "$dir/err" | tail -1)
+  [ -n "$port" ] || fail "no listening line: $(cat "$dir/err")"
+}
+stop() {
+  kill -TERM "$lp"
+  local st=0
+  for _ in $(seq $((600 * scale))); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$lp" 2>/dev/null && fail "sluice-logd still running after SIGTERM: $(tail -3 "$dir/err")"
+  wait "$lp" || st=$?
+  [ "$st" -eq 0 ] || fail "sluice-logd exited $st: $(cat "$dir/err")"
+}
+lines() { cat "$1" 2>/dev/null | wc -l; }
+# N octet-counted frames: "LEN <14>1 ... TAG I".
+frames() {  # tag, count
+  python3 - "$1" "$2" <<'PY'
+import sys
+tag, n = sys.argv[1].encode(), int(sys.argv[2])
+try:
+    sys.stdout.buffer.write(b"".join(b"%d %s" % (len(m), m) for m in
+        (b"<14>1 2026-12-01T00:00:00.000001Z h app - - - %s %06d" % (tag, i) for i in range(n))))
+except BrokenPipeError:  # a refused client's s_client is gone
+    pass
+PY
+}
+# openssl s_client with "$@" sends stdin and ends at its EOF.
+s_client() {
+  timeout $((20 * scale)) openssl s_client -connect "127.0.0.1:$port" -CAfile "$pki/ca.crt" -verify_return_error \
+    -quiet -no_ign_eof "$@" > /dev/null 2>> "$dir/sc.err" || true
+}
+
+# --- the key readable by others: a warning, and it still serves
+chmod 644 "$pki/server.key"
+start --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" "$dir/w.log"
+grep -q "warning: --tls-key $pki/server.key may be read by others (mode 644)" "$dir/err" ||
+  fail "no warning for a key of mode 644: $(cat "$dir/err")"
+stop
+chmod 600 "$pki/server.key"
+start --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" "$dir/w.log"
+grep -q "warning" "$dir/err" && fail "a warning for a key of mode 600: $(cat "$dir/err")"
+stop
+ok "a --tls-key readable by others: warned; of mode 600: not"
+
+# --- --tls-client-ca: who may write
+out=$dir/out.log
+start --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" \
+  --tls-client-ca "$pki/ca.crt" --stats --json "$out"
+n=2000
+frames good "$n" | s_client -cert "$pki/client.crt" -key "$pki/client.key"
+for _ in $(seq $((200 * scale))); do [ "$(lines "$out")" -ge "$n" ] && break; sleep 0.05; done
+[ "$(lines "$out")" -eq "$n" ] || fail "a good client: $(lines "$out") of $n lines: $(cat "$dir/err" "$dir/sc.err")"
+python3 - "$out" "$n" <<'PY' || fail "a good client: the lines are not each once, in order"
+import sys
+got = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
+want = [b"<14>1 2026-12-01T00:00:00.000001Z h app - - - good %06d" % i for i in range(int(sys.argv[2]))]
+assert got == want, (len(got), got[:2])
+PY
+ok "a client with a certificate of --tls-client-ca: all $n lines, each once, in order"
+
+# A certificate of another CA, none at all, plaintext: nothing written.
+frames other 50 | s_client -cert "$pki/other-client.crt" -key "$pki/other-client.key" || true
+frames nocert 50 | s_client || true
+frames plain 50 | timeout $((10 * scale)) python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(sys.stdin.buffer.read())
+s.settimeout(5)
+try:
+    while s.recv(4096): pass
+except OSError: pass
+' "$port" || true
+kill -0 "$lp" || fail "sluice-logd is gone: $(cat "$dir/err")"
+# sluice-logd goes on: a good client again.
+frames again 10 | s_client -cert "$pki/client.crt" -key "$pki/client.key"
+for _ in $(seq $((200 * scale))); do [ "$(lines "$out")" -ge $((n + 10)) ] && break; sleep 0.05; done
+# A client that connects and sends nothing: its handshake would wait 120 s;
+# SIGTERM does not wait for it.
+python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+time.sleep(120)
+' "$port" &
+idler=$!
+pids+=("$idler")
+sleep 0.3
+t0=$SECONDS
+stop
+[ $((SECONDS - t0)) -le $((5 * scale)) ] || fail "SIGTERM waited $((SECONDS - t0)) s for a handshake"
+kill "$idler" 2>/dev/null || true
+grep -qE " (other|nocert|plain) " "$out" && fail "a refused client's line was written: $(grep -E ' (other|nocert|plain) ' "$out" | head -3)"
+[ "$(lines "$out")" -eq $((n + 10)) ] || fail "after the refused: $(lines "$out") lines, not $((n + 10)): $(cat "$dir/err")"
+# The first refusal is said with its reason (the rest within 10 s are
+# counted in the totals).
+grep -q "TLS handshake failed: unable to verify the first certificate; connection closed, nothing written" "$dir/err" ||
+  fail "another CA's certificate: no refusal with the reason: $(cat "$dir/err")"
+grep -q '"tls_refused":3}' "$dir/err" || fail "not 3 TLS refused in the totals: $(tail -1 "$dir/err")"
+ok "another CA's certificate, no certificate, plaintext: refused with the reason, nothing written, sluice-logd goes on"
+
+# --- rsyslog's omfwd over TLS (ossl, x509/name) into sluice-logd --tls-client-ca
+ossl=
+for d in /usr/lib/x86_64-linux-gnu/rsyslog /usr/lib/rsyslog; do [ -e "$d/lmnsd_ossl.so" ] && ossl=1; done
+if [ -x /usr/sbin/rsyslogd ] && [ -n "$ossl" ]; then
+  out=$dir/rs.log
+  start --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" \
+    --tls-client-ca "$pki/ca.crt" "$out"
+  rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  total=20000
+  cat > "$dir/rs.conf" <<CONF
+global(workDirectory="$dir"
+       DefaultNetstreamDriver="ossl"
+       DefaultNetstreamDriverCAFile="$pki/ca.crt"
+       DefaultNetstreamDriverCertFile="$pki/client.crt"
+       DefaultNetstreamDriverKeyFile="$pki/client.key")
+module(load="imptcp")
+template(name="fwd" type="string" string="%rawmsg%")
+ruleset(name="r") {
+  action(type="omfwd" target="127.0.0.1" port="$port" protocol="tcp" TCP_Framing="octet-counted"
+         StreamDriver="ossl" StreamDriverMode="1" StreamDriverAuthMode="x509/name"
+         StreamDriverPermittedPeers="localhost" template="fwd"
+         action.resumeRetryCount="-1" action.resumeInterval="1")
+}
+input(type="imptcp" address="127.0.0.1" port="$rport" ruleset="r")
+CONF
+  # rsyslogd signals its parent: a subshell of its own takes it.
+  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rs.conf" -i "$dir/rs.pid") 2> "$dir/rs.err" &
+  rp=$!
+  pids+=("$rp")
+  python3 - "$rport" "$total" <<'PY' || fail "the feeder failed"
+import socket, sys, time
+port, total = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(400):
+    try:
+        s = socket.create_connection(("127.0.0.1", port)); break
+    except OSError:
+        time.sleep(0.05)
+s.sendall(b"".join(b"%d %s" % (len(m), m) for m in
+          (b"<14>1 2026-12-01T00:00:00.000001Z h app - - - omfwd %06d" % i for i in range(total))))
+s.close()
+PY
+  for _ in $(seq $((600 * scale))); do [ "$(lines "$out")" -ge "$total" ] && break; sleep 0.05; done
+  kill -TERM "$rp"; wait "$rp" || true
+  stop
+  python3 - "$out" "$total" <<'PY' || fail "omfwd over TLS: $(tail -5 "$dir/rs.err"; tail -5 "$dir/err")"
+import sys
+got = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
+want = [b"<14>1 2026-12-01T00:00:00.000001Z h app - - - omfwd %06d" % i for i in range(int(sys.argv[2]))]
+assert got == want, (len(got), got[:2])
+PY
+  ok "rsyslog omfwd over TLS (ossl, x509/name) into sluice-logd --tls-client-ca: all $total lines, each once"
+else
+  echo "skip: rsyslog omfwd over TLS (apt-get install rsyslog rsyslog-openssl)"
+fi
+
+echo "logd_tls: $pass passed"
