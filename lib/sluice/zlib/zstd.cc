@@ -60,18 +60,24 @@ std::error_code zstd_error(std::size_t ret) {
 
 class zstd_compress_codec final : public detail::codec {
  public:
-  explicit zstd_compress_codec(const zstd_options& o) : cctx_(ZSTD_createCCtx()) {
-    if (o.level < ZSTD_minCLevel() || o.level > ZSTD_maxCLevel())
-      throw stream_error(make_error_code(errc::out_of_range),
-                         "The value of \"options.level\" is out of range. It must be >= " +
-                             std::to_string(ZSTD_minCLevel()) + " and <= " + std::to_string(ZSTD_maxCLevel()) +
-                             ". Received " + std::to_string(o.level));
+  // The level is checked before the context is made: a throw from the
+  // constructor runs no destructor, so a context made first would leak.
+  explicit zstd_compress_codec(const zstd_options& o) : cctx_(make_cctx(o.level)) {
     if (!cctx_) throw stream_error(make_zlib_error("ZSTD_error_memory_allocation", ZSTD_error_memory_allocation, "Allocation error"), "zstd");
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, o.level);
     // The zstd tool's frame: a checksum, so that zstd -t checks it.
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1);
   }
   ~zstd_compress_codec() override { ZSTD_freeCCtx(cctx_); }
+
+  static ZSTD_CCtx* make_cctx(int level) {
+    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+      throw stream_error(make_error_code(errc::out_of_range),
+                         "The value of \"options.level\" is out of range. It must be >= " +
+                             std::to_string(ZSTD_minCLevel()) + " and <= " + std::to_string(ZSTD_maxCLevel()) +
+                             ". Received " + std::to_string(level));
+    return ZSTD_createCCtx();
+  }
 
   detail::codec_step step(std::span<const char> in, std::span<char> out, detail::codec_op op, flush_kind kind) override {
     ZSTD_EndDirective mode = ZSTD_e_continue;
