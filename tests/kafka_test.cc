@@ -206,8 +206,16 @@ TEST_CASE("all brokers down past message.timeout.ms: the messages time out and t
   const auto timed_out = make_kafka_error(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
   CHECK(stream_error == timed_out);
   CHECK(r.each_once());
-  CHECK(r.errors[0] == timed_out);
-  for (std::size_t i = 0; i < n; ++i) CHECK(r.errors[i]);
+  // librdkafka times the messages out queue by queue: the first one to time
+  // out errors the stream, whose destroy purges those not reported yet, which
+  // need not be message 0 (seen on a busy machine: message 0 purged).
+  const auto purged = make_kafka_error(RD_KAFKA_RESP_ERR__PURGE_QUEUE);
+  std::size_t timed_out_count = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK((r.errors[i] == timed_out || r.errors[i] == purged));
+    timed_out_count += r.errors[i] == timed_out;
+  }
+  CHECK(timed_out_count >= 1);
 }
 
 TEST_CASE("end() flushes: the end callback and 'finish' come after the last delivery report") {
