@@ -230,9 +230,9 @@ bool kafka_sink::produce(std::string_view chunk, write_done done) {
     }
   }
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    s->cb = done.take_callback();
+    s->cb.assign_empty(done.take_callback());  // a free slot holds no callback
     ++in_flight_;
-    arm();
+    if (!armed_) arm();
     done();
     return true;
   }
