@@ -157,20 +157,18 @@ class lines_tool {
     // Measured on a 200 MB file: 0.30 s wall with 256 KiB reads, 0.12 s
     // with 64 KiB.
     sluice::line_reader r(fd, {.max_line_length = o_.max_line_length, .buffer_size = 64 * 1024});
-    {
-      const std::string_view text = *o_.text;
-      const std::string prefix = several_ ? (name == "-" ? "(standard input)" : name) + ":" : "";
-      while (auto line = r.next(ec)) {
-        if (!contains(*line, text)) continue;
-        ++n;
-        if (o_.count) continue;
-        print_line(prefix, *line);
-        // A full disk or a reader gone (EPIPE): the rest of the input,
-        // endless as it may be, has nowhere to go.
-        if (::ferror_unlocked(stdout)) {
-          write_errno_ = errno;
-          break;
-        }
+    const std::string_view text = *o_.text;
+    const std::string prefix = several_ ? (name == "-" ? "(standard input)" : name) + ":" : "";
+    while (auto line = r.next(ec)) {
+      if (!contains(*line, text)) continue;
+      ++n;
+      if (o_.count) continue;
+      print_line(prefix, *line);
+      // A full disk or a reader gone (EPIPE): the rest of the input,
+      // endless as it may be, has nowhere to go.
+      if (::ferror_unlocked(stdout)) {
+        write_errno_ = errno;
+        break;
       }
     }
     if (fd != STDIN_FILENO) ::close(fd);
