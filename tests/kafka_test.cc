@@ -191,6 +191,28 @@ TEST_CASE("a broker's error injected by the mock reaches the callback and the st
   CHECK(denied.message() == "TOPIC_AUTHORIZATION_FAILED: Broker: Topic authorization failed");
 }
 
+TEST_CASE("a message librdkafka refuses at once (too large) fails its write and the stream; the one before lands") {
+  reports r(2);
+  std::error_code stream_error;
+  const auto too_large = make_kafka_error(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  {
+    kafka_options o = mock_options({{"message.max.bytes", "1000"}});
+    o.partition = 0;
+    auto out = make_kafka_writable(o);
+    out->on(event::error, [&](std::error_code ec) { stream_error = ec; });
+    out->write(message(0), r.cb(0));
+    out->write(std::string(2000, 'x'), r.cb(1));
+    loop::current().run();
+    CHECK(out->destroyed());
+  }
+  CHECK(r.each_once());
+  CHECK(r.errors[1] == too_large);
+  CHECK(stream_error == too_large);
+  // Message 0 was produced before: delivered, or purged when the stream was
+  // destroyed, but called once either way.
+  CHECK(r.calls[0] == 1);
+}
+
 TEST_CASE("all brokers down past message.timeout.ms: the messages time out and the stream errors") {
   constexpr std::size_t n = 10;
   reports r(n);

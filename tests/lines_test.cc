@@ -1,12 +1,14 @@
 // Lines: line_splitter's rules ("\n" and "\r\n", a last line without "\n",
 // empty lines, bytes as bytes, the maximum length), the same lines however
 // the data is cut into chunks, no copy for a line inside one chunk; and the
-// two ways in: line_reader over an fd, for_each_line over a readable.
+// two ways in: line_reader over an fd, for_each_line over a readable; and
+// the count alone (line_counter, count_lines), which must agree with them.
 #include "support/printers.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +26,7 @@
 #include "sluice/errors.h"
 #include "sluice/factories.h"
 #include "sluice/lines/for_each_line.h"
+#include "sluice/lines/line_counter.h"
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"
 #include "sluice/loop.h"
@@ -32,6 +35,7 @@
 #include "support/readable_options.h"
 #include "support/pipe_fds.h"
 #include "support/temp_dir.h"
+#include "support/time_scale.h"
 
 using namespace sluice;
 using sluice::test::on_loop;
@@ -426,6 +430,252 @@ TEST_CASE("line_reader on an empty file and on a file of one newline") {
     open_fd fd(f.path);
     CHECK(read_lines(fd.fd) == lines{""});
   }
+}
+
+// ---- count_newlines, line_counter and count_lines: the count alone
+
+namespace {
+
+// What line_splitter says of `data`, cut at `cuts`: its count of lines, and
+// whether a line was too long (the count is then of the lines before it).
+struct expected_count {
+  std::size_t lines;
+  bool too_long;
+};
+expected_count splitter_count(std::string_view data, const std::vector<std::size_t>& cuts, std::size_t max) {
+  lines got = split(data, cuts, max);
+  const bool failed = !got.empty() && got.back() == too_long;
+  return {got.size() - failed, failed};
+}
+
+// line_counter over `data` cut at `cuts`, each chunk its own copy.
+expected_count counter_count(std::string_view data, const std::vector<std::size_t>& cuts, std::size_t max) {
+  line_counter c(max);
+  std::error_code ec;
+  std::size_t from = 0;
+  std::vector<std::size_t> ends = cuts;
+  ends.push_back(data.size());
+  bool ok = true;
+  for (std::size_t to : ends) {
+    const std::string chunk(data.substr(from, to - from));
+    ok = c.feed(chunk, ec);
+    if (!ok) break;
+    from = to;
+  }
+  if (ok) ok = c.finish(ec);
+  CHECK(ok == !ec);
+  if (ec) CHECK(ec == errc::line_too_long);
+  return {c.lines(), !ok};
+}
+
+std::size_t newlines_plus_last(std::string_view data) {
+  return static_cast<std::size_t>(std::count(data.begin(), data.end(), '\n')) +
+         (!data.empty() && data.back() != '\n');
+}
+
+}  // namespace
+
+TEST_CASE("count_newlines: every loop counts every \"\\n\", at every length and alignment") {
+  std::mt19937 gen(7);
+  // Past 255 vectors of newlines the byte counters would wrap if not added
+  // up in time: 20,000 newlines in a row, and mixed data of every length
+  // up to 600 from every offset up to 40.
+  std::string data(20000, '\n');
+  for (int i = 0; i < 20000; ++i) data += gen() % 5 == 0 ? '\n' : static_cast<char>(gen() % 256);
+  std::vector<std::string> kernels = {"memchr", "sse2", "avx2"};
+  int tried = 0;
+  for (const std::string& name : kernels) {
+    const detail::newline_counter count = detail::newline_counter_named(name);
+    if (!count) continue;
+    ++tried;
+    CAPTURE(name);
+    for (std::size_t offset : {std::size_t{0}, std::size_t{20000}, std::size_t{20001}})
+      CHECK(count(data.data() + offset, data.size() - offset) ==
+            static_cast<std::size_t>(std::count(data.begin() + static_cast<std::ptrdiff_t>(offset), data.end(), '\n')));
+    for (std::size_t offset = 0; offset < 40; ++offset)
+      for (std::size_t n = 0; n < 600; ++n) {
+        const char* p = data.data() + 20000 + offset;
+        const auto want = static_cast<std::size_t>(std::count(p, p + n, '\n'));
+        if (count(p, n) != want) {
+          CAPTURE(offset);
+          CAPTURE(n);
+          CHECK(count(p, n) == want);
+        }
+      }
+  }
+  CHECK(tried >= 1);
+  CHECK(count_newlines(data) == static_cast<std::size_t>(std::count(data.begin(), data.end(), '\n')));
+  CHECK(count_newlines("") == 0);
+}
+
+TEST_CASE("line_counter counts what line_splitter splits, however the data is cut, the maximum too") {
+  // Lines of 0-24 bytes, some ending "\r\n", some with a lone "\r", and
+  // maximum lengths around those sizes: the counter must find the same
+  // long line as the splitter (a "\r" before "\n" not counted, one last in
+  // the data counted) and count the same lines before it.
+  std::mt19937 gen(11);
+  for (int round = 0; round < 400; ++round) {
+    std::string data;
+    const int n = static_cast<int>(gen() % 30);
+    for (int i = 0; i < n; ++i) {
+      std::string line(gen() % 25, 'a');
+      for (char& c : line) c = gen() % 9 == 0 ? '\r' : static_cast<char>('a' + gen() % 26);
+      data += line;
+      data += gen() % 3 == 0 ? "\r\n" : "\n";
+    }
+    if (gen() % 2) data += std::string(gen() % 25, 't') + (gen() % 4 == 0 ? "\r" : "");
+    std::vector<std::size_t> cuts;
+    for (std::size_t at = 0; !data.empty() && (at += 1 + gen() % 40) < data.size();) cuts.push_back(at);
+    for (std::size_t max : {std::size_t{1}, std::size_t{3}, std::size_t{10}, std::size_t{20}, std::size_t{24},
+                            line_options{}.max_line_length}) {
+      CAPTURE(round);
+      CAPTURE(max);
+      CAPTURE(data);
+      const expected_count want = splitter_count(data, cuts, max);
+      const expected_count got = counter_count(data, cuts, max);
+      CHECK(got.lines == want.lines);
+      CHECK(got.too_long == want.too_long);
+      // And in one chunk, and one byte at a time.
+      std::vector<std::size_t> every;
+      for (std::size_t at = 1; at < data.size(); ++at) every.push_back(at);
+      CHECK(counter_count(data, {}, max).lines == want.lines);
+      CHECK(counter_count(data, every, max).lines == want.lines);
+    }
+  }
+}
+
+TEST_CASE("line_counter: the maximum line length, exactly") {
+  const std::string ten = "0123456789";
+  CHECK(counter_count(ten + "\n", {}, 10).too_long == false);
+  CHECK(counter_count(ten + "\r\n", {}, 10).too_long == false);    // "\r\n" is not part of the line
+  CHECK(counter_count(ten + "\r\n", {11}, 10).too_long == false);  // nor when the chunk ends between them
+  CHECK(counter_count(ten + "a\n", {}, 10).too_long == true);
+  CHECK(counter_count(ten + "a\n", {11}, 10).too_long == true);
+  CHECK(counter_count(ten + "\r", {}, 10).too_long == true);  // last, without "\n", the "\r" is a byte
+  CHECK(counter_count(ten, {}, 10).too_long == false);
+  CHECK(counter_count(ten, {}, 10).lines == 1);
+  // A long line between two short ones inside one chunk, and its number.
+  const expected_count c = counter_count("a\nb\n" + ten + ten + "\nc\nd\n", {}, 10);
+  CHECK(c.too_long);
+  CHECK(c.lines == 2);
+}
+
+TEST_CASE("line_counter: a too long line is found before its end arrives") {
+  line_counter c(100);
+  std::error_code ec;
+  const std::string piece(60, 'x');
+  CHECK(c.feed("one\n" + piece, ec));
+  CHECK(!c.feed(piece, ec));  // 120 bytes and no end yet: too long already
+  CHECK(ec == errc::line_too_long);
+  CHECK(c.lines() == 1);
+  ec.clear();
+  CHECK(!c.feed("\n", ec));  // and it stays failed
+  CHECK(ec == errc::line_too_long);
+  ec.clear();
+  CHECK(!c.finish(ec));
+  CHECK(ec == errc::line_too_long);
+}
+
+TEST_CASE("count_lines over files whose sizes fall around its reads' boundaries") {
+  // A file of B - 1, B, B + 1, 2B... bytes for a read size of B, with a
+  // newline last, first or in the middle of a block, and without a final
+  // newline: count_lines says what line_splitter does (its newlines, and
+  // one more for bytes after the last).
+  for (std::size_t buffer : {std::size_t{16}, std::size_t{4096}, std::size_t{128 * 1024}}) {
+    for (std::size_t size : {buffer - 1, buffer, buffer + 1, 2 * buffer - 1, 2 * buffer, 2 * buffer + 1, 3 * buffer + 7}) {
+      for (int shape = 0; shape < 4; ++shape) {
+        std::string data(size, 'x');
+        for (std::size_t i = 0; i < size; ++i) {
+          if (shape == 0 && i % buffer == buffer - 1) data[i] = '\n';  // last byte of each read
+          if (shape == 1 && i % buffer == 0) data[i] = '\n';           // first byte of each read
+          if (shape == 2 && i % 13 == 12) data[i] = '\n';
+          if (shape == 3 && i % 9 == 0) data[i] = '\n';  // and never at the end: a last line without one
+        }
+        if (shape != 3) data.back() = '\n';
+        if (shape == 3 && data.back() == '\n') data.back() = 'x';
+        CAPTURE(buffer);
+        CAPTURE(size);
+        CAPTURE(shape);
+        temp_file f(data);
+        open_fd fd(f.path);
+        std::error_code ec;
+        CHECK(count_lines(fd.fd, ec, {.buffer_size = buffer}) == newlines_plus_last(data));
+        CHECK(!ec);
+      }
+    }
+  }
+  temp_file empty("");
+  open_fd fd(empty.path);
+  std::error_code ec;
+  CHECK(count_lines(fd.fd, ec) == 0);
+  CHECK(!ec);
+  temp_file one("\n");
+  open_fd fd1(one.path);
+  CHECK(count_lines(fd1.fd, ec) == 1);
+  temp_file no_newline("a\nb");
+  open_fd fd2(no_newline.path);
+  CHECK(count_lines(fd2.fd, ec) == 2);  // as line_splitter, one more than wc -l
+  CHECK(!ec);
+}
+
+TEST_CASE("count_lines over a pipe whose data arrives in pieces, blocking or not") {
+  std::string data;
+  for (int i = 0; i < 3000; ++i) data += "piece " + std::to_string(i) + (i % 2 ? "\r\n" : "\n");
+  data += "last, without a newline";
+  for (bool nonblocking : {false, true}) {
+    CAPTURE(nonblocking);
+    pipe_fds p;
+    if (nonblocking) REQUIRE(::fcntl(p.r, F_SETFL, ::fcntl(p.r, F_GETFL) | O_NONBLOCK) == 0);
+    std::thread writer([&] {
+      for (std::size_t off = 0; off < data.size(); off += 777) {
+        const std::string_view piece = std::string_view(data).substr(off, 777);
+        if (::write(p.w, piece.data(), piece.size()) != static_cast<ssize_t>(piece.size())) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      p.close_w();
+    });
+    std::error_code ec;
+    const std::size_t n = count_lines(p.r, ec, {.buffer_size = 1000});
+    writer.join();
+    CHECK(n == 3001);
+    CHECK(!ec);
+  }
+}
+
+TEST_CASE("count_lines: a read error, and a line too long with the count of those before it") {
+  {
+    temp_file f("");
+    open_fd fd(f.dir);
+    std::error_code ec;
+    CHECK(count_lines(fd.fd, ec) == 0);
+    CHECK(ec == std::error_code(EISDIR, std::system_category()));
+  }
+  temp_file f("short\nalso short\n" + std::string(5000, 'x') + "\nnever\n");
+  for (std::size_t buffer : {std::size_t{7}, std::size_t{256 * 1024}}) {
+    CAPTURE(buffer);
+    open_fd fd(f.path);
+    std::error_code ec;
+    CHECK(count_lines(fd.fd, ec, {.max_line_length = 100, .buffer_size = buffer}) == 2);
+    CHECK(ec == errc::line_too_long);
+  }
+  // An endless line from a pipe that stays open: the count ends without
+  // waiting for more. (The pipe closes after 3 s, so that a count that
+  // waits for the end fails this test rather than hangs it.)
+  pipe_fds p;
+  const std::string piece(4096, 'y');
+  REQUIRE(::write(p.w, "1\n2\n", 4) == 4);
+  REQUIRE(::write(p.w, piece.data(), piece.size()) == static_cast<ssize_t>(piece.size()));
+  const auto close_after = std::chrono::seconds(3 * sluice::test::time_scale());
+  std::thread closer([&] {
+    std::this_thread::sleep_for(close_after);
+    p.close_w();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  std::error_code ec;
+  CHECK(count_lines(p.r, ec, {.max_line_length = 1000, .buffer_size = 512}) == 2);
+  CHECK(std::chrono::steady_clock::now() - t0 < close_after);
+  CHECK(ec == errc::line_too_long);
+  closer.join();
 }
 
 // ---- for_each_line over a readable

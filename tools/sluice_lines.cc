@@ -1,6 +1,7 @@
-// sluice-lines: counts lines (like wc -l) or prints the lines that contain a
-// text (like grep -F), through sluice's line_reader: big reads, memchr, and
-// no copy for a line that lies inside one read.
+// sluice-lines: counts lines (like wc -l), through sluice's count_lines(),
+// or prints the lines that contain a text (like grep -F), through its
+// line_reader: big reads, memchr, and no copy for a line that lies inside
+// one read.
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -138,34 +139,46 @@ class lines_tool {
         return std::nullopt;
       }
     }
-    // 64 KiB reads, not line_reader's 256 KiB: the kernel's copy and the
-    // memchr() that follows it then stay in the CPU's cache. Measured on a
-    // 200 MB file: 0.30 s wall with 256 KiB reads, 0.12 s with 64 KiB
-    // (wc -l, which reads 16 KiB at a time: 0.11 s).
-    sluice::line_reader r(fd, {.max_line_length = o_.max_line_length, .buffer_size = 64 * 1024});
     std::size_t n = 0;
     std::error_code ec;
     if (!o_.text) {
-      while (r.next(ec)) ++n;
-    } else {
-      const std::string_view text = *o_.text;
-      const std::string prefix = several_ ? (name == "-" ? "(standard input)" : name) + ":" : "";
-      while (auto line = r.next(ec)) {
-        if (!contains(*line, text)) continue;
-        ++n;
-        if (o_.count) continue;
-        print_line(prefix, *line);
-        // A full disk or a reader gone (EPIPE): the rest of the input,
-        // endless as it may be, has nowhere to go.
-        if (::ferror_unlocked(stdout)) {
-          write_errno_ = errno;
-          break;
-        }
+      // No line is looked at: count_lines() counts the newlines of each
+      // read with a vector loop, and only measures the lines that cross
+      // reads. The kernel's copy into the buffer is then ~90% of the time,
+      // as for wc -l. 64 KiB reads measured best on a 200 MB file on a busy
+      // machine: 0.039-0.041 s of CPU, against 0.041-0.045 s with 16, 128
+      // or 256 KiB (wc -l: 0.041-0.045 s).
+      n = sluice::count_lines(fd, ec, {.max_line_length = o_.max_line_length, .buffer_size = 64 * 1024});
+      if (fd != STDIN_FILENO) ::close(fd);
+      return report(name, n, ec);
+    }
+    // 64 KiB reads, not line_reader's 256 KiB: the kernel's copy and the
+    // memchr() of each line that follows it then stay in the CPU's cache.
+    // Measured on a 200 MB file: 0.30 s wall with 256 KiB reads, 0.12 s
+    // with 64 KiB.
+    sluice::line_reader r(fd, {.max_line_length = o_.max_line_length, .buffer_size = 64 * 1024});
+    const std::string_view text = *o_.text;
+    const std::string prefix = several_ ? (name == "-" ? "(standard input)" : name) + ":" : "";
+    while (auto line = r.next(ec)) {
+      if (!contains(*line, text)) continue;
+      ++n;
+      if (o_.count) continue;
+      print_line(prefix, *line);
+      // A full disk or a reader gone (EPIPE): the rest of the input,
+      // endless as it may be, has nowhere to go.
+      if (::ferror_unlocked(stdout)) {
+        write_errno_ = errno;
+        break;
       }
     }
     if (fd != STDIN_FILENO) ::close(fd);
+    return report(name, ec == sluice::errc::line_too_long ? r.lines() : n, ec);
+  }
+
+  // `n`: the count, or after errc::line_too_long the lines before the long one.
+  std::optional<std::size_t> report(const std::string& name, std::size_t n, std::error_code ec) {
     if (ec == sluice::errc::line_too_long) {
-      fail(name, "line " + std::to_string(r.lines() + 1) + " is longer than " + std::to_string(o_.max_line_length) +
+      fail(name, "line " + std::to_string(n + 1) + " is longer than " + std::to_string(o_.max_line_length) +
                      " bytes (" + sluice::code_name(ec) + ")");
       return std::nullopt;
     }

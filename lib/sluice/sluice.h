@@ -9,6 +9,7 @@
 #include "sluice/factories.h"
 #include "sluice/function.h"
 #include "sluice/lines/for_each_line.h"
+#include "sluice/lines/line_counter.h"
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"
 #include "sluice/logger.h"

@@ -19,7 +19,8 @@ struct line_options {
   /// longer line is an error (errc::line_too_long), found as soon as the
   /// line is known to be too long; memory stays bounded by this limit.
   std::size_t max_line_length = 1024 * 1024;
-  /// line_reader only: the size of each read() (and of its buffer).
+  /// line_reader and count_lines() only: the size of each read() (and of
+  /// its buffer).
   std::size_t buffer_size = 256 * 1024;
 };
 
