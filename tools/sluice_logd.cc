@@ -95,7 +95,13 @@ Options:
   --max-size SIZE   rotate FILE before a message that would take it past
                     SIZE bytes (K, M or G suffixes, 1024-based; 0, the
                     default: never), as sluice-log does
-  --keep N          rotated files to keep (default 5)
+  --keep N          rotated files to keep (default 5); with --compress it
+                    counts the compressed ones
+  --compress METHOD gzip or zstd: rotated files become FILE.N.gz or
+                    FILE.N.zst, compressed by a background thread, so that
+                    a rotation does not hold the writes up (FILE itself
+                    stays plain), as sluice-log's --compress. none, the
+                    default: rotated files stay as they are
   --fsync POLICY    never, end, bytes=SIZE or ms=T, as sluice-log's --fsync;
                     or ack: FILE is synced after each batch of messages
                     written (all that came, from every connection, while
@@ -197,7 +203,7 @@ were not written, or an address cannot be listened on; 2 on bad usage.
 A missing or unreadable --tls-* file, or one OpenSSL cannot load (not PEM,
 a key that does not match the certificate), is bad usage (exit status 2).
 
-Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M app.log
+Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M --compress zstd app.log
          sluice-logd --listen-relp 127.0.0.1:2514 --fsync ack app.log
          sluice-logd --listen-tls 0.0.0.0:6514 --tls-cert logd.crt --tls-key logd.key --tls-client-ca ca.crt app.log
 )";
@@ -226,7 +232,7 @@ struct options {
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
-         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca };
+         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -243,6 +249,7 @@ options parse_args(int argc, char** argv) {
       {"tls-cert", required_argument, nullptr, tls_cert},
       {"tls-key", required_argument, nullptr, tls_key},
       {"tls-client-ca", required_argument, nullptr, tls_client_ca},
+      {"compress", required_argument, nullptr, compress},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -285,6 +292,12 @@ options parse_args(int argc, char** argv) {
         if (!sluice_tools::parse_size(optarg, false, 100'000, v))
           this_tool.usage_error("--keep wants a whole number from 0 to 100000, got '" + arg + "'");
         o.log.keep = static_cast<unsigned>(v);
+        break;
+      case compress:
+        if (!sluice_tools::parse_compress(arg, o.log))
+          this_tool.usage_error("--compress wants none, gzip or zstd, got '" + arg + "'");
+        if (!sluice::log_compression_available(o.log.compress))
+          this_tool.usage_error("--compress " + arg + ": this sluice-logd was built without it");
         break;
       case fsync:
         if (arg == "ack") {
