@@ -1,4 +1,4 @@
-#include "sluice/tls/record_bio.h"
+#include "sluice/detail/tls_record_bio.h"
 
 #include <openssl/bio.h>
 

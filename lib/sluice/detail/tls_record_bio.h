@@ -1,5 +1,5 @@
 // record_bio: the BIO between a tls::socket's OpenSSL and its TCP socket.
-// Internal to libsluice-tls (never installed).
+// Internal to libsluice-tls (never installed; its code is tls/record_bio.cc).
 //
 // OpenSSL's memory BIOs cost a round trip a copy each way and more: every
 // BIO_reset() of the write side clears the whole buffer it ever grew to,
