@@ -5,7 +5,10 @@
 // net::server accepts. Under pause, the fanout's input fills while a
 // subscriber is over its high-water mark, and the reading waits for its
 // 'drain'; under drop and disconnect it never does, and each subscriber
-// holds at most --max-buffered bytes.
+// holds at most --max-buffered bytes. TLS subscribers (--listen-tls) are
+// the tls::sockets a tls::server makes secure: one joins the fanout only
+// once its handshake (and, with --tls-client-ca, its certificate) passed,
+// so that one refused never gets a line.
 #include <fcntl.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -21,20 +24,28 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "tool.h"
 #include "nonblocking_stdin.h"
 #include "args.h"
+#include "rate_limited_note.h"
 #include "socket_perms.h"
+#include "tls_server_args.h"
 #include "sluice/net/server.h"
 #include "sluice/sluice.h"
 #include "sluice/stream/fanout.h"
+#if SLUICE_TOOL_TLS
+#include "sluice/tls/server.h"
+#endif
 
 namespace {
 
 constexpr const char* usage_text = R"(usage: sluice-fanout --listen ADDR [OPTION]...
+       sluice-fanout [--listen ADDR] --listen-tls HOST:PORT... --tls-cert FILE --tls-key FILE [--tls-client-ca FILE] [OPTION]...
 Sends each line of standard input to every connected subscriber.
 
 ADDR is HOST:PORT (an IP address or localhost; [::1]:PORT for IPv6; port 0
@@ -42,7 +53,23 @@ picks a free port) or unix:PATH. Once listening, sluice-fanout prints
 'sluice-fanout: listening on ADDR' on standard error, with the real port.
 
 Options:
-  --listen ADDR         where subscribers connect (required)
+  --listen ADDR         where subscribers connect (required, unless
+                        --listen-tls is given)
+  --listen-tls HOST:PORT
+                        where subscribers connect over TLS, once or more,
+                        beside --listen; needs --tls-cert and --tls-key;
+                        printed as 'sluice-fanout: listening on HOST:PORT
+                        (TLS)'. A subscriber gets lines once its handshake
+                        is done; one whose handshake fails gets none, and
+                        is said on standard error with the reason
+  --tls-cert FILE       the server's certificate (PEM; any intermediate
+                        ones after it), for --listen-tls
+  --tls-key FILE        its private key (PEM); a warning if its group or
+                        others may read it
+  --tls-client-ca FILE  require each --listen-tls subscriber to present a
+                        certificate that chains to a CA in FILE (PEM); one
+                        without, or with another, is cut off in the
+                        handshake, before it gets a line
   --policy POLICY       what happens to a subscriber that reads too slowly:
                           pause       everyone waits for it: standard input is
                                       not read while it is over its high-water
@@ -66,8 +93,9 @@ Options:
                         subscribers that send something now and then (read
                         and ignored). It is not needed for one that stops
                         reading while lines wait: --write-deadline is.
-  --max-connections N   at most N subscribers at once; one more is closed at
-                        once, without a line (0, the default: no limit)
+  --max-connections N   at most N subscribers at once on each address; one
+                        more is closed at once, without a line (0, the
+                        default: no limit)
   --linger MS           drop, disconnect: after the end of the input (or the
                         first SIGTERM or SIGINT), the subscribers have MS
                         milliseconds (default 5000) to take what they are
@@ -83,7 +111,8 @@ Options:
   --max-line-length N   the longest line accepted, in bytes (default 1048576)
   --stats               at exit, print on standard error one line per
                         subscriber and the totals: lines in, lines sent,
-                        lines dropped, subscribers cut off
+                        lines dropped, subscribers cut off (and with
+                        --listen-tls, the handshakes refused)
   --json                with --stats: print them as JSON objects, one a line
   --socket-mode MODE    unix:PATH: the socket's permissions, in octal (0 to
                         777, e.g. 660), set before it accepts; by default the
@@ -118,15 +147,17 @@ live listener) is an error.
 
 Exit status: 0 at the end of the input or on SIGTERM/SIGINT; 1 when ADDR
 cannot be listened on, standard input cannot be read, or a line is too long;
-2 on bad usage.
+2 on bad usage. A missing or unreadable --tls-* file, or one OpenSSL cannot
+load (not PEM, a key that does not match the certificate), is bad usage.
 
 Example: tail -F app.log | sluice-fanout --listen 127.0.0.1:9000 --policy drop --stats
+         tail -F app.log | sluice-fanout --listen-tls 0.0.0.0:9443 --tls-cert fanout.crt --tls-key fanout.key --tls-client-ca ca.crt
 )";
 
 constexpr sluice_tools::tool this_tool{"sluice-fanout", usage_text};
 
 struct options {
-  std::string listen;
+  std::string listen;  // empty: --listen-tls only
   bool unix_socket = false;
   std::string host;  // TCP
   std::uint16_t port = 0;
@@ -144,7 +175,22 @@ struct options {
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
   std::optional<mode_t> socket_mode;
   std::optional<gid_t> socket_group;
+  sluice_tools::tls_server_args tls;  // --listen-tls, --tls-*
+  std::vector<std::pair<std::string, std::uint16_t>> tls_addrs;  // --listen-tls's, parsed
 };
+
+// HOST:PORT (an IPv6 address in brackets) into `host` and `port`; false
+// when it is not one.
+bool split_host_port(const std::string& a, std::string& host, std::uint16_t& port) {
+  const auto colon = a.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  host = a.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  std::uint64_t v = 0;
+  if (!sluice_tools::parse_size(a.c_str() + colon + 1, false, 65535, v)) return false;
+  port = static_cast<std::uint16_t>(v);
+  return true;
+}
 
 void parse_listen(const std::string& a, options& o) {
   if (a.rfind("unix:", 0) == 0) {
@@ -155,13 +201,8 @@ void parse_listen(const std::string& a, options& o) {
   }
   const auto colon = a.rfind(':');
   if (colon == std::string::npos || colon == 0) this_tool.usage_error("--listen wants HOST:PORT or unix:PATH, got '" + a + "'");
-  std::string host = a.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  std::uint64_t port = 0;
-  if (!sluice_tools::parse_size(a.c_str() + colon + 1, false, 65535, port))
+  if (!split_host_port(a, o.host, o.port))
     this_tool.usage_error("--listen wants a port from 0 to 65535, got '" + a.substr(colon + 1) + "'");
-  o.host = host;
-  o.port = static_cast<std::uint16_t>(port);
 }
 
 options parse_args(int argc, char** argv) {
@@ -181,7 +222,11 @@ options parse_args(int argc, char** argv) {
     socket_group,
     idle_timeout,
     max_connections,
-    linger
+    linger,
+    listen_tls,
+    tls_cert,
+    tls_key,
+    tls_client_ca
   };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},
@@ -199,6 +244,10 @@ options parse_args(int argc, char** argv) {
       {"idle-timeout", required_argument, nullptr, idle_timeout},
       {"max-connections", required_argument, nullptr, max_connections},
       {"linger", required_argument, nullptr, linger},
+      {"listen-tls", required_argument, nullptr, listen_tls},
+      {"tls-cert", required_argument, nullptr, tls_cert},
+      {"tls-key", required_argument, nullptr, tls_key},
+      {"tls-client-ca", required_argument, nullptr, tls_client_ca},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -270,6 +319,18 @@ options parse_args(int argc, char** argv) {
         if (!(o.socket_group = sluice_tools::parse_socket_group(optarg)))
           this_tool.usage_error(std::string("--socket-group wants a group name or number, got '") + optarg + "'");
         break;
+      case listen_tls: {
+        const std::string a = optarg;
+        sluice_tools::add_listen_tls(this_tool, o.tls, a);
+        std::pair<std::string, std::uint16_t> hp;
+        if (!split_host_port(a, hp.first, hp.second))
+          this_tool.usage_error("--listen-tls wants HOST:PORT with a port from 0 to 65535, got '" + a + "'");
+        o.tls_addrs.push_back(hp);
+        break;
+      }
+      case tls_cert: o.tls.cert = optarg; break;
+      case tls_key: o.tls.key = optarg; break;
+      case tls_client_ca: o.tls.client_ca = optarg; break;
       case 'h':
         this_tool.help();
       default:
@@ -277,7 +338,8 @@ options parse_args(int argc, char** argv) {
     }
   }
   if (optind != argc) this_tool.usage_error(std::string("unexpected argument '") + argv[optind] + "'");
-  if (o.listen.empty()) this_tool.usage_error("--listen ADDR is required");
+  if (o.listen.empty() && !o.tls.enabled()) this_tool.usage_error("--listen ADDR (or --listen-tls HOST:PORT) is required");
+  sluice_tools::check_tls_server_args(this_tool, o.tls);
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
   if ((o.socket_mode || o.socket_group) && !o.unix_socket)
     this_tool.usage_error("--socket-mode and --socket-group go with --listen unix:PATH");
@@ -299,8 +361,7 @@ class fanout_tool {
               .drop_notice = o.drop_notice ? [](std::uint64_t n) {
                 return "sluice-fanout: dropped " + std::to_string(n) + " lines\n";
               } : std::function<std::string(std::uint64_t)>{},
-              .input = {.high_water_mark = 64 * 1024}}),
-        server_(server_options(o)) {}
+              .input = {.high_water_mark = 64 * 1024}}) {}
 
   int run() {
     auto& loop = sluice::loop::current();
@@ -328,28 +389,16 @@ class fanout_tool {
       in_->resume();
     });
 
-    server_.on(sluice::event::listening, [this] {
-      std::fprintf(stderr, "sluice-fanout: listening on %s\n", describe(*server_.address()).c_str());
-      listening_ = true;
-      if (o_.wait_for == 0) start_reading();
-    });
-    server_.on(sluice::event::error, [this](std::error_code ec) {
-      if (!listening_) {
-        std::fprintf(stderr, "sluice-fanout: %s: %s\n", o_.listen.c_str(), ec.message().c_str());
-        status_ = 1;
-        shut_down();
-        return;
-      }
-      // An accept error: the server pauses accepting and goes on.
-      std::fprintf(stderr, "sluice-fanout: accepting: %s\n", ec.message().c_str());
-    });
-    server_.on(sluice::event::close, [this] { quit(); });
-    server_.on_connection([this](sluice::net::socket& s) { subscribe(s); });
-
-    if (o_.unix_socket)
-      server_.listen(std::string_view(o_.host));
-    else
-      server_.listen(o_.port, o_.host);
+    // The TLS servers first: a key or certificate OpenSSL cannot load is
+    // bad usage, said before anything listens.
+#if SLUICE_TOOL_TLS
+    if (o_.tls.enabled() && !make_tls_servers()) return 2;
+#endif
+    if (!o_.listen.empty()) listen_plain();
+#if SLUICE_TOOL_TLS
+    for (std::size_t i = 0; i < tls_servers_.size(); ++i)
+      tls_servers_[i]->listen(o_.tls_addrs[i].second, o_.tls_addrs[i].first);
+#endif
     loop.run();
     stdin_.restore();
     if (o_.stats) print_totals();
@@ -357,6 +406,13 @@ class fanout_tool {
   }
 
  private:
+  // One subscriber: what the lines are written to (the socket, or the
+  // tls::socket's plaintext), and its name.
+  struct subscriber {
+    sluice::duplex* stream;
+    std::string peer;
+  };
+
   static sluice::net::server_options server_options(const options& o) {
     sluice::net::server_options so;
     so.connection.write_deadline = std::chrono::milliseconds(o.write_deadline_ms);
@@ -369,33 +425,140 @@ class fanout_tool {
     return so;
   }
 
-  void subscribe(sluice::net::socket& s) {
+  void listen_plain() {
+    server_ = std::make_unique<sluice::net::server>(server_options(o_));
+    sluice::net::server* s = server_.get();
+    watch_server(*s, o_.listen, [s] { return describe(*s->address()); });
+    s->on_connection([this](sluice::net::socket& sock) { subscribe(sock, sock); });
+    if (o_.unix_socket)
+      s->listen(std::string_view(o_.host));
+    else
+      s->listen(o_.port, o_.host);
+  }
+
+  // What every listener shares: 'listening' said (reading starts once all
+  // listen), an error before it ends the run, one after it is an accept
+  // error (the server pauses accepting and goes on), and the run ends once
+  // every listener has closed.
+  template <class Describe>
+  void watch_server(sluice::emitter& s, const std::string& addr, Describe where) {
+    ++servers_;
+    auto up = std::make_shared<bool>(false);
+    s.on(sluice::event::listening, [this, up, where] {
+      *up = true;
+      std::fprintf(stderr, "sluice-fanout: listening on %s\n", where().c_str());
+      if (++servers_up_ < servers_) return;
+      listening_ = true;
+      if (o_.wait_for == 0) start_reading();
+    });
+    s.on(sluice::event::error, [this, up, addr](std::error_code ec) {
+      if (!*up) {
+        std::fprintf(stderr, "sluice-fanout: %s: %s\n", addr.c_str(), ec.message().c_str());
+        status_ = 1;
+        shut_down();
+        return;
+      }
+      std::fprintf(stderr, "sluice-fanout: accepting: %s\n", ec.message().c_str());
+    });
+    s.on(sluice::event::close, [this] {
+      if (++servers_closed_ == servers_) quit();
+    });
+  }
+
+#if SLUICE_TOOL_TLS
+  // One tls::server for each --listen-tls address. False: the key or a
+  // certificate cannot be loaded, said with OpenSSL's reason.
+  bool make_tls_servers() {
+    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, server_options(o_));
+    for (const auto& [host, port] : o_.tls_addrs) {
+      std::unique_ptr<sluice::tls::server> srv;
+      try {
+        srv = std::make_unique<sluice::tls::server>(to);
+      } catch (const sluice::stream_error& e) {
+        std::fprintf(stderr, "sluice-fanout: --tls-cert %s, --tls-key %s: %s\n", o_.tls.cert.c_str(),
+                     o_.tls.key.c_str(), e.what());
+        return false;
+      }
+      sluice::tls::server* s = srv.get();
+      const std::string addr = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+      watch_server(*s, addr, [s] { return describe(*s->address()) + " (TLS)"; });
+      // A connection in its handshake is no subscriber yet: kept here so
+      // that the end of the input does not wait for its handshake timeout.
+      s->tcp().on_connection([this](sluice::net::socket& tcp) {
+        if (stopping_) return void(tcp.destroy());
+        handshaking_.insert(&tcp);
+        tcp.on(sluice::event::close, [this, t = &tcp] { handshaking_.erase(t); });
+      });
+      s->on(sluice::event::tls_client_error, [this](const sluice::event_arg& a) {
+        if (stopping_) return;  // cut off by the end of the input, not refused
+        ++tls_refused_;
+        auto* ts = static_cast<sluice::tls::socket*>(a.source);
+        std::string more;
+        if (tls_note_.due(more))
+          std::fprintf(stderr, "sluice-fanout: %s: TLS handshake failed: %s; connection closed, no line sent%s\n",
+                       describe(ts->tcp().remote()).c_str(), a.error.message().c_str(), more.c_str());
+      });
+      s->on_secure_connection([this](sluice::tls::socket& ts) {
+        handshaking_.erase(&ts.tcp());
+        subscribe(ts, ts.tcp());
+      });
+      tls_servers_.push_back(std::move(srv));
+    }
+    return true;
+  }
+#endif
+
+  // Stops every listener (once: each says 'close' once), and cuts off the
+  // connections still in their TLS handshake.
+  void close_servers() {
+    if (servers_closing_) return;
+    servers_closing_ = true;
+    if (server_) server_->close();
+#if SLUICE_TOOL_TLS
+    for (auto& s : tls_servers_) s->close();
+    std::vector<sluice::net::socket*> hs(handshaking_.begin(), handshaking_.end());
+    for (auto* t : hs) t->destroy();
+#endif
+    if (servers_ == 0) quit();
+  }
+
+  // `s` is what the lines go to; `tcp` the socket below it (`s` itself,
+  // or a tls::socket's TCP socket).
+  void subscribe(sluice::duplex& s, sluice::net::socket& tcp) {
     if (stopping_) {  // the lines are over: nothing is owed to it
+      if (servers_closing_) return void(s.destroy());
+      track(s, tcp);
       s.end();
       return;
     }
-    sockets_.insert(&s);
     if (o_.send_buffer != 0) {
       const int size = static_cast<int>(o_.send_buffer);
-      ::setsockopt(s.fd(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+      ::setsockopt(tcp.fd(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
     }
     s.on(sluice::event::data, [](std::string_view) {});  // what subscribers send is ignored
-    s.on(sluice::event::error, [&s](std::error_code ec) {
+    s.on(sluice::event::error, [peer = describe(tcp.remote())](std::error_code ec) {
       // A subscriber that goes away is no news; one cut off is.
       if (ec == sluice::errc::buffer_full || ec == sluice::errc::write_timeout)
-        std::fprintf(stderr, "sluice-fanout: cut off %s: %s (%s)\n", describe(s.remote()).c_str(),
-                     ec.message().c_str(), sluice::code_name(ec).c_str());
+        std::fprintf(stderr, "sluice-fanout: cut off %s: %s (%s)\n", peer.c_str(), ec.message().c_str(),
+                     sluice::code_name(ec).c_str());
     });
-    s.on(sluice::event::close, [this, &s] { sockets_.erase(&s); });
     if (o_.idle_timeout_ms != 0) {
-      s.set_timeout(std::chrono::milliseconds(o_.idle_timeout_ms));
-      s.on(sluice::event::timeout, [this, &s] {
+      tcp.set_timeout(std::chrono::milliseconds(o_.idle_timeout_ms));
+      tcp.on(sluice::event::timeout, [this, &s] {
         cut_off(s, "nothing sent or received for " + std::to_string(o_.idle_timeout_ms) + " ms (--idle-timeout)");
       });
     }
+    // The hub's 'close' listener goes first, so that left() still finds it
+    // in subs_.
     hub_.add(s);
+    track(s, tcp);
     ++subscribed_;
     if (!reading_ && listening_ && subscribed_ >= o_.wait_for) start_reading();
+  }
+
+  void track(sluice::duplex& s, sluice::net::socket& tcp) {
+    subs_.emplace(&s, subscriber{&s, describe(tcp.remote())});
+    s.on(sluice::event::close, [this, &s] { subs_.erase(&s); });
   }
 
   void start_reading() {
@@ -446,33 +609,44 @@ class fanout_tool {
       return shut_down();
     }
     shut_down();
-    std::vector<sluice::net::socket*> left(sockets_.begin(), sockets_.end());
+    destroy_subscribers();
+  }
+
+  void destroy_subscribers() {
+    std::vector<sluice::duplex*> left;
+    for (auto& [w, sub] : subs_) left.push_back(sub.stream);
     for (auto* s : left) s->destroy();
   }
 
   // No more lines: each subscriber gets what it is owed and is ended; once
-  // all have finished, the server closes, and with it the loop's last work.
+  // all have finished, the servers close, and with them the loop's last
+  // work. A connection still in its TLS handshake is owed nothing: it is
+  // cut off now.
   void shut_down() {
     if (stopping_) return;
     stopping_ = true;
     if (in_ && !in_->destroyed()) in_->destroy();
+#if SLUICE_TOOL_TLS
+    std::vector<sluice::net::socket*> hs(handshaking_.begin(), handshaking_.end());
+    for (auto* t : hs) t->destroy();
+#endif
     // drop, disconnect: nobody is waited for past --linger (pause waits, by
     // definition, for its slowest subscriber).
     if (o_.policy != sluice::slow_policy::pause)
       linger_timer_ = sluice::loop::current().set_timeout(std::chrono::milliseconds(o_.linger_ms), [this] {
         linger_timer_ = 0;
-        std::vector<sluice::net::socket*> left(sockets_.begin(), sockets_.end());
+        std::vector<sluice::duplex*> left;
+        for (auto& [w, sub] : subs_) left.push_back(sub.stream);
         for (auto* s : left)
           cut_off(*s, "still owed lines " + std::to_string(o_.linger_ms) + " ms after the end of the input (--linger)");
       });
     hub_.input().end([this](std::error_code) {
       // Every subscriber has its lines and our FIN: nothing is owed to the
       // ones that keep their side open.
-      std::vector<sluice::net::socket*> left(sockets_.begin(), sockets_.end());
-      for (auto* s : left) s->destroy();
-      server_.close();
+      destroy_subscribers();
+      close_servers();
     });
-    if (!listening_) server_.close();
+    if (!listening_) close_servers();
   }
 
   void quit() {
@@ -494,19 +668,23 @@ class fanout_tool {
     });
   }
 
+  std::string peer_of(const sluice::writable& w) const {
+    const auto it = subs_.find(&w);
+    return it == subs_.end() ? "?" : it->second.peer;
+  }
+
   // Cut off by this tool (--idle-timeout, --linger): reported and counted
   // as the hub's own cut-offs are.
-  void cut_off(sluice::net::socket& s, const std::string& why) {
+  void cut_off(sluice::duplex& s, const std::string& why) {
     if (s.destroyed()) return;
-    std::fprintf(stderr, "sluice-fanout: cut off %s: %s\n", describe(s.remote()).c_str(), why.c_str());
+    std::fprintf(stderr, "sluice-fanout: cut off %s: %s\n", peer_of(s).c_str(), why.c_str());
     cut_here_.insert(&s);
     ++cut_here_count_;
     s.destroy();
   }
 
   void left(sluice::writable& w, const sluice::subscriber_stats& st) {
-    const auto* s = dynamic_cast<sluice::net::socket*>(&w);
-    const std::string who = s ? describe(s->remote()) : "?";
+    const std::string who = peer_of(w);
     const bool cut = cut_here_.erase(&w) != 0 || st.cut_off;
     trim_soon();
     if (!o_.stats) return;
@@ -520,42 +698,54 @@ class fanout_tool {
                    static_cast<unsigned long long>(st.messages_dropped), cut ? ", cut off" : "");
   }
 
+  // With --listen-tls the totals also count the handshakes refused.
   void print_totals() const {
     const auto in = static_cast<unsigned long long>(hub_.messages_in());
     const auto sent = static_cast<unsigned long long>(hub_.messages_sent());
     const auto dropped = static_cast<unsigned long long>(hub_.messages_dropped());
-    if (o_.json)
+    const auto cut = static_cast<unsigned long long>(hub_.cut_off() + cut_here_count_);
+    const auto refused = static_cast<unsigned long long>(tls_refused_);
+    if (o_.json) {
       std::fprintf(stderr,
                    "{\"lines_in\":%llu,\"lines_sent\":%llu,\"lines_dropped\":%llu,\"subscribers\":%zu,"
-                   "\"cut_off\":%llu,\"policy\":\"%s\"}\n",
-                   in, sent, dropped, subscribed_, static_cast<unsigned long long>(hub_.cut_off() + cut_here_count_),
-                   sluice::to_string(o_.policy));
-    else
-      std::fprintf(stderr,
-                   "sluice-fanout: %llu lines in, %llu sent, %llu dropped, %zu subscribers, %llu cut off (%s)\n", in,
-                   sent, dropped, subscribed_, static_cast<unsigned long long>(hub_.cut_off() + cut_here_count_),
-                   sluice::to_string(o_.policy));
+                   "\"cut_off\":%llu,\"policy\":\"%s\"",
+                   in, sent, dropped, subscribed_, cut, sluice::to_string(o_.policy));
+      if (o_.tls.enabled()) std::fprintf(stderr, ",\"tls_refused\":%llu", refused);
+      std::fprintf(stderr, "}\n");
+    } else {
+      std::fprintf(stderr, "sluice-fanout: %llu lines in, %llu sent, %llu dropped, %zu subscribers, %llu cut off (%s)",
+                   in, sent, dropped, subscribed_, cut, sluice::to_string(o_.policy));
+      if (o_.tls.enabled()) std::fprintf(stderr, ", %llu TLS refused", refused);
+      std::fprintf(stderr, "\n");
+    }
   }
-
 
   const options& o_;
   sluice::fanout hub_;
-  sluice::net::server server_;
+  std::unique_ptr<sluice::net::server> server_;  // --listen
+#if SLUICE_TOOL_TLS
+  std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;  // --listen-tls
+  std::unordered_set<sluice::net::socket*> handshaking_;  // TLS connections not yet secure
+#endif
+  sluice_tools::rate_limited_note tls_note_;
   std::unique_ptr<sluice::fd_readable> in_;
-  std::unordered_set<sluice::net::socket*> sockets_;
+  std::unordered_map<const sluice::writable*, subscriber> subs_;  // until their 'close'
   std::unordered_set<const sluice::writable*> cut_here_;  // by cut_off(), until they leave
   std::uint64_t cut_here_count_ = 0;
+  std::uint64_t tls_refused_ = 0;  // TLS handshakes that failed
   sluice::timer_id linger_timer_ = 0;
   sluice::timer_id trim_timer_ = 0;
   sluice::signal_watch term_, int_;
   std::size_t subscribed_ = 0;
+  std::size_t servers_ = 0, servers_up_ = 0, servers_closed_ = 0;  // listeners: all, listening, closed
   sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   int signals_ = 0;  // SIGTERM and SIGINT received
-  bool listening_ = false;
+  bool listening_ = false;  // every listener listens
   bool reading_ = false;
   bool waiting_ = false;   // paused until the hub's 'drain'
   bool stopping_ = false;  // end of input, a signal or an error: no more lines
+  bool servers_closing_ = false;
   std::error_code read_error_;
 };
 

@@ -37,13 +37,12 @@
 #include "tool.h"
 #include "args.h"
 #include "log_dest.h"
+#include "rate_limited_note.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
+#include "tls_server_args.h"
 #include "sluice/sluice.h"
 #include "sluice/syslog/relp_session.h"
-#if SLUICE_LOGD_TLS
-#include "sluice/tls/server.h"
-#endif
 
 namespace {
 
@@ -96,7 +95,13 @@ Options:
   --max-size SIZE   rotate FILE before a message that would take it past
                     SIZE bytes (K, M or G suffixes, 1024-based; 0, the
                     default: never), as sluice-log does
-  --keep N          rotated files to keep (default 5)
+  --keep N          rotated files to keep (default 5); with --compress it
+                    counts the compressed ones
+  --compress METHOD gzip or zstd: rotated files become FILE.N.gz or
+                    FILE.N.zst, compressed by a background thread, so that
+                    a rotation does not hold the writes up (FILE itself
+                    stays plain), as sluice-log's --compress. none, the
+                    default: rotated files stay as they are
   --fsync POLICY    never, end, bytes=SIZE or ms=T, as sluice-log's --fsync;
                     or ack: FILE is synced after each batch of messages
                     written (all that came, from every connection, while
@@ -198,7 +203,7 @@ were not written, or an address cannot be listened on; 2 on bad usage.
 A missing or unreadable --tls-* file, or one OpenSSL cannot load (not PEM,
 a key that does not match the certificate), is bad usage (exit status 2).
 
-Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M app.log
+Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M --compress zstd app.log
          sluice-logd --listen-relp 127.0.0.1:2514 --fsync ack app.log
          sluice-logd --listen-tls 0.0.0.0:6514 --tls-cert logd.crt --tls-key logd.key --tls-client-ca ca.crt app.log
 )";
@@ -208,8 +213,7 @@ constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text};
 struct options {
   std::vector<std::string> listen;
   std::vector<std::string> listen_relp;  // HOST:PORT
-  std::vector<std::string> listen_tls;   // HOST:PORT
-  std::string tls_cert, tls_key, tls_client_ca;
+  sluice_tools::tls_server_args tls;     // --listen-tls, --tls-*
   sluice::syslog_frame_reader::mode framing = sluice::syslog_frame_reader::mode::automatic;
   std::size_t max_message = sluice_tools::default_max_message;
   std::string file;
@@ -225,22 +229,10 @@ struct options {
   std::string idle_text;
 };
 
-// A --tls-* file that is not there, or cannot be read: said now, with the
-// reason, as bad usage, not later as a failure to listen.
-void check_tls_file(const char* opt, const std::string& path) {
-  struct ::stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(EISDIR));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) this_tool.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
-  ::close(fd);
-}
-
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
-         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca };
+         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -257,6 +249,7 @@ options parse_args(int argc, char** argv) {
       {"tls-cert", required_argument, nullptr, tls_cert},
       {"tls-key", required_argument, nullptr, tls_key},
       {"tls-client-ca", required_argument, nullptr, tls_client_ca},
+      {"compress", required_argument, nullptr, compress},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -275,23 +268,10 @@ options parse_args(int argc, char** argv) {
           this_tool.usage_error("--listen-relp wants HOST:PORT, got '" + arg + "'");
         o.listen_relp.push_back(arg);
         break;
-      case listen_tls:
-#if !SLUICE_LOGD_TLS
-        this_tool.usage_error("--listen-tls: not built with TLS (it needs OpenSSL at build time: libssl-dev, -Dtls)");
-#endif
-        if (arg.rfind(':') == std::string::npos || arg.rfind("unix:", 0) == 0)
-          this_tool.usage_error("--listen-tls wants HOST:PORT, got '" + arg + "'");
-        o.listen_tls.push_back(arg);
-        break;
-      case tls_cert:
-        o.tls_cert = arg;
-        break;
-      case tls_key:
-        o.tls_key = arg;
-        break;
-      case tls_client_ca:
-        o.tls_client_ca = arg;
-        break;
+      case listen_tls: sluice_tools::add_listen_tls(this_tool, o.tls, arg); break;
+      case tls_cert: o.tls.cert = arg; break;
+      case tls_key: o.tls.key = arg; break;
+      case tls_client_ca: o.tls.client_ca = arg; break;
       case framing:
         if (arg == "auto") o.framing = sluice::syslog_frame_reader::mode::automatic;
         else if (arg == "octet") o.framing = sluice::syslog_frame_reader::mode::octet_counting;
@@ -312,6 +292,12 @@ options parse_args(int argc, char** argv) {
         if (!sluice_tools::parse_size(optarg, false, 100'000, v))
           this_tool.usage_error("--keep wants a whole number from 0 to 100000, got '" + arg + "'");
         o.log.keep = static_cast<unsigned>(v);
+        break;
+      case compress:
+        if (!sluice_tools::parse_compress(arg, o.log))
+          this_tool.usage_error("--compress wants none, gzip or zstd, got '" + arg + "'");
+        if (!sluice::log_compression_available(o.log.compress))
+          this_tool.usage_error("--compress " + arg + ": this sluice-logd was built without it");
         break;
       case fsync:
         if (arg == "ack") {
@@ -361,22 +347,9 @@ options parse_args(int argc, char** argv) {
     }
   }
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
-  if (o.listen.empty() && o.listen_relp.empty() && o.listen_tls.empty())
+  if (o.listen.empty() && o.listen_relp.empty() && !o.tls.enabled())
     this_tool.usage_error("missing --listen ADDR, --listen-relp HOST:PORT or --listen-tls HOST:PORT");
-  if (o.listen_tls.empty() && (!o.tls_cert.empty() || !o.tls_key.empty() || !o.tls_client_ca.empty()))
-    this_tool.usage_error("--tls-cert, --tls-key and --tls-client-ca go with --listen-tls");
-  if (!o.listen_tls.empty()) {
-    if (o.tls_cert.empty()) this_tool.usage_error("--listen-tls needs --tls-cert FILE");
-    if (o.tls_key.empty()) this_tool.usage_error("--listen-tls needs --tls-key FILE");
-    check_tls_file("--tls-cert", o.tls_cert);
-    check_tls_file("--tls-key", o.tls_key);
-    if (!o.tls_client_ca.empty()) check_tls_file("--tls-client-ca", o.tls_client_ca);
-    struct ::stat st {};
-    if (::stat(o.tls_key.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
-      std::fprintf(stderr, "sluice-logd: warning: --tls-key %s may be read by %s (mode %03o); chmod 600 it\n",
-                   o.tls_key.c_str(), (st.st_mode & 007) != 0 ? "others" : "its group",
-                   static_cast<unsigned>(st.st_mode & 0777));
-  }
+  sluice_tools::check_tls_server_args(this_tool, o.tls);
   if ((o.server.unix_mode || o.server.unix_group) &&
       std::none_of(o.listen.begin(), o.listen.end(), [](const std::string& a) { return a.rfind("unix:", 0) == 0; }))
     this_tool.usage_error("--socket-mode and --socket-group go with a --listen unix:PATH");
@@ -481,26 +454,7 @@ struct connection {
 // librelp's default maximum frame (DATALEN) and rsyslog imrelp's.
 constexpr std::size_t relp_max_frame = 128 * 1024;
 
-// A note said at once, then at most once every 10 s with the count of those
-// not said since: a flood (EMFILE at every accept retry, a sender of long
-// messages) would otherwise print a line each time.
-struct rate_limited_note {
-  std::chrono::steady_clock::time_point next{};
-  std::size_t unsaid = 0;
-
-  // True when the note is to be said now; `more` is then what to add to it.
-  bool due(std::string& more) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next) {
-      ++unsaid;
-      return false;
-    }
-    next = now + std::chrono::seconds(10);
-    more = unsaid == 0 ? "" : " (and " + std::to_string(unsaid) + " more since the last note)";
-    unsaid = 0;
-    return true;
-  }
-};
+using sluice_tools::rate_limited_note;
 
 class logd {
  public:
@@ -538,8 +492,8 @@ class logd {
 
     for (const std::string& addr : o_.listen) listen(addr, false);
     for (const std::string& addr : o_.listen_relp) listen(addr, true);
-#if SLUICE_LOGD_TLS
-    if (!o_.listen_tls.empty() && !listen_tls()) return 2;
+#if SLUICE_TOOL_TLS
+    if (o_.tls.enabled() && !listen_tls()) return 2;
 #endif
     loop.run();
     if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
@@ -608,29 +562,21 @@ class logd {
     });
   }
 
-#if SLUICE_LOGD_TLS
+#if SLUICE_TOOL_TLS
   // Every --listen-tls address, one tls::server each, sharing the options
   // (the key and certificates are loaded by each). False: they cannot be
   // loaded, said with OpenSSL's reason.
   bool listen_tls() {
-    sluice::tls::server_options to;
-    to.context.cert_file = o_.tls_cert;
-    to.context.key_file = o_.tls_key;
-    to.context.ca_file = o_.tls_client_ca;
-    // With --tls-client-ca, a sender without a certificate of that CA is
-    // cut off in the handshake: nothing it sent is read.
-    to.request_cert = !o_.tls_client_ca.empty();
-    to.reject_unauthorized = true;
-    to.listener = o_.server;
-    to.listener.max_connections = o_.max_connections;
-    to.connection = o_.server.connection;
-    for (const std::string& addr : o_.listen_tls) {
+    sluice::net::server_options listener = o_.server;
+    listener.max_connections = o_.max_connections;
+    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, listener);
+    for (const std::string& addr : o_.tls.listen) {
       std::unique_ptr<sluice::tls::server> srv;
       try {
         srv = std::make_unique<sluice::tls::server>(to);
       } catch (const sluice::stream_error& e) {
-        std::fprintf(stderr, "sluice-logd: --tls-cert %s, --tls-key %s: %s\n", o_.tls_cert.c_str(),
-                     o_.tls_key.c_str(), e.what());
+        std::fprintf(stderr, "sluice-logd: --tls-cert %s, --tls-key %s: %s\n", o_.tls.cert.c_str(),
+                     o_.tls.key.c_str(), e.what());
         return false;
       }
       sluice::tls::server* s = srv.get();
@@ -672,7 +618,7 @@ class logd {
   // handshake.
   void close_servers() {
     for (auto& s : servers_) s->close();
-#if SLUICE_LOGD_TLS
+#if SLUICE_TOOL_TLS
     for (auto& s : tls_servers_) s->close();
     std::vector<sluice::net::socket*> hs(handshaking_.begin(), handshaking_.end());
     for (auto* t : hs) t->destroy();
@@ -1065,7 +1011,7 @@ class logd {
     const auto b = static_cast<unsigned long long>(bytes_);
     std::size_t refused = 0;
     for (const auto& s : servers_) refused += s->dropped();
-#if SLUICE_LOGD_TLS
+#if SLUICE_TOOL_TLS
     for (const auto& s : tls_servers_) refused += s->tcp().dropped();
 #endif
     if (o_.json)
@@ -1091,7 +1037,7 @@ class logd {
   std::unique_ptr<sluice::file_worker> worker_;
   std::unique_ptr<sluice::writable> out_;
   std::vector<std::unique_ptr<sluice::net::server>> servers_;
-#if SLUICE_LOGD_TLS
+#if SLUICE_TOOL_TLS
   std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;
   std::unordered_set<sluice::net::socket*> handshaking_;  // --listen-tls connections not yet secure
 #endif

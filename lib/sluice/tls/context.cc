@@ -102,8 +102,9 @@ std::shared_ptr<context> context::make(const context_options& o, bool server, st
     return nullptr;
   }
   std::shared_ptr<context> c(new context(raw, server));
-  // A short write never happens on a memory BIO; moving the buffer between
-  // retries is allowed because the sink keeps its own copy.
+  // A short write never happens on the socket's BIO (it takes every byte);
+  // moving the buffer between retries is allowed because the sink keeps its
+  // own copy.
   SSL_CTX_set_mode(raw, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   const int min = o.min_version == "TLSv1.3" ? TLS1_3_VERSION : o.min_version == "TLSv1.2" ? TLS1_2_VERSION : 0;
   if (min == 0) {

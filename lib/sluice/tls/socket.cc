@@ -1,7 +1,8 @@
-// Node's TLSSocket (lib/_tls_wrap.js) over memory BIOs: the TCP socket's
-// 'data' goes into OpenSSL, the records OpenSSL makes go to the TCP socket's
-// write(), so both layers keep Node's backpressure and the TCP socket keeps
-// its write deadline and its one sendmsg() per turn.
+// Node's TLSSocket (lib/_tls_wrap.js) over a BIO of its own
+// (detail/tls_record_bio.h): the TCP socket's 'data' goes into OpenSSL, the
+// records OpenSSL makes go to the TCP socket's write(), so both layers keep
+// Node's backpressure and the TCP socket keeps its write deadline and its one
+// sendmsg() per turn.
 #include "sluice/tls/socket.h"
 
 #include <arpa/inet.h>
@@ -16,6 +17,7 @@
 #include "sluice/errors.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sources/source.h"
+#include "sluice/detail/tls_record_bio.h"
 #include "sluice/tls/server.h"
 #include "sluice/tls/tls_error.h"
 
@@ -192,6 +194,10 @@ class tls_source final : public source {
 
 namespace {
 
+// A TCP write of up to this is copied into the writable's arena
+// (byte_arena::max_chunk); a larger one is kept as the string it is.
+constexpr std::size_t small_records = 4096;
+
 readable_options plain_readable(const net::socket_options& o, loop& l) {
   readable_options r;
   r.high_water_mark = o.readable_high_water_mark;
@@ -232,11 +238,20 @@ std::vector<unsigned char> alpn_wire(const std::vector<std::string>& protocols) 
   return w;
 }
 
-// Counts the records this side writes: OpenSSL calls it with each record's
-// header (SSL3_RT_HEADER, write_p 1).
-void on_ssl_message(int write_p, int /*version*/, int content_type, const void* /*buf*/, size_t /*len*/, SSL* /*ssl*/,
-                    void* arg) {
-  if (write_p == 1 && content_type == SSL3_RT_HEADER) ++*static_cast<std::size_t*>(arg);
+// OpenSSL's error queue is per thread and must be empty before a call
+// whose SSL_get_error() is asked. Clearing it walks all its slots: only
+// when something is there (another socket's failure is taken whole, so it
+// seldom is).
+void clear_errors() noexcept {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
+// The SSL of one connection over `records`: read-ahead, so that a record
+// comes from the BIO in one read, not its header and then its body.
+void set_record_bio(SSL* ssl, detail::record_buffers& records) {
+  BIO* bio = detail::make_record_bio(records);
+  SSL_set_bio(ssl, bio, bio);  // one BIO both ways: one reference
+  SSL_set_read_ahead(ssl, 1);
 }
 
 // Node's verify callback (crypto_tls.cc): accept here, judge after the
@@ -279,7 +294,8 @@ socket::socket(std::unique_ptr<net::socket>&& owned, net::socket& tcp, const soc
              options.socket.allow_half_open),
       owned_(std::move(owned)),
       tcp_(&tcp),
-      is_server_(is_server) {
+      is_server_(is_server),
+      records_(std::make_unique<detail::record_buffers>()) {
   sink_ = static_cast<detail::tls_sink*>(&get_sink());
   source_ = static_cast<detail::tls_source*>(&get_source());
   reject_unauthorized_ = options.reject_unauthorized;
@@ -308,9 +324,7 @@ void socket::init_client(std::string_view host, const socket_options& options) {
   // its verification runs to the end (so that the last error is the one
   // reported, "unable to verify the first certificate") and is judged after.
   SSL_set_verify(ssl_, SSL_VERIFY_NONE, accept_for_now);
-  SSL_set_bio(ssl_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
-  SSL_set_msg_callback(ssl_, on_ssl_message);
-  SSL_set_msg_callback_arg(ssl_, &records_written_);
+  set_record_bio(ssl_, *records_);
   host_ = options.servername.empty() ? std::string(host) : options.servername;
   // Node: SNI for a name, not for an IP address.
   if (!host_.empty() && !is_ip(host_)) SSL_set_tlsext_host_name(ssl_, host_.c_str());
@@ -332,9 +346,7 @@ socket::socket(server_side, net::socket& tcp, server& srv)
   request_cert_ = srv.options_.request_cert;
   ssl_ = SSL_new(context_->native());
   SSL_set_accept_state(ssl_);
-  SSL_set_bio(ssl_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
-  SSL_set_msg_callback(ssl_, on_ssl_message);
-  SSL_set_msg_callback_arg(ssl_, &records_written_);
+  set_record_bio(ssl_, *records_);
   if (request_cert_) {
     // Node: requestCert asks; rejectUnauthorized also refuses a client that
     // sends none, in the handshake.
@@ -391,11 +403,16 @@ void socket::start_handshake() noexcept {
   cycle();
 }
 
+// The chunk is read by OpenSSL where it lies; only what it leaves (a
+// reader that wants no more) is copied.
 void socket::on_tcp_data(std::string_view chunk) noexcept {
   if (!ssl_ || writable::destroyed()) return;
-  BIO_write(SSL_get_rbio(ssl_), chunk.data(), static_cast<int>(chunk.size()));
+  records_->feed(chunk);
   cycle();
+  records_->keep_unread();
 }
+
+std::size_t socket::records_written() const noexcept { return records_->records; }
 
 void socket::on_tcp_end() noexcept {
   tcp_ended_ = true;
@@ -425,7 +442,7 @@ void socket::cycle() noexcept {
   if (in_cycle_ || !ssl_) return;
   in_cycle_ = true;
   if (!secure_) {
-    ERR_clear_error();
+    clear_errors();
     const int r = SSL_do_handshake(ssl_);
     if (r != 1) {
       const int e = SSL_get_error(ssl_, r);
@@ -443,11 +460,21 @@ void socket::cycle() noexcept {
     in_cycle_ = true;
   }
   char buf[64 * 1024];
+  bool cleared = false;  // the error queue, before the first SSL_read()
   while (source_->wanted() && !readable::destroyed()) {
     std::size_t got = 0;
     int e = SSL_ERROR_NONE;
-    ERR_clear_error();
     while (got + 16 * 1024 <= sizeof buf) {
+      // Nothing read and nothing held: SSL_read() would only say so (the
+      // reader's read() after each push comes here with nothing).
+      if (records_->in_empty() && !SSL_has_pending(ssl_)) {
+        e = SSL_ERROR_WANT_READ;
+        break;
+      }
+      if (!cleared) {
+        clear_errors();
+        cleared = true;
+      }
       const int n = SSL_read(ssl_, buf + got, static_cast<int>(sizeof buf - got));
       if (n <= 0) {
         e = SSL_get_error(ssl_, n);
@@ -517,14 +544,21 @@ std::error_code socket::verify_peer() const noexcept {
   return ec;
 }
 
+// The records a turn made go to the TCP socket in one write(): a large
+// batch as the string itself (the writable keeps it, no copy), a small one
+// copied (the writable packs it with others) and the string kept for the
+// next turn.
 bool socket::flush_records() noexcept {
   if (tcp_gone_) return false;
-  BIO* out = SSL_get_wbio(ssl_);
-  char* p = nullptr;
-  const long n = BIO_get_mem_data(out, &p);
-  if (n <= 0) return !tcp_->writable_need_drain();
-  const bool room = tcp_->write(std::string_view(p, static_cast<std::size_t>(n)));
-  (void)BIO_reset(out);
+  std::string& out = records_->out;
+  if (out.empty()) return !tcp_->writable_need_drain();
+  if (out.size() > small_records) {
+    const bool room = tcp_->write(std::move(out));
+    out.clear();  // moved from: empty, and so said
+    return room;
+  }
+  const bool room = tcp_->write(std::string_view(out));
+  out.clear();
   return room;
 }
 

@@ -26,6 +26,7 @@ class server;
 namespace detail {
 class tls_sink;
 class tls_source;
+struct record_buffers;
 }  // namespace detail
 
 /// Node's tls.connect() options.
@@ -112,7 +113,7 @@ class socket : public duplex {
   const net::socket& tcp() const noexcept { return *tcp_; }
   /// sluice's own: the TLS records this socket has written (the records a
   /// turn's writes made: see the class comment).
-  std::size_t records_written() const noexcept { return records_written_; }
+  std::size_t records_written() const noexcept;
 
   /// OpenSSL's SSL, for what this class does not offer.
   ssl_st* native() const noexcept { return ssl_; }
@@ -165,7 +166,7 @@ class socket : public duplex {
   std::vector<unsigned char> alpn_wire_;  // a server's ALPN list, in wire form
   std::chrono::milliseconds handshake_timeout_{0};
   timer_id handshake_timer_ = 0;
-  std::size_t records_written_ = 0;
+  std::unique_ptr<detail::record_buffers> records_;  // the ciphertext both ways (detail/tls_record_bio.h)
   listener_id tcp_listeners_[8] = {};
 };
 

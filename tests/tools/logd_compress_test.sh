@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# sluice-logd --compress gzip|zstd with --max-size: the rotated files are
+# FILE.N.gz / FILE.N.zst (none left plain), FILE itself is plain, and the
+# rotated files decompressed by gzip and zstd, oldest first, followed by
+# FILE, are the messages sent, exactly; --keep counts the compressed files;
+# a bad --compress is bad usage (exit 2). Loopback only; every wait is
+# bounded.
+#
+#   tests/tools/logd_compress_test.sh SLUICE_LOGD
+set -euo pipefail
+logd=$1
+scale=${SLUICE_TIME_SCALE:-1}
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+pass=0
+ok() { echo "ok: $*"; pass=$((pass + 1)); }
+
+# --- usage
+st=0
+"$logd" --listen 127.0.0.1:0 --compress xz "$dir/u.log" > /dev/null 2> "$dir/uerr" || st=$?
+[ "$st" -eq 2 ] || fail "--compress xz exited $st, not 2: $(cat "$dir/uerr")"
+grep -q "sluice-logd: --compress wants none, gzip or zstd, got 'xz'" "$dir/uerr" || fail "--compress xz: $(cat "$dir/uerr")"
+ok "--compress xz: exit 2 with the reason"
+
+# Starts sluice-logd with "$@"; sets $lp (pid) and $port.
+start() {
+  : > "$dir/err"
+  "$logd" "$@" 2>> "$dir/err" &
+  lp=$!
+  pids+=("$lp")
+  for _ in $(seq $((200 * scale))); do grep -q "listening on 127.0.0.1:" "$dir/err" && break; sleep 0.05; done
+  port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/err" | tail -1)
+  [ -n "$port" ] || fail "no listening line: $(cat "$dir/err")"
+}
+stop() {
+  kill -TERM "$lp"
+  local st=0
+  for _ in $(seq $((600 * scale))); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$lp" 2>/dev/null && fail "sluice-logd still running after SIGTERM: $(tail -3 "$dir/err")"
+  wait "$lp" || st=$?
+  [ "$st" -eq 0 ] || fail "sluice-logd exited $st: $(cat "$dir/err")"
+}
+# Sends N octet-counted messages over one connection, in order, and waits
+# for sluice-logd to close it after the sender's FIN (every message read).
+send() {  # count, tag
+  python3 - "$port" "$1" "$2" <<'PY'
+import socket, sys
+port, n, tag = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode()
+s = socket.create_connection(("127.0.0.1", port))
+msgs = (b"<14>1 2026-12-02T04:00:00.000001Z host app - - - %s request %07d took %d ms" % (tag, i, i % 997)
+        for i in range(n))
+s.sendall(b"".join(b"%d %s" % (len(m), m) for m in msgs))
+s.shutdown(socket.SHUT_WR)
+s.settimeout(30)
+while s.recv(4096):
+    pass
+PY
+}
+expected() {  # count, tag
+  python3 - "$1" "$2" <<'PY'
+import sys
+n, tag = int(sys.argv[1]), sys.argv[2].encode()
+sys.stdout.buffer.write(b"".join(b"<14>1 2026-12-02T04:00:00.000001Z host app - - - %s request %07d took %d ms\n"
+                                 % (tag, i, i % 997) for i in range(n)))
+PY
+}
+# The chain FILE.N.EXT ... FILE.1.EXT, oldest first, decompressed, then FILE.
+chain() {  # file, ext, tool
+  local f=$1 ext=$2 tool=$3 n=0
+  while [ -e "$f.$((n + 1)).$ext" ]; do n=$((n + 1)); done
+  for ((i = n; i >= 1; i--)); do $tool -dc < "$f.$i.$ext"; done
+  cat "$f"
+}
+
+for method in gzip zstd; do
+  ext=gz tool="gzip"
+  [ "$method" = zstd ] && ext=zst tool="zstd -q"
+  out=$dir/$method.log
+  n=60000
+  start --listen 127.0.0.1:0 --max-size 256K --keep 1000 --compress "$method" --stats "$out"
+  send "$n" "$method"
+  stop
+  rotated=$( (ls "$out".*."$ext" 2>/dev/null || true) | wc -l)
+  [ "$rotated" -ge 10 ] || fail "$method: $rotated rotated files: $(ls "$dir")"
+  plain=$(ls "$out".* 2>/dev/null | grep -Ev "\.$ext\$" || true)
+  [ -z "$plain" ] || fail "$method: rotated files left plain or half-done: $plain"
+  $tool -t "$out".*."$ext" 2> /dev/null || fail "$method: a rotated file does not decompress"
+  $tool -t < "$out" > /dev/null 2>&1 && fail "$method: the live FILE is compressed"
+  head -c 4 "$out" | grep -q "<14>" || fail "$method: the live FILE is not plain: $(head -c 40 "$out" | od -c | head -2)"
+  expected "$n" "$method" > "$dir/want"
+  chain "$out" "$ext" "$tool" > "$dir/got"
+  cmp -s "$dir/want" "$dir/got" || fail "$method: the chain, oldest first, then FILE, is not the input: $(cmp "$dir/want" "$dir/got" 2>&1)"
+  raw=$(wc -c < "$dir/want")
+  packed=$(cat "$out".*."$ext" | wc -c)
+  ok "--compress $method: $rotated rotated files FILE.N.$ext (none plain), FILE plain; oldest first then FILE is the input, exactly ($n messages; $packed bytes compressed for $((raw - $(wc -c < "$out"))) rotated)"
+done
+
+# --keep counts the compressed files.
+out=$dir/keep.log
+start --listen 127.0.0.1:0 --max-size 64K --keep 3 --compress zstd "$out"
+send 20000 keep
+stop
+[ "$(ls "$out".* | wc -l)" -eq 3 ] || fail "--keep 3: $(ls "$out".*)"
+for i in 1 2 3; do [ -e "$out.$i.zst" ] || fail "--keep 3: no $out.$i.zst: $(ls "$out".*)"; done
+# The newest three and FILE are the input's last lines, exactly.
+chain "$out" zst "zstd -q" > "$dir/got"
+expected 20000 keep | tail -n "$(wc -l < "$dir/got")" > "$dir/want"
+cmp -s "$dir/want" "$dir/got" || fail "--keep 3: the kept chain is not the input's end"
+ok "--keep 3 with --compress zstd: FILE.1.zst to FILE.3.zst, the newest of the input"
+
+echo "logd_compress: $pass passed"

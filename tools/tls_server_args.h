@@ -1,0 +1,108 @@
+// The options of a tool that serves TLS (sluice-logd, sluice-fanout):
+// --listen-tls HOST:PORT (repeatable), --tls-cert FILE, --tls-key FILE and
+// --tls-client-ca FILE, checked and said the same way by each, and the
+// tls::server_options they make. Each tool keeps its own getopt cases;
+// what they share is here:
+//
+//   case listen_tls: sluice_tools::add_listen_tls(this_tool, o.tls, arg); break;
+//   case tls_cert: o.tls.cert = arg; break;
+//   ...
+//   sluice_tools::check_tls_server_args(this_tool, o.tls);  // after the loop
+//
+// A tool built with OpenSSL defines SLUICE_TOOL_TLS (tools/meson.build)
+// and links libsluice-tls; without it, --listen-tls is bad usage.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tool.h"
+#if SLUICE_TOOL_TLS
+#include "sluice/net/server.h"
+#include "sluice/tls/server.h"
+#endif
+
+namespace sluice_tools {
+
+struct tls_server_args {
+  std::vector<std::string> listen;  // --listen-tls, HOST:PORT each
+  std::string cert, key, client_ca;
+
+  bool enabled() const noexcept { return !listen.empty(); }
+};
+
+// --listen-tls ARG: HOST:PORT (the port itself is the tool's to check, as
+// for its --listen); bad usage in a build without TLS.
+inline void add_listen_tls(const tool& t, tls_server_args& a, const std::string& arg) {
+#if !SLUICE_TOOL_TLS
+  (void)a;
+  (void)arg;
+  t.usage_error("--listen-tls: not built with TLS (it needs OpenSSL at build time: libssl-dev, -Dtls)");
+#else
+  if (arg.rfind(':') == std::string::npos || arg.rfind("unix:", 0) == 0)
+    t.usage_error("--listen-tls wants HOST:PORT, got '" + arg + "'");
+  a.listen.push_back(arg);
+#endif
+}
+
+// A --tls-* file that is not there, or cannot be read (by the effective
+// uid, which is who will read it): said now, with the reason, as bad
+// usage, not later as a failure to listen.
+inline void check_tls_file(const tool& t, const char* opt, const std::string& path) {
+  struct ::stat st {};
+  if (::stat(path.c_str(), &st) != 0) t.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) t.usage_error(std::string(opt) + " " + path + ": " + std::strerror(EISDIR));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) t.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
+// After every option is read: the --tls-* options go with --listen-tls,
+// which needs a certificate and a key; each file can be read; a key that
+// its group or others may read is used, with a warning.
+inline void check_tls_server_args(const tool& t, const tls_server_args& a) {
+  if (!a.enabled()) {
+    if (!a.cert.empty() || !a.key.empty() || !a.client_ca.empty())
+      t.usage_error("--tls-cert, --tls-key and --tls-client-ca go with --listen-tls");
+    return;
+  }
+  if (a.cert.empty()) t.usage_error("--listen-tls needs --tls-cert FILE");
+  if (a.key.empty()) t.usage_error("--listen-tls needs --tls-key FILE");
+  check_tls_file(t, "--tls-cert", a.cert);
+  check_tls_file(t, "--tls-key", a.key);
+  if (!a.client_ca.empty()) check_tls_file(t, "--tls-client-ca", a.client_ca);
+  struct ::stat st {};
+  if (::stat(a.key.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+    std::fprintf(stderr, "%s: warning: --tls-key %s may be read by %s (mode %03o); chmod 600 it\n", t.name,
+                 a.key.c_str(), (st.st_mode & 007) != 0 ? "others" : "its group",
+                 static_cast<unsigned>(st.st_mode & 0777));
+}
+
+#if SLUICE_TOOL_TLS
+// The tls::server of every --listen-tls address: the certificate and key,
+// and with --tls-client-ca a client certificate of that CA required (one
+// without it is cut off in the handshake, before anything it sent is
+// read, or anything is sent to it). `listener` is the tool's own
+// net::server_options: its limits and the connections' options.
+inline sluice::tls::server_options make_tls_server_options(const tls_server_args& a,
+                                                           const sluice::net::server_options& listener) {
+  sluice::tls::server_options to;
+  to.context.cert_file = a.cert;
+  to.context.key_file = a.key;
+  to.context.ca_file = a.client_ca;
+  to.request_cert = !a.client_ca.empty();
+  to.reject_unauthorized = true;
+  to.listener = listener;
+  to.connection = listener.connection;
+  return to;
+}
+#endif
+
+}  // namespace sluice_tools
