@@ -1,5 +1,6 @@
-// sluice-log's network destinations: syslog:// and syslog+unix: (a
-// syslog_writable that connects at once and reconnects on its own),
+// sluice-log's network destinations: syslog://, syslog+unix: and
+// syslog+tls:// (a syslog_writable that connects at once and reconnects on
+// its own; over TLS, a certificate refused ends it),
 // relp:// (a relp_writable: a line counts once the receiver acknowledged
 // it), and kafka:// (a module loaded only then, log_kafka.h).
 #pragma once
@@ -62,6 +63,19 @@ class log_net_output final : public log_output {
                      name_.c_str(),
                      ec ? ("reset the connection (" + ec.message() + ")").c_str() : "closed the connection", n);
       };
+      if (so.fatal_error) {
+        // A certificate refused (syslog+tls://): said once, with OpenSSL's
+        // reason; the stream then ends with it, and report() counts the rest.
+        so.fatal_error = [this, fatal = so.fatal_error](std::error_code ec) {
+          if (!fatal(ec)) return false;
+          const std::string code = sluice::code_name(ec);
+          const bool theirs = code.rfind("ERR_SSL_", 0) == 0;  // the receiver's alert
+          std::fprintf(stderr, "sluice-log: %s: TLS: %s: %s (%s); not trying again\n", name_.c_str(),
+                       theirs ? "the receiver refused this client's certificate" : "certificate verify failed",
+                       ec.message().c_str(), code.c_str());
+          return true;
+        };
+      }
       auto w = std::make_unique<sluice::syslog_writable>(so);
       syslog_ = w.get();
       out_ = std::move(w);
