@@ -19,7 +19,9 @@ namespace sluice::tls {
 /// (a file that cannot be read, "key values mismatch", ...).
 ///
 ///     sluice::syslog_options o{.host = "logs.example.internal", .port = 6514};
-///     sluice::tls::use_tls(o, {.context = {.ca_file = "ca.crt"}});
+///     sluice::tls::socket_options t;
+///     t.context.ca_file = "ca.crt";
+///     sluice::tls::use_tls(o, t);
 ///     sluice::syslog_writable log(o);
 void use_tls(syslog_options& o, const socket_options& tls = {});
 
