@@ -123,8 +123,9 @@ struct syslog_options {
 /// larger; a connection is quiet once the TCP socket's own buffer is empty
 /// too. The bytes the kernel took are records, not messages: a batch whose
 /// write fails is sent again whole on the next connection, so the receiver
-/// may hold the messages of that batch that got through twice (at most one
-/// batch: one turn's messages, the high-water mark's 1024 by default). With
+/// may hold the messages of that batch that got through twice (a batch: what
+/// the stream held when its write began; about the high-water mark for a
+/// producer that honours write() == false). With
 /// TLS 1.3 the handshake is done for the client before the receiver has
 /// checked the client's certificate: a receiver that then refuses it closes
 /// the connection after the first batch was written, which counts as a
