@@ -27,9 +27,10 @@ run() {  # name, logd args, DEST scheme, sluice-log args...
   rm -f "$tmp/out-$name.log"
   # shellcheck disable=SC2086
   "$tools/sluice-logd" $largs "$tmp/out-$name.log" 2>"$tmp/$name.err" & local lp=$!
-  for _ in $(seq 200); do grep -q listening "$tmp/$name.err" && break; sleep 0.05; done
+  for _ in $(seq 1200); do grep -q listening "$tmp/$name.err" && break; sleep 0.05; done
   local port
   port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/$name.err" | head -1)
+  [ -n "$port" ] || { echo "sluice-logd ($name) did not listen: $(cat "$tmp/$name.err")" >&2; exit 1; }
   local t0 t1
   t0=$(date +%s.%N)
   # The sender's CPU: its rusage, in ticks as /proc gives the receiver's.
@@ -39,7 +40,12 @@ import os, resource, subprocess, sys
 subprocess.run(sys.argv[2:], stdin=open(sys.argv[1]), check=True)
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(round((r.ru_utime + r.ru_stime) * os.sysconf("SC_CLK_TCK")))' "$tmp/in.txt" "$tools/sluice-log" "$@" "$scheme://127.0.0.1:$port")
-  while [ "$(wc -l <"$tmp/out-$name.log")" -lt "$n" ]; do sleep 0.005; done
+  local waited=0
+  while [ "$(wc -l <"$tmp/out-$name.log")" -lt "$n" ]; do
+    sleep 0.005
+    waited=$((waited + 1))
+    [ $waited -lt 12000 ] || { echo "sluice-logd ($name): $(wc -l <"$tmp/out-$name.log") of $n lines after 60 s" >&2; exit 1; }
+  done
   t1=$(date +%s.%N)
   local rc
   rc=$(ticks $lp)
