@@ -56,7 +56,8 @@
 #include "sluice/sluice.h"
 #include "tls_files.h"
 #if SLUICE_LOG_TLS
-#include "sluice/tls/syslog_tls.h"
+#include "load_module.h"
+#include "log_tls.h"
 #endif
 
 namespace {
@@ -207,7 +208,7 @@ Options for syslog+tls://:
                     (/etc/ssl/certs)
   --tls-name NAME   the name the receiver's certificate must carry (a DNS
                     name in its subjectAltName, or an IP address in its IP
-                    SANs); default: HOST. Also sent as SNI when a name
+                    SANs); default: HOST. Sent as SNI when it is a name
   --tls-cert FILE   a client certificate (PEM; any intermediate ones after
                     it) to present, for a receiver that requires one
                     (rsyslog's x509/certvalid or x509/name, sluice-logd
@@ -215,9 +216,11 @@ Options for syslog+tls://:
   --tls-key FILE    its private key (PEM); a warning if its group or
                     others may read it
   A receiver whose certificate does not verify (another CA, expired, not
-  carrying the name), or that refuses this client's certificate, is not
-  tried again: 'sluice-log: DEST: TLS: certificate verify failed: REASON',
-  every line is dropped (counted), exit 1. A missing or unreadable --tls-*
+  carrying the name), or that refuses this client's certificate in the
+  handshake (TLS 1.2; in TLS 1.3 its refusal comes after the handshake and
+  looks like a reset connection), is not tried again: 'sluice-log: DEST:
+  TLS: certificate verify failed: REASON', every line is dropped
+  (counted), exit 1. A missing or unreadable --tls-*
   file, or one OpenSSL cannot load: exit 2 with the reason.
   What a success means over TLS, and what a broken connection can lose or
   send twice: docs/shipping.md.
@@ -347,8 +350,9 @@ struct options {
 
 #if SLUICE_LOG_TLS
 // syslog+tls://: the files are checked (exit 2 with the reason), then
-// loaded once, for every connection (OpenSSL's reason, exit 2, for one it
-// cannot load), and the receiver verified by --tls-ca and --tls-name.
+// loaded once, for every connection, by the TLS module (OpenSSL's reason,
+// exit 2, for one it cannot load), and the receiver verified by --tls-ca
+// and --tls-name.
 void set_up_tls(options& o) {
   if (o.tls_cert.empty() != o.tls_key.empty())
     this_tool.usage_error(o.tls_cert.empty() ? "--tls-key goes with --tls-cert FILE" : "--tls-cert needs --tls-key FILE");
@@ -358,21 +362,15 @@ void set_up_tls(options& o) {
     if (!why.empty()) this_tool.usage_error(why);
   }
   if (!o.tls_key.empty()) sluice_tools::warn_if_key_shared("sluice-log", "--tls-key", o.tls_key);
-  sluice::tls::socket_options t;
-  t.context.ca_file = o.tls_ca;
-  t.context.cert_file = o.tls_cert;
-  t.context.key_file = o.tls_key;
-  t.servername = o.tls_name;
-  t.reject_unauthorized = true;
-  // A receiver that accepts TCP and says nothing does not hold a
-  // connection forever.
-  t.handshake_timeout = std::chrono::seconds(30);
-  try {
-    sluice::tls::use_tls(o.syslog, t);
-  } catch (const sluice::stream_error& e) {
-    std::string files = !o.tls_ca.empty() ? "--tls-ca " + o.tls_ca : "";
-    if (!o.tls_cert.empty()) files += (files.empty() ? "" : ", ") + ("--tls-cert " + o.tls_cert + ", --tls-key " + o.tls_key);
-    this_tool.usage_error((files.empty() ? std::string("TLS") : files) + ": " + e.what());
+  std::string why;
+  auto use_tls = reinterpret_cast<sluice_log_use_tls_fn>(
+      sluice_tools::load_module_symbol("sluice-log-tls.so", SLUICE_LOG_TLS_MODULE, "sluice_log_use_tls", why));
+  if (!use_tls) this_tool.usage_error("syslog+tls://: cannot load sluice-log's TLS module: " + why);
+  const sluice_log_tls_files files{o.tls_ca, o.tls_cert, o.tls_key, o.tls_name};
+  if (!use_tls(&o.syslog, &files, &why)) {
+    std::string named = !o.tls_ca.empty() ? "--tls-ca " + o.tls_ca : "";
+    if (!o.tls_cert.empty()) named += (named.empty() ? "" : ", ") + ("--tls-cert " + o.tls_cert + ", --tls-key " + o.tls_key);
+    this_tool.usage_error((named.empty() ? std::string("TLS") : named) + ": " + why);
   }
 }
 #endif
