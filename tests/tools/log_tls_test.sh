@@ -4,7 +4,8 @@
 # trusting another CA, or verifying another name: exit 1, the reason said,
 # nothing delivered, not tried again; into a real rsyslogd (imtcp, the ossl
 # driver, x509/certvalid: a client certificate required) every line in
-# order, and trusting another CA nothing; the --tls-* usage errors (exit 2)
+# order, and trusting another CA or without a client certificate nothing;
+# the --tls-* usage errors (exit 2)
 # and the warning for a key others may read. Loopback only; every wait is
 # bounded and scaled by SLUICE_TIME_SCALE.
 #
@@ -173,6 +174,16 @@ CONF
   sleep 0.5
   [ "$(lines "$rout")" -eq "$n" ] || fail "rsyslogd, another CA: $(( $(lines "$rout") - n )) lines delivered"
   ok "into rsyslogd trusting another CA: exit $st, the reason said, nothing delivered"
+
+  # No client certificate: rsyslogd refuses it after the TLS 1.3 handshake
+  # (its alert, or the reset that follows it, whichever the client sees first).
+  send 100 --tls-ca "$pki/ca.crt" "syslog+tls://127.0.0.1:$rport"
+  [ "$st" -ne 0 ] || fail "rsyslogd, no client certificate: exit 0: $(cat "$dir/lerr")"
+  grep -qE "certificate required|reset the connection" "$dir/lerr" ||
+    fail "rsyslogd, no client certificate: no reason: $(cat "$dir/lerr")"
+  sleep 0.5
+  [ "$(lines "$rout")" -eq "$n" ] || fail "rsyslogd, no client certificate: $(( $(lines "$rout") - n )) lines delivered"
+  ok "into rsyslogd without a client certificate: exit $st, refused, nothing delivered"
   kill -TERM "$rp"; wait "$rp" || true
 else
   echo "skip: rsyslogd imtcp over TLS (apt-get install rsyslog rsyslog-openssl)"

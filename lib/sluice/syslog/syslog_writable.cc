@@ -281,6 +281,8 @@ class syslog_sink final : public sink {
     // is not a loss.
     if (was_connected && !destroyed_ && (!final_ || err)) lost(err);
     else lost_quietly();
+    // Asked during end() too, so that the reason is known (and said) there.
+    const bool fatal = err && !destroyed_ && o_.fatal_error && o_.fatal_error(err);
     if (final_) {
       const final_done done = *final_;
       final_.reset();
@@ -288,7 +290,7 @@ class syslog_sink final : public sink {
       return;
     }
     if (destroyed_ || ending_) return;
-    if (err && o_.fatal_error && o_.fatal_error(err)) return give_up_for_good(err);
+    if (fatal) return give_up_for_good(err);
     if (done_) arm_give_up();
   }
 
