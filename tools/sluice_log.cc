@@ -559,7 +559,8 @@ options parse_args(int argc, char** argv) {
   if (spool_max_given && o.spool.dir.empty())
     this_tool.usage_error("--spool-max goes with --spool");
   if (optind == argc)
-    this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH, relp://HOST:PORT or kafka://...)");
+    this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH, syslog+tls://HOST:PORT, relp://HOST:PORT "
+                          "or kafka://...)");
   if (argc - optind > 1) this_tool.usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
   o.dest_text = argv[optind];
   if (o.dest_text.empty()) this_tool.usage_error("DEST is empty");
