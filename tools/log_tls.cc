@@ -6,7 +6,9 @@
 #include "sluice/errors.h"
 #include "sluice/tls/syslog_tls.h"
 
-extern "C" bool sluice_log_use_tls(sluice::syslog_options* o, const sluice_log_tls_files* files, std::string* why) {
+namespace {
+template <class Options>
+bool use_tls(Options* o, const sluice_log_tls_files* files, std::string* why) {
   sluice::tls::socket_options t;
   t.context.ca_file = files->ca;
   t.context.cert_file = files->cert;
@@ -23,4 +25,12 @@ extern "C" bool sluice_log_use_tls(sluice::syslog_options* o, const sluice_log_t
     return false;
   }
   return true;
+}
+}  // namespace
+
+extern "C" bool sluice_log_use_tls(sluice::syslog_options* o, const sluice_log_tls_files* files, std::string* why) {
+  return use_tls(o, files, why);
+}
+extern "C" bool sluice_log_use_tls_relp(sluice::relp_options* o, const sluice_log_tls_files* files, std::string* why) {
+  return use_tls(o, files, why);
 }

@@ -1,11 +1,12 @@
 // The TLS part of sluice-log, a module (sluice-log-tls.so) that sluice-log
-// loads with dlopen() only for a syslog+tls:// DEST: a run that writes a
+// loads with dlopen() only for a syslog+tls:// or relp+tls:// DEST: a run that writes a
 // file or sends in plaintext does not map libssl and libcrypto (several MB
 // of address space: `ulimit -v` runs of a few MB must still start).
 #pragma once
 
 #include <string>
 
+#include "sluice/syslog/relp_writable.h"
 #include "sluice/syslog/syslog_writable.h"
 
 // What sluice-log's --tls-* options say; empty: not given.
@@ -19,3 +20,6 @@ struct sluice_log_tls_files {
 // file it cannot load.
 extern "C" bool sluice_log_use_tls(sluice::syslog_options* o, const sluice_log_tls_files* files, std::string* why);
 using sluice_log_use_tls_fn = decltype(&sluice_log_use_tls);
+// The same for relp+tls://.
+extern "C" bool sluice_log_use_tls_relp(sluice::relp_options* o, const sluice_log_tls_files* files, std::string* why);
+using sluice_log_use_tls_relp_fn = decltype(&sluice_log_use_tls_relp);

@@ -97,6 +97,10 @@ DEST is one of:
   relp://HOST:PORT  a RELP receiver (rsyslog's imrelp, port 2514 usually):
                     each message is acknowledged by the receiver, and what
                     is not acknowledged is sent again after a reconnect
+  relp+tls://HOST:PORT
+                    RELP over TLS (rsyslog's imrelp with tls="on"),
+                    verified as syslog+tls://)"
+                                   SLUICE_LOG_TLS_NOTE R"(
   kafka://BROKER[,BROKER...]/TOPIC
                     a Kafka topic; BROKER is HOST:PORT (bootstrap.servers))"
                                    SLUICE_LOG_KAFKA_NOTE R"(
@@ -202,7 +206,7 @@ Options for syslog:// and syslog+unix::
                     6587); lf: each message ends with a LF, for old
                     receivers
 
-Options for syslog+tls://:
+Options for syslog+tls:// and relp+tls://:
   --tls-ca FILE     the CA certificates (PEM) the receiver's certificate
                     must chain to; default: the system's store
                     (/etc/ssl/certs)
@@ -363,11 +367,14 @@ void set_up_tls(options& o) {
   }
   if (!o.tls_key.empty()) sluice_tools::warn_if_key_shared("sluice-log", "--tls-key", o.tls_key);
   std::string why;
-  auto use_tls = reinterpret_cast<sluice_log_use_tls_fn>(
-      sluice_tools::load_module_symbol("sluice-log-tls.so", SLUICE_LOG_TLS_MODULE, "sluice_log_use_tls", why));
-  if (!use_tls) this_tool.usage_error("syslog+tls://: cannot load sluice-log's TLS module: " + why);
+  const bool relp = o.dest.type == sluice_tools::log_destination::kind::relp_tls;
+  void* f = sluice_tools::load_module_symbol("sluice-log-tls.so", SLUICE_LOG_TLS_MODULE,
+                                             relp ? "sluice_log_use_tls_relp" : "sluice_log_use_tls", why);
+  if (!f) this_tool.usage_error(std::string(relp ? "relp+tls://" : "syslog+tls://") + ": cannot load sluice-log's TLS module: " + why);
   const sluice_log_tls_files files{o.tls_ca, o.tls_cert, o.tls_key, o.tls_name};
-  if (!use_tls(&o.syslog, &files, &why)) {
+  const bool loaded = relp ? reinterpret_cast<sluice_log_use_tls_relp_fn>(f)(&o.relp, &files, &why)
+                           : reinterpret_cast<sluice_log_use_tls_fn>(f)(&o.syslog, &files, &why);
+  if (!loaded) {
     std::string named = !o.tls_ca.empty() ? "--tls-ca " + o.tls_ca : "";
     if (!o.tls_cert.empty()) named += (named.empty() ? "" : ", ") + ("--tls-cert " + o.tls_cert + ", --tls-key " + o.tls_key);
     this_tool.usage_error((named.empty() ? std::string("TLS") : named) + ": " + why);
@@ -559,8 +566,8 @@ options parse_args(int argc, char** argv) {
   if (spool_max_given && o.spool.dir.empty())
     this_tool.usage_error("--spool-max goes with --spool");
   if (optind == argc)
-    this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH, syslog+tls://HOST:PORT, relp://HOST:PORT "
-                          "or kafka://...)");
+    this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH, syslog+tls://HOST:PORT, relp://HOST:PORT, "
+                          "relp+tls://HOST:PORT or kafka://...)");
   if (argc - optind > 1) this_tool.usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
   o.dest_text = argv[optind];
   if (o.dest_text.empty()) this_tool.usage_error("DEST is empty");
@@ -573,10 +580,10 @@ options parse_args(int argc, char** argv) {
   };
   if (k != kind::file) only(file_option, "a FILE");
   if (k != kind::syslog_tcp && k != kind::syslog_unix) only(syslog_option, "syslog:// and syslog+unix:");
-  if (k != kind::syslog_tcp && k != kind::syslog_unix && k != kind::syslog_tls && k != kind::relp_tcp)
-    only(message_option, "syslog://, syslog+unix:, syslog+tls:// and relp://");
-  if (k != kind::syslog_tls) only(tls_option, "syslog+tls://");
-  if (k != kind::relp_tcp) only(relp_option, "relp://");
+  if (k == kind::file || k == kind::kafka)
+    only(message_option, "syslog://, syslog+unix:, syslog+tls://, relp:// and relp+tls://");
+  if (k != kind::syslog_tls && k != kind::relp_tls) only(tls_option, "syslog+tls:// and relp+tls://");
+  if (k != kind::relp_tcp && k != kind::relp_tls) only(relp_option, "relp:// and relp+tls://");
   if (k != kind::kafka) only(kafka_option, "kafka://");
   if (k == kind::file) only(network_option, "a network DEST (syslog://, syslog+unix:, relp://, kafka://)");
 #if !SLUICE_LOG_KAFKA
@@ -598,12 +605,20 @@ options parse_args(int argc, char** argv) {
     }
   } else if (k == kind::syslog_unix) {
     o.syslog.unix_path = o.dest.file;
-  } else if (k == kind::relp_tcp) {
+  } else if (k == kind::relp_tcp || k == kind::relp_tls) {
     o.relp.host = o.dest.host;
     o.relp.port = o.dest.port;
     o.relp.header = o.syslog.header;
     o.relp.give_up_after = o.syslog.give_up_after;
     o.relp.max_message = o.max_message;
+    if (k == kind::relp_tls) {
+#if SLUICE_LOG_TLS
+      set_up_tls(o);
+#else
+      this_tool.usage_error("relp+tls:// needs TLS, and this sluice-log was built without it (build it with "
+                            "OpenSSL: Debian's libssl-dev, meson -Dtls=enabled)");
+#endif
+    }
   }
   return o;
 }

@@ -5,7 +5,8 @@
 # nothing delivered, not tried again; into a real rsyslogd (imtcp, the ossl
 # driver, x509/certvalid: a client certificate required) every line in
 # order, and trusting another CA or without a client certificate nothing;
-# the --tls-* usage errors (exit 2)
+# relp+tls:// into rsyslogd's imrelp with TLS, every line acknowledged in
+# order, another CA refused; the --tls-* usage errors (exit 2)
 # and the warning for a key others may read. Loopback only; every wait is
 # bounded and scaled by SLUICE_TIME_SCALE.
 #
@@ -39,7 +40,7 @@ usage() {  # expected message, args...
   [ "$st" -eq 2 ] || fail "sluice-log $* exited $st, not 2: $(cat "$dir/uerr")"
   grep -qF -- "$want" "$dir/uerr" || fail "sluice-log $*: no '$want' in: $(cat "$dir/uerr")"
 }
-usage "--tls-ca applies to syslog+tls:// only" --tls-ca "$pki/ca.crt" syslog://127.0.0.1:9
+usage "--tls-ca applies to syslog+tls:// and relp+tls:// only" --tls-ca "$pki/ca.crt" syslog://127.0.0.1:9
 usage "--tls-ca $dir/nothing.crt: No such file or directory" --tls-ca "$dir/nothing.crt" syslog+tls://127.0.0.1:9
 usage "--tls-key $dir/nothing.key: No such file or directory" \
   --tls-cert "$pki/client.crt" --tls-key "$dir/nothing.key" syslog+tls://127.0.0.1:9
@@ -187,6 +188,48 @@ CONF
   kill -TERM "$rp"; wait "$rp" || true
 else
   echo "skip: rsyslogd imtcp over TLS (apt-get install rsyslog rsyslog-openssl)"
+fi
+
+# --- relp+tls:// into rsyslogd's imrelp with tls="on" (librelp's OpenSSL), certvalid
+imrelp=
+for d in /usr/lib/x86_64-linux-gnu/rsyslog /usr/lib/rsyslog; do [ -e "$d/imrelp.so" ] && imrelp=1; done
+if [ -x /usr/sbin/rsyslogd ] && [ -n "$imrelp" ]; then
+  rout=$dir/rr.log
+  rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  cat > "$dir/rr.conf" <<CONF
+global(workDirectory="$dir")
+main_queue(queue.type="Direct")
+module(load="imrelp" tls.tlslib="openssl")
+template(name="m" type="string" string="%msg%\n")
+ruleset(name="r") { action(type="omfile" file="$rout" template="m") }
+input(type="imrelp" address="127.0.0.1" port="$rport" ruleset="r" tls="on" tls.caCert="$pki/ca.crt"
+      tls.myCert="$pki/server.crt" tls.myPrivKey="$pki/server.key" tls.authMode="certvalid")
+CONF
+  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rr.conf" -i "$dir/rr.pid") 2> "$dir/rr.err" &
+  rp=$!
+  pids+=("$rp")
+  for _ in $(seq $((400 * scale))); do
+    python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$rport" \
+      2>/dev/null && break
+    sleep 0.05
+  done
+  n=20000
+  send "$n" "${client[@]}" "relp+tls://127.0.0.1:$rport"
+  [ "$st" -eq 0 ] || fail "relp+tls into rsyslogd: exit $st: $(cat "$dir/lerr"; tail -5 "$dir/rr.err")"
+  grep -q "sluice-log: $n lines, $n acked, 0 resent, 0 dropped" "$dir/lerr" || fail "relp+tls: the counts: $(cat "$dir/lerr")"
+  check_order "$rout" "$n" "relp+tls into rsyslogd (imrelp, tls, certvalid)"
+  ok "relp+tls:// into rsyslogd imrelp (tls, certvalid): all $n lines acknowledged, in order"
+  send 100 --tls-ca "$pki/other-ca.crt" --tls-cert "$pki/client.crt" --tls-key "$pki/client.key" \
+    "relp+tls://127.0.0.1:$rport"
+  [ "$st" -eq 1 ] || fail "relp+tls, another CA: exit $st, not 1: $(cat "$dir/lerr")"
+  grep -q "TLS: certificate verify failed: .*; not trying again" "$dir/lerr" ||
+    fail "relp+tls, another CA: no reason: $(cat "$dir/lerr")"
+  sleep 0.5
+  [ "$(lines "$rout")" -eq "$n" ] || fail "relp+tls, another CA: $(( $(lines "$rout") - n )) lines delivered"
+  ok "relp+tls:// trusting another CA: exit 1, the reason said, nothing delivered"
+  kill -TERM "$rp"; wait "$rp" || true
+else
+  echo "skip: rsyslogd imrelp over TLS (apt-get install rsyslog rsyslog-relp)"
 fi
 
 echo "log_tls: $pass passed"

@@ -132,6 +132,7 @@ class relp_sink final : public sink {
 
   net::reconnecting_socket::hooks hooks() {
     net::reconnecting_socket::hooks h;
+    h.wrap = o_.wrap;
     h.on_connect = [this](duplex& s) { on_connect(s); };
     h.on_data = [this](duplex& s, std::string_view b) { on_data(s, b); };
     h.on_close = [this](std::error_code ec) { on_close(ec); };
@@ -311,7 +312,7 @@ class relp_sink final : public sink {
     arm_answer_timer();
   }
 
-  void on_close(std::error_code) {
+  void on_close(std::error_code ec) {
     open_ = false;
     open_txnr_ = 0;
     unanswered_ = 0;
@@ -330,6 +331,11 @@ class relp_sink final : public sink {
       // now loses nothing.
       done();
       return;
+    }
+    if (ec && !destroyed_ && o_.fatal_error && o_.fatal_error(ec)) {
+      // No reconnect would mend it (a certificate refused).
+      rc_.stop();
+      return give_up(ec);
     }
     if (!window_.empty() || stalled_) rc_.wait_for_connection();
   }

@@ -16,7 +16,10 @@
 
 namespace sluice::tls {
 
-void use_tls(syslog_options& o, const socket_options& tls) {
+namespace {
+// Both writables' options take the same two hooks.
+template <class Options>
+void set_hooks(Options& o, const socket_options& tls) {
   socket_options so = tls;
   if (!so.secure_context) so.secure_context = context::make(so.context, false);
   // The name to verify: servername, else the host connected to (a name, or
@@ -27,6 +30,10 @@ void use_tls(syslog_options& o, const socket_options& tls) {
   };
   o.fatal_error = [](std::error_code ec) { return is_certificate_error(ec); };
 }
+}  // namespace
+
+void use_tls(syslog_options& o, const socket_options& tls) { set_hooks(o, tls); }
+void use_tls(relp_options& o, const socket_options& tls) { set_hooks(o, tls); }
 
 bool is_certificate_error(std::error_code ec) noexcept {
   if (ec == make_error_code(errc::tls_cert_altname_invalid)) return true;

@@ -6,6 +6,7 @@
 
 #include <system_error>
 
+#include "sluice/syslog/relp_writable.h"
 #include "sluice/syslog/syslog_writable.h"
 #include "sluice/tls/socket.h"
 
@@ -24,6 +25,9 @@ namespace sluice::tls {
 ///     sluice::tls::use_tls(o, t);
 ///     sluice::syslog_writable log(o);
 void use_tls(syslog_options& o, const socket_options& tls = {});
+/// The same for a RELP writable (RELP over TLS, as rsyslog's imrelp with
+/// tls="on" takes it).
+void use_tls(relp_options& o, const socket_options& tls = {});
 
 /// Whether `ec` says a certificate was refused: the peer's did not verify
 /// (a verification result, ERR_TLS_CERT_ALTNAME_INVALID), or the peer
