@@ -17,9 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +32,9 @@
 #include "sluice/errors.h"
 #include "sluice/loop.h"
 #include "sluice/tls/server.h"
+#include "sluice/syslog/syslog_writable.h"
 #include "sluice/tls/socket.h"
+#include "sluice/tls/syslog_tls.h"
 #include "sluice/tls/tls_error.h"
 #include "support/free_port.h"
 #include "support/must_call.h"
@@ -690,4 +694,218 @@ TEST_CASE("on an attached io_context: a server's echo and a client's co_await, 1
   CHECK_FALSE(reader_threw);
   CHECK(got == sent);
   CHECK(c->authorized());
+}
+
+// ---- syslog over TLS (RFC 5425): the syslog writable with tls::use_tls()
+
+namespace {
+
+// The MSG of each whole octet-counted frame in `bytes` ("LEN SP <PRI>1 ... MSG");
+// a torn frame at the end (a connection cut mid-frame) is dropped.
+std::vector<std::string> frames_of(std::string_view bytes) {
+  std::vector<std::string> out;
+  while (!bytes.empty()) {
+    const std::size_t sp = bytes.find(' ');
+    if (sp == std::string_view::npos) break;
+    const std::size_t len = std::stoul(std::string(bytes.substr(0, sp)));
+    if (bytes.size() < sp + 1 + len) break;
+    const std::string_view msg = bytes.substr(sp + 1, len);
+    out.emplace_back(msg.substr(msg.rfind(' ') + 1));
+    bytes.remove_prefix(sp + 1 + len);
+  }
+  return out;
+}
+
+// A TLS syslog receiver: what each connection read, in order of connection;
+// with cut_after set, the first connection stops reading once it has read
+// that many bytes, and is destroyed 300 ms later (so that the sender's
+// buffers are full and a write of its is waiting when it breaks).
+struct syslog_receiver {
+  tls::server srv;
+  std::vector<std::string> conns;
+  std::size_t tcp_connections = 0;
+  std::size_t cut_after = 0;
+  bool cutting = false;
+  syslog_receiver(world& w, bool mutual) : srv(w.server_opts(mutual)) {
+    srv.tcp().on_connection([this](net::socket&) { ++tcp_connections; });
+    srv.on_secure_connection([this, &w](tls::socket& s) {
+      const std::size_t i = conns.size();
+      conns.emplace_back();
+      // A client that refused this server goes away mid-handshake (EPIPE).
+      s.on(event::error, [](std::error_code) {});
+      s.on(event::data, [this, &s, &w, i](std::string_view c) {
+        conns[i] += c;
+        if (i != 0 || cut_after == 0 || conns[i].size() < cut_after || cutting) return;
+        cutting = true;
+        s.pause();
+        w.loop.set_timeout(std::chrono::milliseconds(300), [&s] {
+          if (!s.destroyed()) s.destroy();
+        });
+      });
+    });
+    srv.listen(0, "127.0.0.1");
+  }
+  // Every message received, connection after connection.
+  std::vector<std::string> messages() const {
+    std::vector<std::string> all;
+    for (const auto& c : conns)
+      for (auto& m : frames_of(c)) all.push_back(std::move(m));
+    return all;
+  }
+};
+
+syslog_options tls_syslog_options(world& w, std::uint16_t port, const std::string& ca) {
+  syslog_options o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.header.hostname = "h";
+  o.reconnect_min = std::chrono::milliseconds(10);
+  o.stream.event_loop = &w.loop;
+  tls::socket_options t = w.client_opts(ca);
+  t.context.key_file = pki_file("client.key");
+  t.context.cert_file = pki_file("client.crt");
+  tls::use_tls(o, t);
+  return o;
+}
+
+std::string msg_no(std::size_t i) { return "m" + std::to_string(1000000 + i); }
+// A longer one: the same number after 100 bytes of padding.
+std::string long_msg_no(std::size_t i) { return std::string(100, 'x') + " " + msg_no(i); }
+
+}  // namespace
+
+TEST_CASE("syslog over TLS: every message once, in order, octet-counted, into a mutual-TLS receiver") {
+  world w;
+  syslog_receiver r(w, true);
+  constexpr std::size_t n = 20000;
+  sluice::test::must_call each(static_cast<int>(n));
+  sluice::test::must_call ended;
+  syslog_writable log(tls_syslog_options(w, port_of(r.srv), "ca.crt"));
+  std::size_t ok = 0;
+  for (std::size_t i = 0; i < n; ++i) log.write(msg_no(i), each.cb([&](std::error_code ec) { ok += !ec; }));
+  log.end(ended.cb());
+  REQUIRE(spin(w.loop, [&] { return ended.calls() == 1; }));
+  REQUIRE(spin(w.loop, [&] { return r.messages().size() >= n; }));
+  each.check();
+  CHECK(ok == n);
+  CHECK(ended.error() == std::error_code{});
+  const auto got = r.messages();
+  REQUIRE(got.size() == n);
+  for (std::size_t i = 0; i < n; ++i) REQUIRE(got[i] == msg_no(i));
+  CHECK(log.sent() == n);
+  CHECK(log.maybe_lost() == 0);
+  CHECK(r.tcp_connections == 1);
+}
+
+TEST_CASE("syslog over TLS: a receiver of another CA is not retried; every callback says why, once") {
+  world w;
+  syslog_receiver r(w, false);
+  constexpr std::size_t n = 100;
+  sluice::test::must_call each(static_cast<int>(n));
+  syslog_writable log(tls_syslog_options(w, port_of(r.srv), "other-ca.crt"));
+  std::vector<std::string> events;
+  log.on(event::error, [&](std::error_code ec) { events.push_back("error " + code_name(ec)); });
+  std::vector<std::error_code> errors;
+  for (std::size_t i = 0; i < n; ++i) log.write(msg_no(i), each.cb([&](std::error_code ec) { errors.push_back(ec); }));
+  REQUIRE(spin(w.loop, [&] { return errors.size() == n; }));
+  // Time for a reconnect (10 ms backoff) that must not come.
+  spin(w.loop, [] { return false; }, 40);
+  each.check();
+  for (const auto& ec : errors) {
+    REQUIRE(ec);
+    CHECK(tls::is_certificate_error(ec));
+  }
+  CHECK(errors.front().message() == "unable to verify the first certificate");
+  CHECK(events == std::vector<std::string>{"error UNABLE_TO_VERIFY_LEAF_SIGNATURE"});
+  // One connection, on which nothing came (in TLS 1.3 the server's side of
+  // the handshake may finish before the client judges the certificate).
+  CHECK(r.tcp_connections == 1);
+  CHECK(r.conns.size() <= 1);
+  CHECK(r.messages().empty());
+  CHECK(log.sent() == 0);
+  CHECK(log.dropped() == n);
+  // Not certificate errors: retried.
+  CHECK_FALSE(tls::is_certificate_error(std::error_code(ECONNRESET, std::system_category())));
+  CHECK_FALSE(tls::is_certificate_error(make_error_code(errc::tls_handshake_timeout)));
+}
+
+TEST_CASE("syslog over TLS: a connection cut mid-stream; the batch in flight goes again whole on the next") {
+  world w;
+  syslog_receiver r(w, true);
+  r.cut_after = 300000;
+  std::size_t lost_calls = 0;
+  syslog_options o = tls_syslog_options(w, port_of(r.srv), "ca.crt");
+  o.on_connection_lost = [&](std::error_code, std::size_t) { ++lost_calls; };
+  // More than loopback's socket buffers hold (a few MiB): the cut comes
+  // while batches are still being written.
+  constexpr std::size_t n = 200000;
+  sluice::test::must_call each(static_cast<int>(n));
+  sluice::test::must_call ended;
+  syslog_writable log(o);
+  std::vector<std::string> stream_errors;
+  log.on(event::error, [&](std::error_code ec) { stream_errors.push_back(code_name(ec)); });
+  std::size_t ok = 0;
+  // Which messages were sent (called back with success) on the first
+  // connection.
+  std::vector<char> on_first(n, 0);
+  // A producer that honours write() == false, as sluice-log does: a batch
+  // is then at most the high-water mark's 1024 messages.
+  std::size_t next_msg = 0;
+  std::function<void()> pump = [&] {
+    while (next_msg < n) {
+      const std::size_t i = next_msg++;
+      // (must_call's `then` is one for all its callbacks: this one is each message's.)
+      if (!log.write(long_msg_no(i), [&, i, counted = each.cb()](std::error_code ec) {
+            counted(ec);
+            ok += !ec;
+            if (!ec && log.reconnects() == 0) on_first[i] = 1;
+          }))
+        return;
+    }
+    log.end(ended.cb());
+  };
+  log.on(event::drain, [&] { pump(); });
+  pump();
+  REQUIRE(spin(w.loop, [&] { return ended.calls() == 1; }, 8000));
+  each.check();
+  CHECK(ok == n);  // every message was sent on some connection
+  CHECK(ended.error() == std::error_code{});
+  CHECK(stream_errors.empty());
+  REQUIRE(r.conns.size() >= 2);
+  CHECK(log.reconnects() == r.conns.size() - 1);
+  REQUIRE(spin(w.loop, [&] { return r.messages().size() >= n - log.maybe_lost(); }));
+  const auto got = r.messages();
+  // In order but for the batch sent again: each message's first arrival
+  // comes after the one before it, a message missing is counted maybe
+  // lost, and a message twice is one of the batch that went again (at most
+  // a batch: the high-water mark's 1024, one more that write() refused).
+  std::vector<int> seen(n, 0);
+  std::size_t next = 0, dups = 0;
+  for (const auto& m : got) {
+    const std::size_t i = std::stoul(m.substr(1)) - 1000000;
+    REQUIRE(i < n);
+    if (seen[i]++) {
+      ++dups;
+      continue;
+    }
+    CHECK(i >= next);
+    next = i + 1;
+  }
+  // What is missing was sent on the first connection, and counted maybe
+  // lost: everything sent on it was at risk (it was never quiet), and the
+  // batch whose write failed when it broke was sent again, not counted sent.
+  std::size_t missing = 0, missing_not_first = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    missing += seen[i] == 0;
+    missing_not_first += seen[i] == 0 && !on_first[i];
+  }
+  const auto sent_on_first = static_cast<std::size_t>(std::count(on_first.begin(), on_first.end(), 1));
+  CHECK(missing_not_first == 0);
+  CHECK(missing <= log.maybe_lost());
+  CHECK(log.maybe_lost() == sent_on_first);
+  CHECK(dups <= 1025);
+  CHECK(lost_calls == log.connections_lost());
+  MESSAGE("connections " << r.conns.size() << ", missing " << missing << ", maybe lost " << log.maybe_lost()
+                         << " (on " << log.connections_lost() << ")"
+                         << ", twice " << dups);
 }

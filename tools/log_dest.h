@@ -20,10 +20,10 @@
 namespace sluice_tools {
 
 struct log_destination {
-  enum class kind { file, syslog_tcp, syslog_unix, relp_tcp, kafka };
+  enum class kind { file, syslog_tcp, syslog_unix, syslog_tls, relp_tcp, relp_tls, kafka };
   kind type = kind::file;
   std::string file;  // file; the socket's path for syslog_unix
-  std::string host;  // syslog_tcp, relp_tcp: a name or an IP literal, without brackets
+  std::string host;  // syslog_tcp, syslog_tls, relp_tcp, relp_tls: a name or an IP literal, without brackets
   std::uint16_t port = 0;
   std::string brokers;  // kafka: "host:port,host:port" (bootstrap.servers)
   std::string topic;
@@ -57,7 +57,8 @@ inline bool parse_host_port(std::string_view scheme, const std::string& d, log_d
   return true;
 }
 
-// DEST: syslog://HOST:PORT, syslog+unix:PATH, relp://HOST:PORT,
+// DEST: syslog://HOST:PORT, syslog+unix:PATH, syslog+tls://HOST:PORT, relp://HOST:PORT,
+// relp+tls://HOST:PORT,
 // kafka://BROKER[,BROKER]/TOPIC,
 // or else a file. On a malformed network DEST, false and `why` says what is
 // wrong. A HOST is a name or an IP address (IPv6 in brackets); a name is
@@ -78,6 +79,14 @@ inline bool parse_log_destination(const std::string& d, log_destination& out, st
   if (starts("syslog://")) {
     out.type = log_destination::kind::syslog_tcp;
     return parse_host_port("syslog://", d, out, why);
+  }
+  if (starts("syslog+tls://")) {
+    out.type = log_destination::kind::syslog_tls;
+    return parse_host_port("syslog+tls://", d, out, why);
+  }
+  if (starts("relp+tls://")) {
+    out.type = log_destination::kind::relp_tls;
+    return parse_host_port("relp+tls://", d, out, why);
   }
   if (starts("relp://")) {
     out.type = log_destination::kind::relp_tcp;
@@ -101,7 +110,8 @@ inline bool parse_log_destination(const std::string& d, log_destination& out, st
     return true;
   }
   if (starts("syslog:") || starts("kafka:") || starts("syslog+") || starts("relp:"))
-    return why = "'" + d + "' is not a destination: syslog://HOST:PORT, syslog+unix:PATH, relp://HOST:PORT or " +
+    return why = "'" + d + "' is not a destination: syslog://HOST:PORT, syslog+unix:PATH, syslog+tls://HOST:PORT, " +
+                 "relp://HOST:PORT, relp+tls://HOST:PORT or " +
                  "kafka://BROKER[,BROKER...]/TOPIC (a file of that name: ./" + d + ")",
            false;
   out.type = log_destination::kind::file;

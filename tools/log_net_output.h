@@ -1,5 +1,6 @@
-// sluice-log's network destinations: syslog:// and syslog+unix: (a
-// syslog_writable that connects at once and reconnects on its own),
+// sluice-log's network destinations: syslog://, syslog+unix: and
+// syslog+tls:// (a syslog_writable that connects at once and reconnects on
+// its own; over TLS, a certificate refused ends it),
 // relp:// (a relp_writable: a line counts once the receiver acknowledged
 // it), and kafka:// (a module loaded only then, log_kafka.h).
 #pragma once
@@ -49,8 +50,10 @@ class log_net_output final : public log_output {
   }
 
   bool open_destination() {
-    if (dest_.type == log_destination::kind::relp_tcp) {
-      auto w = std::make_unique<sluice::relp_writable>(relp_options_);
+    if (dest_.type == log_destination::kind::relp_tcp || dest_.type == log_destination::kind::relp_tls) {
+      sluice::relp_options ro = relp_options_;
+      if (ro.fatal_error) ro.fatal_error = say_fatal(ro.fatal_error);
+      auto w = std::make_unique<sluice::relp_writable>(ro);
       relp_ = w.get();
       out_ = std::move(w);
       return true;
@@ -62,6 +65,7 @@ class log_net_output final : public log_output {
                      name_.c_str(),
                      ec ? ("reset the connection (" + ec.message() + ")").c_str() : "closed the connection", n);
       };
+      if (so.fatal_error) so.fatal_error = say_fatal(so.fatal_error);
       auto w = std::make_unique<sluice::syslog_writable>(so);
       syslog_ = w.get();
       out_ = std::move(w);
@@ -83,6 +87,21 @@ class log_net_output final : public log_output {
   }
 
   bool network() const noexcept override { return true; }
+
+  // A certificate refused (syslog+tls://, relp+tls://): said once, with
+  // OpenSSL's reason; the stream then ends with it, and report() counts the
+  // rest.
+  std::function<bool(std::error_code)> say_fatal(std::function<bool(std::error_code)> fatal) {
+    return [this, fatal = std::move(fatal)](std::error_code ec) {
+      if (!fatal(ec)) return false;
+      const std::string code = sluice::code_name(ec);
+      const bool theirs = code.rfind("ERR_SSL_", 0) == 0;  // the receiver's alert
+      std::fprintf(stderr, "sluice-log: %s: TLS: %s: %s (%s); not trying again\n", name_.c_str(),
+                   theirs ? "the receiver refused this client's certificate" : "certificate verify failed",
+                   ec.message().c_str(), code.c_str());
+      return true;
+    };
+  }
 
   void landed() override {
     const std::size_t cut = syslog_ ? syslog_->truncated() : relp_ ? relp_->truncated() : 0;

@@ -54,6 +54,11 @@
 #include "log_net_output.h"
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
+#include "tls_files.h"
+#if SLUICE_LOG_TLS
+#include "load_module.h"
+#include "log_tls.h"
+#endif
 
 namespace {
 
@@ -64,6 +69,11 @@ using sluice_tools::parse_size;
 #define SLUICE_LOG_KAFKA_NOTE ""
 #else
 #define SLUICE_LOG_KAFKA_NOTE "\n                    (this sluice-log is built without Kafka: see below)"
+#endif
+#if SLUICE_LOG_TLS
+#define SLUICE_LOG_TLS_NOTE ""
+#else
+#define SLUICE_LOG_TLS_NOTE "\n                    (this sluice-log is built without TLS: it needs OpenSSL)"
 #endif
 
 constexpr const char* usage_text = R"(usage: sluice-log [OPTION]... DEST
@@ -78,9 +88,19 @@ DEST is one of:
                     sluice-logd); HOST is an IP address ([::1] for IPv6) or
                     localhost: no name is looked up
   syslog+unix:PATH  a syslog receiver on a Unix stream socket
+  syslog+tls://HOST:PORT
+                    a syslog receiver over TLS (RFC 5425, port 6514
+                    usually: rsyslog's imtcp with the ossl or gtls driver,
+                    sluice-logd --listen-tls), octet-counted; the receiver's
+                    certificate is verified (see --tls-ca, --tls-name))"
+                                   SLUICE_LOG_TLS_NOTE R"(
   relp://HOST:PORT  a RELP receiver (rsyslog's imrelp, port 2514 usually):
                     each message is acknowledged by the receiver, and what
                     is not acknowledged is sent again after a reconnect
+  relp+tls://HOST:PORT
+                    RELP over TLS (rsyslog's imrelp with tls="on"),
+                    verified as syslog+tls://)"
+                                   SLUICE_LOG_TLS_NOTE R"(
   kafka://BROKER[,BROKER...]/TOPIC
                     a Kafka topic; BROKER is HOST:PORT (bootstrap.servers))"
                                    SLUICE_LOG_KAFKA_NOTE R"(
@@ -186,6 +206,29 @@ Options for syslog:// and syslog+unix::
                     6587); lf: each message ends with a LF, for old
                     receivers
 
+Options for syslog+tls:// and relp+tls://:
+  --tls-ca FILE     the CA certificates (PEM) the receiver's certificate
+                    must chain to; default: the system's store
+                    (/etc/ssl/certs)
+  --tls-name NAME   the name the receiver's certificate must carry (a DNS
+                    name in its subjectAltName, or an IP address in its IP
+                    SANs); default: HOST. Sent as SNI when it is a name
+  --tls-cert FILE   a client certificate (PEM; any intermediate ones after
+                    it) to present, for a receiver that requires one
+                    (rsyslog's x509/certvalid or x509/name, sluice-logd
+                    --tls-client-ca)
+  --tls-key FILE    its private key (PEM); a warning if its group or
+                    others may read it
+  A receiver whose certificate does not verify (another CA, expired, not
+  carrying the name), or that refuses this client's certificate in the
+  handshake (TLS 1.2; in TLS 1.3 its refusal comes after the handshake and
+  looks like a reset connection), is not tried again: 'sluice-log: DEST:
+  TLS: certificate verify failed: REASON', every line is dropped
+  (counted), exit 1. A missing or unreadable --tls-*
+  file, or one OpenSSL cannot load: exit 2 with the reason.
+  What a success means over TLS, and what a broken connection can lose or
+  send twice: docs/shipping.md.
+
 Options for relp://:
   --window N        the most messages sent and not yet acknowledged
                     (default 1024; librelp's is 128). Each acknowledgement
@@ -284,6 +327,8 @@ the receiver broke C connections with messages in flight'); 2 on bad usage.
 Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server.log
          my-server 2>&1 | sluice-log --app-name my-server syslog://10.0.0.5:514
          my-server 2>&1 | sluice-log --app-name my-server relp://10.0.0.5:2514
+         my-server 2>&1 | sluice-log --tls-ca ca.crt --tls-cert me.crt --tls-key me.key \
+                            syslog+tls://logs.example.internal:6514
          my-server 2>&1 | sluice-log -X acks=all kafka://k1:9092,k2:9092/logs
 )";
 
@@ -304,14 +349,45 @@ struct options {
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
   std::size_t max_message = sluice_tools::default_max_message;
   sluice_tools::log_spool_settings spool;
+  std::string tls_ca, tls_cert, tls_key, tls_name;  // syslog+tls://
 };
+
+#if SLUICE_LOG_TLS
+// syslog+tls://: the files are checked (exit 2 with the reason), then
+// loaded once, for every connection, by the TLS module (OpenSSL's reason,
+// exit 2, for one it cannot load), and the receiver verified by --tls-ca
+// and --tls-name.
+void set_up_tls(options& o) {
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    this_tool.usage_error(o.tls_cert.empty() ? "--tls-key goes with --tls-cert FILE" : "--tls-cert needs --tls-key FILE");
+  for (auto [opt, path] : {std::pair{"--tls-ca", &o.tls_ca}, {"--tls-cert", &o.tls_cert}, {"--tls-key", &o.tls_key}}) {
+    if (path->empty()) continue;
+    const std::string why = sluice_tools::tls_file_problem(opt, *path);
+    if (!why.empty()) this_tool.usage_error(why);
+  }
+  if (!o.tls_key.empty()) sluice_tools::warn_if_key_shared("sluice-log", "--tls-key", o.tls_key);
+  std::string why;
+  const bool relp = o.dest.type == sluice_tools::log_destination::kind::relp_tls;
+  void* f = sluice_tools::load_module_symbol("sluice-log-tls.so", SLUICE_LOG_TLS_MODULE,
+                                             relp ? "sluice_log_use_tls_relp" : "sluice_log_use_tls", why);
+  if (!f) this_tool.usage_error(std::string(relp ? "relp+tls://" : "syslog+tls://") + ": cannot load sluice-log's TLS module: " + why);
+  const sluice_log_tls_files files{o.tls_ca, o.tls_cert, o.tls_key, o.tls_name};
+  const bool loaded = relp ? reinterpret_cast<sluice_log_use_tls_relp_fn>(f)(&o.relp, &files, &why)
+                           : reinterpret_cast<sluice_log_use_tls_fn>(f)(&o.syslog, &files, &why);
+  if (!loaded) {
+    std::string named = !o.tls_ca.empty() ? "--tls-ca " + o.tls_ca : "";
+    if (!o.tls_cert.empty()) named += (named.empty() ? "" : ", ") + ("--tls-cert " + o.tls_cert + ", --tls-key " + o.tls_key);
+    this_tool.usage_error((named.empty() ? std::string("TLS") : named) + ": " + why);
+  }
+}
+#endif
 
 options parse_args(int argc, char** argv) {
   options o;
   enum {
     max_size = 256, keep, timestamp, fsync, max_line_length, stats, json,
     framing, facility, severity, app_name, hostname, give_up_after, grace, max_message, spool, spool_max,
-      compress, window,
+      compress, window, tls_ca, tls_cert, tls_key, tls_name,
   };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
@@ -333,6 +409,10 @@ options parse_args(int argc, char** argv) {
       {"spool", required_argument, nullptr, spool},
       {"spool-max", required_argument, nullptr, spool_max},
       {"window", required_argument, nullptr, window},
+      {"tls-ca", required_argument, nullptr, tls_ca},
+      {"tls-cert", required_argument, nullptr, tls_cert},
+      {"tls-key", required_argument, nullptr, tls_key},
+      {"tls-name", required_argument, nullptr, tls_name},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -343,6 +423,7 @@ options parse_args(int argc, char** argv) {
   const char* relp_option = nullptr;    // --window
   const char* network_option = nullptr; // --grace, --spool, --spool-max
   const char* kafka_option = nullptr;   // -X
+  const char* tls_option = nullptr;     // --tls-*
   bool spool_max_given = false;
   opterr = 0;  // the messages below say more
   int c;
@@ -456,6 +537,17 @@ options parse_args(int argc, char** argv) {
         spool_max_given = true;
         network_option = "--spool-max";
         break;
+      case tls_ca:
+      case tls_cert:
+      case tls_key:
+      case tls_name: {
+        std::string* field[] = {&o.tls_ca, &o.tls_cert, &o.tls_key, &o.tls_name};
+        static const char* names[] = {"--tls-ca", "--tls-cert", "--tls-key", "--tls-name"};
+        if (optarg[0] == '\0') this_tool.usage_error(std::string(names[c - tls_ca]) + " is empty");
+        *field[c - tls_ca] = optarg;
+        tls_option = names[c - tls_ca];
+        break;
+      }
       case 'X': {
         const char* eq = std::strchr(optarg, '=');
         if (!eq || eq == optarg || eq[1] == '\0')
@@ -474,7 +566,8 @@ options parse_args(int argc, char** argv) {
   if (spool_max_given && o.spool.dir.empty())
     this_tool.usage_error("--spool-max goes with --spool");
   if (optind == argc)
-    this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH, relp://HOST:PORT or kafka://...)");
+    this_tool.usage_error("missing DEST (a FILE, syslog://HOST:PORT, syslog+unix:PATH, syslog+tls://HOST:PORT, relp://HOST:PORT, "
+                          "relp+tls://HOST:PORT or kafka://...)");
   if (argc - optind > 1) this_tool.usage_error(std::string("one DEST only, got also '") + argv[optind + 1] + "'");
   o.dest_text = argv[optind];
   if (o.dest_text.empty()) this_tool.usage_error("DEST is empty");
@@ -487,9 +580,10 @@ options parse_args(int argc, char** argv) {
   };
   if (k != kind::file) only(file_option, "a FILE");
   if (k != kind::syslog_tcp && k != kind::syslog_unix) only(syslog_option, "syslog:// and syslog+unix:");
-  if (k != kind::syslog_tcp && k != kind::syslog_unix && k != kind::relp_tcp)
-    only(message_option, "syslog://, syslog+unix: and relp://");
-  if (k != kind::relp_tcp) only(relp_option, "relp://");
+  if (k == kind::file || k == kind::kafka)
+    only(message_option, "syslog://, syslog+unix:, syslog+tls://, relp:// and relp+tls://");
+  if (k != kind::syslog_tls && k != kind::relp_tls) only(tls_option, "syslog+tls:// and relp+tls://");
+  if (k != kind::relp_tcp && k != kind::relp_tls) only(relp_option, "relp:// and relp+tls://");
   if (k != kind::kafka) only(kafka_option, "kafka://");
   if (k == kind::file) only(network_option, "a network DEST (syslog://, syslog+unix:, relp://, kafka://)");
 #if !SLUICE_LOG_KAFKA
@@ -498,17 +592,33 @@ options parse_args(int argc, char** argv) {
                 "librdkafka: Debian's librdkafka-dev, meson -Dkafka=enabled)");
 #endif
   o.syslog.max_message = o.max_message;
-  if (k == kind::syslog_tcp) {
+  if (k == kind::syslog_tcp || k == kind::syslog_tls) {
     o.syslog.host = o.dest.host;
     o.syslog.port = o.dest.port;
+    if (k == kind::syslog_tls) {
+#if SLUICE_LOG_TLS
+      set_up_tls(o);
+#else
+      this_tool.usage_error("syslog+tls:// needs TLS, and this sluice-log was built without it (build it with "
+                            "OpenSSL: Debian's libssl-dev, meson -Dtls=enabled)");
+#endif
+    }
   } else if (k == kind::syslog_unix) {
     o.syslog.unix_path = o.dest.file;
-  } else if (k == kind::relp_tcp) {
+  } else if (k == kind::relp_tcp || k == kind::relp_tls) {
     o.relp.host = o.dest.host;
     o.relp.port = o.dest.port;
     o.relp.header = o.syslog.header;
     o.relp.give_up_after = o.syslog.give_up_after;
     o.relp.max_message = o.max_message;
+    if (k == kind::relp_tls) {
+#if SLUICE_LOG_TLS
+      set_up_tls(o);
+#else
+      this_tool.usage_error("relp+tls:// needs TLS, and this sluice-log was built without it (build it with "
+                            "OpenSSL: Debian's libssl-dev, meson -Dtls=enabled)");
+#endif
+    }
   }
   return o;
 }

@@ -43,7 +43,7 @@ check "--window 0: exit 2 (got $?)" test $? -eq 2
 check "--window 0: the reason" grep -q -- "--window wants a whole number of messages from 1 to 1000000, got '0'" "$tmp/err"
 "$slog" --window 8 syslog://127.0.0.1:514 </dev/null 2>"$tmp/err"
 check "--window with syslog://: exit 2 (got $?)" test $? -eq 2
-check "--window with syslog://: named" grep -q -- "--window applies to relp:// only" "$tmp/err"
+check "--window with syslog://: named" grep -q -- "--window applies to relp:// and relp+tls:// only" "$tmp/err"
 "$slog" --framing lf relp://127.0.0.1:2514 </dev/null 2>"$tmp/err"
 check "--framing with relp://: exit 2 (got $?)" test $? -eq 2
 "$slog" relp://-nohost:2514 </dev/null 2>"$tmp/err"

@@ -15,7 +15,8 @@ void reconnecting_socket::release() noexcept {
   dying_ = true;
   stop();
   if (loop_) loop_->cancel(this);
-  sock_.reset();
+  conn_.reset();
+  tcp_ = nullptr;
   old_.reset();
 }
 
@@ -28,21 +29,31 @@ void reconnecting_socket::start(loop& l) {
 void reconnecting_socket::connect_now() {
   retry_timer_ = 0;
   if (stopped_) return;
-  old_ = std::move(sock_);
+  old_ = std::move(conn_);
   socket_options so;
   so.event_loop = loop_;
-  sock_ = std::make_unique<socket>(so);
+  auto sock = std::make_unique<socket>(so);
+  tcp_ = sock.get();
   established_ = false;
   conn_error_ = {};
-  socket* s = sock_.get();
-  s->on(event::connect, [this, s] {
-    if (!dying_ && s == sock_.get() && h_.on_connect) h_.on_connect(*s);
+  if (o_.unix_path.empty())
+    sock->connect(o_.port, o_.host);
+  else
+    sock->connect(std::string_view(o_.unix_path));
+  // The connect's events come from the loop: the wrapper, made now, sees them.
+  if (h_.wrap)
+    conn_ = h_.wrap(std::move(sock));
+  else
+    conn_ = std::move(sock);
+  duplex* s = conn_.get();
+  s->on(h_.wrap ? event::secure_connect : event::connect, [this, s] {
+    if (!dying_ && s == conn_.get() && h_.on_connect) h_.on_connect(*s);
   });
   s->on(event::data, [this, s](std::string_view b) {
-    if (!dying_ && s == sock_.get() && !s->destroyed() && h_.on_data) h_.on_data(*s, b);
+    if (!dying_ && s == conn_.get() && !s->destroyed() && h_.on_data) h_.on_data(*s, b);
   });
   s->on(event::end, [this, s] {
-    if (dying_ || s != sock_.get()) return;
+    if (dying_ || s != conn_.get()) return;
     if (h_.on_end)
       h_.on_end(*s);
     else if (!s->destroyed())
@@ -50,13 +61,9 @@ void reconnecting_socket::connect_now() {
   });
   s->on(event::error, [this, s](std::error_code ec) {
     last_error_ = ec;
-    if (s == sock_.get()) conn_error_ = ec;
+    if (s == conn_.get()) conn_error_ = ec;
   });
   s->on(event::close, [this, s](const event_arg& a) { on_close(s, a.error); });
-  if (o_.unix_path.empty())
-    s->connect(o_.port, o_.host);
-  else
-    s->connect(std::string_view(o_.unix_path));
 }
 
 void reconnecting_socket::established() noexcept {
@@ -68,8 +75,8 @@ void reconnecting_socket::established() noexcept {
   give_up_timer_ = 0;
 }
 
-void reconnecting_socket::on_close(socket* s, std::error_code err) {
-  if (dying_ || s != sock_.get()) return;
+void reconnecting_socket::on_close(duplex* s, std::error_code err) {
+  if (dying_ || s != conn_.get()) return;
   established_ = false;
   if (!err) err = conn_error_;
   if (!stopped_) {
@@ -95,9 +102,9 @@ void reconnecting_socket::stop() noexcept {
 }
 
 void reconnecting_socket::fail(std::error_code why) noexcept {
-  if (!sock_ || sock_->destroyed()) return;
+  if (!conn_ || conn_->destroyed()) return;
   last_error_ = conn_error_ = why;
-  sock_->destroy();
+  conn_->destroy();
 }
 
 void reconnecting_socket::cancel_timers() noexcept {

@@ -2,7 +2,8 @@
 // once and, after a failed connect or a lost connection, again after a
 // capped exponential backoff, until stopped; and it bounds, when asked, how
 // long something may wait for a connection. The syslog and RELP writables'
-// transports sit on it.
+// transports sit on it, over TCP, a Unix socket, or a stream that wraps the
+// TCP socket (TLS).
 #pragma once
 
 #include <chrono>
@@ -35,24 +36,31 @@ struct reconnect_options {
   std::optional<std::chrono::milliseconds> give_up_after{};
 };
 
-/// One socket at a time, replaced when it closes. Its user says when a
+/// One connection at a time, replaced when it closes. Its user says when a
 /// connection counts as up (a TCP connect, a protocol's handshake) with
-/// established(), and hears of the current socket only: events of a socket
-/// already replaced are dropped, and a replaced socket is deleted only once
-/// its own event has returned.
+/// established(), and hears of the current connection only: events of one
+/// already replaced are dropped, and a replaced one is deleted only once
+/// its own event has returned. A connection is the socket itself, or, with
+/// hooks::wrap, the stream that wraps it (a TLS client over it).
 ///
-///     net::reconnecting_socket rc(o, {.on_connect = [&](net::socket& s) { rc.established(); s.write("hello\n"); },
+///     net::reconnecting_socket rc(o, {.on_connect = [&](duplex& s) { rc.established(); s.write("hello\n"); },
 ///                                     .on_close = [&](std::error_code ec) { ... }});
 ///     rc.start(loop);
 class reconnecting_socket {
  public:
   struct hooks {
-    /// The current socket connected.
-    std::function<void(socket&)> on_connect;
-    /// Bytes from the current socket; unset: read and dropped (to see FIN).
-    std::function<void(socket&, std::string_view)> on_data;
-    /// The peer's FIN on the current socket; unset: the socket is destroyed.
-    std::function<void(socket&)> on_end;
+    /// Set: each new socket, connecting, is handed over to it, and the
+    /// stream it returns over that socket (a tls::socket) is the
+    /// connection: what is written and read, its 'error' and 'close'. Its
+    /// 'secureConnect' is then the connect (on_connect).
+    std::function<std::unique_ptr<duplex>(std::unique_ptr<socket>)> wrap;
+    /// The current connection connected (TCP's 'connect', or, with wrap,
+    /// the wrapper's 'secureConnect').
+    std::function<void(duplex&)> on_connect;
+    /// Bytes from the current connection; unset: read and dropped (to see FIN).
+    std::function<void(duplex&, std::string_view)> on_data;
+    /// The peer's end on the current connection; unset: it is destroyed.
+    std::function<void(duplex&)> on_end;
     /// The current socket closed, `ec` its error (or the last 'error' seen
     /// on it, or fail()'s reason; empty for a clean close). The next
     /// attempt is already scheduled unless stop() was called; the hook may
@@ -70,9 +78,12 @@ class reconnecting_socket {
 
   /// Connects now, on `l`. Once: a second call does nothing.
   void start(loop& l);
-  /// The socket in use (connecting, connected or closing); null before
-  /// start().
-  socket* current() noexcept { return sock_.get(); }
+  /// The connection in use (connecting, connected or closing): the socket,
+  /// or its wrapper; null before start().
+  duplex* current() noexcept { return conn_.get(); }
+  /// The TCP or Unix socket under current() (itself without wrap): its fd,
+  /// its counters; null before start().
+  socket* tcp() noexcept { return tcp_; }
   /// The current connection counts as up: the backoff starts again from
   /// reconnect_min, a give-up wait ends, and every one after the first
   /// counts in reconnects().
@@ -99,14 +110,15 @@ class reconnecting_socket {
 
  private:
   void connect_now();
-  void on_close(socket* s, std::error_code err);
+  void on_close(duplex* s, std::error_code err);
   void cancel_timers() noexcept;
 
   reconnect_options o_;
   hooks h_;
   loop* loop_ = nullptr;
-  std::unique_ptr<socket> sock_;
-  std::unique_ptr<socket> old_;  // never deleted inside its own event
+  std::unique_ptr<duplex> conn_;  // the socket, or its wrapper
+  socket* tcp_ = nullptr;         // the socket under conn_
+  std::unique_ptr<duplex> old_;   // never deleted inside its own event
   std::error_code last_error_;
   std::error_code conn_error_;
   std::chrono::milliseconds backoff_;

@@ -132,8 +132,9 @@ class relp_sink final : public sink {
 
   net::reconnecting_socket::hooks hooks() {
     net::reconnecting_socket::hooks h;
-    h.on_connect = [this](net::socket& s) { on_connect(s); };
-    h.on_data = [this](net::socket& s, std::string_view b) { on_data(s, b); };
+    h.wrap = o_.wrap;
+    h.on_connect = [this](duplex& s) { on_connect(s); };
+    h.on_data = [this](duplex& s, std::string_view b) { on_data(s, b); };
     h.on_close = [this](std::error_code ec) { on_close(ec); };
     h.on_give_up = [this](std::error_code ec) { give_up(ec); };
     return h;
@@ -198,7 +199,7 @@ class relp_sink final : public sink {
 
   // ---- answers
 
-  void on_data(net::socket& s, std::string_view bytes) {
+  void on_data(duplex& s, std::string_view bytes) {
     progress_ = std::chrono::steady_clock::now();
     if (!reader_.feed(bytes, [&](const relp_frame& f) {
           if (!s.destroyed()) on_frame(s, f);
@@ -208,7 +209,7 @@ class relp_sink final : public sink {
 
   void protocol_error(const std::string& why) { rc_.fail(user_error(why)); }
 
-  void on_frame(net::socket& s, const relp_frame& f) {
+  void on_frame(duplex& s, const relp_frame& f) {
     if (f.command == "serverclose") return rc_.fail(user_error("RELP: the receiver closed the session (serverclose)"));
     if (f.command != "rsp") return protocol_error("RELP: the receiver sent '" + cut_text(f.command) + "', not rsp");
     const int code = relp_rsp_code(f.data);
@@ -300,7 +301,7 @@ class relp_sink final : public sink {
 
   // ---- sessions
 
-  void on_connect(net::socket& s) {
+  void on_connect(duplex& s) {
     reader_ = relp_frame_reader();
     txnr_ = 1;
     open_txnr_ = next_txnr();
@@ -311,7 +312,7 @@ class relp_sink final : public sink {
     arm_answer_timer();
   }
 
-  void on_close(std::error_code) {
+  void on_close(std::error_code ec) {
     open_ = false;
     open_txnr_ = 0;
     unanswered_ = 0;
@@ -331,6 +332,11 @@ class relp_sink final : public sink {
       done();
       return;
     }
+    if (ec && !destroyed_ && o_.fatal_error && o_.fatal_error(ec)) {
+      // No reconnect would mend it (a certificate refused).
+      rc_.stop();
+      return give_up(ec);
+    }
     if (!window_.empty() || stalled_) rc_.wait_for_connection();
   }
 
@@ -339,7 +345,7 @@ class relp_sink final : public sink {
   void close_when_answered() {
     if (!final_ || !window_.empty() || stalled_ || close_txnr_ != 0) return;
     rc_.stop();
-    net::socket* s = rc_.current();
+    duplex* s = rc_.current();
     if (!open_ || !s || s->destroyed()) {
       if (s && !s->destroyed()) s->destroy();
       const final_done done = *final_;

@@ -18,6 +18,10 @@
 
 namespace sluice {
 
+class duplex;
+namespace net {
+class socket;
+}
 namespace detail {
 class relp_sink;
 }
@@ -65,6 +69,15 @@ struct relp_options {
   /// The stream's options. Chunks are messages: object mode, the
   /// high-water mark counts messages (`window` unless set): what the stream
   /// holds while the window is full.
+  /// Set: each connection's socket is handed to it, and the session runs
+  /// over the stream it returns (a TLS client: tls::use_tls() sets it, as
+  /// for syslog_options); a connection is up at that stream's
+  /// 'secureConnect'. What is answered is what counts, as without it.
+  std::function<std::unique_ptr<duplex>(std::unique_ptr<net::socket>)> wrap{};
+  /// Whether `ec`, the error a connection ended with, is one no reconnect
+  /// would mend (a certificate refused): then every unanswered message
+  /// fails with it and the stream is destroyed with it. Unset: retried.
+  std::function<bool(std::error_code ec)> fatal_error{};
   writable_options stream{};
 };
 

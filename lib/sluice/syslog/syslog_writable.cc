@@ -1,9 +1,11 @@
 // The syslog writable's sink: frames each batch of messages into one buffer
-// and writes it to a net::socket; a lost connection is replaced after a
-// backoff (net::reconnecting_socket), and the batch in flight is sent again from its first message the
-// kernel had not fully taken. It counts the messages written on a
-// connection since its last quiet moment, which a connection the receiver
-// breaks turns into "maybe lost".
+// and writes it to a net::socket (or the stream that wraps it: TLS); a lost
+// connection is replaced after a backoff (net::reconnecting_socket), and the
+// batch in flight is sent again from its first message the kernel had not
+// fully taken (over a wrapper, whose bytes are not the messages' bytes: the
+// whole batch). It counts the messages written on a connection since its
+// last quiet moment, which a connection the receiver breaks turns into
+// "maybe lost".
 #include "sluice/syslog/syslog_writable.h"
 
 #include <linux/sockios.h>
@@ -74,7 +76,7 @@ class syslog_sink final : public sink {
     ending_ = true;
     rc_.stop();
     broken_before_close();
-    net::socket* s = rc_.current();
+    duplex* s = rc_.current();
     if (!s || s->destroyed()) {
       done();
       return;
@@ -136,7 +138,9 @@ class syslog_sink final : public sink {
   }
 
   void go() {
-    if (connected_)
+    if (fatal_)
+      complete(fatal_);
+    else if (connected_)
       send();
     else
       arm_give_up();
@@ -145,12 +149,14 @@ class syslog_sink final : public sink {
   // Writes the batch from its first message not yet taken by the kernel.
   void send() {
     writing_ = true;
-    net::socket* s = rc_.current();
+    duplex* s = rc_.current();
+    net::socket* tcp = rc_.tcp();
+    const bool wrapped = static_cast<bool>(o_.wrap);
     const std::size_t from = first_unsent_ == 0 ? 0 : ends_[first_unsent_ - 1];
-    base_ = s->bytes_written();
+    base_ = tcp->bytes_written();
     last_write_ = std::chrono::steady_clock::now();
     const std::size_t first = first_unsent_;
-    s->write(buf_, std::string_view(*buf_).substr(from), [this, s, from, first](std::error_code ec) {
+    s->write(buf_, std::string_view(*buf_).substr(from), [this, s, tcp, wrapped, from, first](std::error_code ec) {
       if (dying_) return;
       writing_ = false;
       if (destroyed_) return;  // destroy() calls back
@@ -161,14 +167,17 @@ class syslog_sink final : public sink {
         return;
       }
       // The messages the kernel took whole count as sent (they are in the
-      // loss window); the rest waits for the next connection.
-      const std::size_t taken = from + (s->bytes_written() - base_);
+      // loss window); the rest waits for the next connection. A wrapper's
+      // records do not map onto the messages: none of the batch counts as
+      // taken, and it goes again whole.
+      const std::size_t taken = wrapped ? from : from + (tcp->bytes_written() - base_);
       while (first_unsent_ < ends_.size() && ends_[first_unsent_] <= taken) ++first_unsent_;
       taken_on(s, first_unsent_ - first);
       if (first_unsent_ == ends_.size()) {
         complete({});
         return;
       }
+      if (fatal_) return complete(fatal_);
       if (connected_) rc_.current()->destroy();  // a write failed: this connection is done
       arm_give_up();
     });
@@ -176,7 +185,7 @@ class syslog_sink final : public sink {
 
   // `n` messages are in the kernel on `s`: at risk until it is quiet; if
   // `s` is already lost (its 'close' came first), maybe lost at once.
-  void taken_on(net::socket* s, std::size_t n) {
+  void taken_on(duplex* s, std::size_t n) {
     if (n == 0) return;
     last_write_ = std::chrono::steady_clock::now();
     if (s != rc_.current() || !connected_) {
@@ -187,9 +196,10 @@ class syslog_sink final : public sink {
     if (!quiet_timer_) quiet_timer_ = loop_->set_timeout(writable_quiet_time, [this] { check_quiet(); }, this);
   }
 
-  // Nothing written for quiet_time and nothing in the send queue: what was
-  // written on this connection has reached the receiver's host (TCP) or
-  // the receiver (a Unix socket).
+  // Nothing written for quiet_time and nothing in the send queue (nor, under
+  // a wrapper, in the socket's own buffer): what was written on this
+  // connection has reached the receiver's host (TCP) or the receiver (a Unix
+  // socket).
   void check_quiet() {
     quiet_timer_ = 0;
     if (!connected_ || at_risk_ == 0) return;
@@ -197,7 +207,7 @@ class syslog_sink final : public sink {
     std::chrono::milliseconds again = writable_quiet_time / 4;
     if (!writing_ && idle >= writable_quiet_time) {
       int queued = 0;
-      if (::ioctl(rc_.current()->fd(), SIOCOUTQ, &queued) == 0 && queued == 0) {
+      if (rc_.tcp()->writable_length() == 0 && ::ioctl(rc_.tcp()->fd(), SIOCOUTQ, &queued) == 0 && queued == 0) {
         at_risk_ = 0;
         return;
       }
@@ -240,10 +250,11 @@ class syslog_sink final : public sink {
 
   net::reconnecting_socket::hooks hooks() {
     net::reconnecting_socket::hooks h;
-    h.on_connect = [this](net::socket&) { on_connect(); };
+    h.wrap = o_.wrap;
+    h.on_connect = [this](duplex&) { on_connect(); };
     // The receiver sends nothing we need: its bytes are read and dropped,
     // to see its FIN.
-    h.on_end = [this](net::socket& s) {
+    h.on_end = [this](duplex& s) {
       // The receiver closed: it reads no more, so nothing more is written.
       if (!final_ && !s.destroyed()) s.destroy();
     };
@@ -270,6 +281,8 @@ class syslog_sink final : public sink {
     // is not a loss.
     if (was_connected && !destroyed_ && (!final_ || err)) lost(err);
     else lost_quietly();
+    // Asked during end() too, so that the reason is known (and said) there.
+    const bool fatal = err && !destroyed_ && o_.fatal_error && o_.fatal_error(err);
     if (final_) {
       const final_done done = *final_;
       final_.reset();
@@ -277,7 +290,21 @@ class syslog_sink final : public sink {
       return;
     }
     if (destroyed_ || ending_) return;
+    if (fatal) return give_up_for_good(err);
     if (done_) arm_give_up();
+  }
+
+  // No reconnect would mend `err` (a certificate that does not verify):
+  // the batch waiting fails with it, which destroys the stream; without
+  // one, the stream is destroyed now. A write in flight ends in send().
+  void give_up_for_good(std::error_code err) {
+    fatal_ = err;
+    rc_.stop();
+    if (writing_) return;
+    if (done_)
+      complete(err);
+    else
+      report_error(err);
   }
 
   // A batch waits for a connection: give_up_after bounds the wait.
@@ -324,6 +351,7 @@ class syslog_sink final : public sink {
   std::size_t truncated_ = 0;
   std::size_t sent_ = 0;
   std::size_t failed_ = 0;
+  std::error_code fatal_;  // fatal_error() said so: nothing more is tried
   bool connected_ = false;
   bool writing_ = false;
   bool ending_ = false;

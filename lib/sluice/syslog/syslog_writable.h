@@ -17,6 +17,10 @@
 
 namespace sluice {
 
+class duplex;
+namespace net {
+class socket;
+}
 namespace detail {
 class syslog_sink;
 }
@@ -52,6 +56,16 @@ struct syslog_options {
   /// `at_risk` of them (see maybe_lost()), `ec` the error, empty for the
   /// receiver's FIN. The writable reconnects and goes on, as before.
   std::function<void(std::error_code ec, std::size_t at_risk)> on_connection_lost{};
+  /// Set: each connection's socket, connecting, is handed to it, and the
+  /// messages go to the stream it returns over that socket (a TLS client:
+  /// tls::use_tls() sets it, for RFC 5425); a connection is up at that
+  /// stream's 'secureConnect'. See "Over TLS" below for what a break can lose.
+  std::function<std::unique_ptr<duplex>(std::unique_ptr<net::socket>)> wrap{};
+  /// Whether `ec`, the error a connection ended with, is one no reconnect
+  /// would mend (a receiver's certificate that does not verify): then the
+  /// stream is destroyed with it, every message not sent failing with it,
+  /// instead of trying again. Unset: every error is retried.
+  std::function<bool(std::error_code ec)> fatal_error{};
   /// The stream's options. Chunks are messages: the stream is in object
   /// mode, and the high-water mark counts messages (1024 unless set).
   writable_options stream{};
@@ -102,6 +116,20 @@ struct syslog_options {
 /// written somewhere can lose more); a receiver that reads every byte and
 /// our FIN and then closes looks like success. Only acknowledgements from
 /// the receiver itself (RELP) know more.
+///
+/// Over TLS (syslog_options::wrap): a write's callback succeeds once its
+/// message's records are handed to the TCP socket below (in its buffer, below
+/// its high-water mark, or in the kernel's), so the loss window is that much
+/// larger; a connection is quiet once the TCP socket's own buffer is empty
+/// too. The bytes the kernel took are records, not messages: a batch whose
+/// write fails is sent again whole on the next connection, so the receiver
+/// may hold the messages of that batch that got through twice (a batch: what
+/// the stream held when its write began; about the high-water mark for a
+/// producer that honours write() == false). With
+/// TLS 1.3 the handshake is done for the client before the receiver has
+/// checked the client's certificate: a receiver that then refuses it closes
+/// the connection after the first batch was written, which counts as a
+/// break (and, by fatal_error, as no reason to retry).
 ///
 /// end(): the callback comes once every message is in the kernel and the
 /// connection is closed (FIN); or with the error that stopped it, each
