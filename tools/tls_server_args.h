@@ -13,16 +13,11 @@
 // and links libsluice-tls; without it, --listen-tls is bad usage.
 #pragma once
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "tls_files.h"
 #include "tool.h"
 #if SLUICE_TOOL_TLS
 #include "sluice/net/server.h"
@@ -52,18 +47,6 @@ inline void add_listen_tls(const tool& t, tls_server_args& a, const std::string&
 #endif
 }
 
-// A --tls-* file that is not there, or cannot be read (by the effective
-// uid, which is who will read it): said now, with the reason, as bad
-// usage, not later as a failure to listen.
-inline void check_tls_file(const tool& t, const char* opt, const std::string& path) {
-  struct ::stat st {};
-  if (::stat(path.c_str(), &st) != 0) t.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) t.usage_error(std::string(opt) + " " + path + ": " + std::strerror(EISDIR));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) t.usage_error(std::string(opt) + " " + path + ": " + std::strerror(errno));
-  ::close(fd);
-}
-
 // After every option is read: the --tls-* options go with --listen-tls,
 // which needs a certificate and a key; each file can be read; a key that
 // its group or others may read is used, with a warning.
@@ -75,14 +58,13 @@ inline void check_tls_server_args(const tool& t, const tls_server_args& a) {
   }
   if (a.cert.empty()) t.usage_error("--listen-tls needs --tls-cert FILE");
   if (a.key.empty()) t.usage_error("--listen-tls needs --tls-key FILE");
-  check_tls_file(t, "--tls-cert", a.cert);
-  check_tls_file(t, "--tls-key", a.key);
-  if (!a.client_ca.empty()) check_tls_file(t, "--tls-client-ca", a.client_ca);
-  struct ::stat st {};
-  if (::stat(a.key.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
-    std::fprintf(stderr, "%s: warning: --tls-key %s may be read by %s (mode %03o); chmod 600 it\n", t.name,
-                 a.key.c_str(), (st.st_mode & 007) != 0 ? "others" : "its group",
-                 static_cast<unsigned>(st.st_mode & 0777));
+  // Said now, with the reason, as bad usage, not later as a failure to
+  // listen.
+  for (const auto& [opt, path] : {std::pair{"--tls-cert", &a.cert}, std::pair{"--tls-key", &a.key},
+                                  std::pair{"--tls-client-ca", &a.client_ca}})
+    if (!path->empty())
+      if (auto problem = tls_file_problem(opt, *path); !problem.empty()) t.usage_error(problem);
+  warn_if_key_shared(t.name, "--tls-key", a.key);
 }
 
 #if SLUICE_TOOL_TLS
