@@ -13,6 +13,18 @@ namespace sluice::detail {
 
 inline constexpr std::size_t log_cache_line = 64;
 
+// What print() stamps a record with: log_timestamp once resolved (precise
+// is the TSC where it is invariant).
+enum class log_clock : std::uint8_t { none, tsc, coarse, realtime };
+
+inline std::uint64_t log_tsc() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_ia32_rdtsc();
+#else
+  return 0;  // never used: log_clock::tsc is x86 only
+#endif
+}
+
 struct log_output;
 
 // Formats a record's arguments (see log_codec.h): made per argument-type
@@ -27,7 +39,7 @@ struct log_record {
   std::uint32_t size;
   // Lines the thread dropped (a full ring, policy drop) just before this one.
   std::uint32_t dropped;
-  std::uint64_t timestamp;  // ns since the epoch, or 0
+  std::uint64_t timestamp;  // ns since the epoch (log_clock::tsc: the TSC), or 0
   const char* format;       // a format_string's text: static storage
   std::size_t format_size;
   log_decode_fn* decode;
@@ -82,6 +94,7 @@ struct alignas(log_cache_line) log_queue {
   std::deque<log_buffer*> unlanded;
   std::atomic<log_buffer*> crash_buf{nullptr};
   std::uint64_t reported_drops = 0;  // the drops the lines read so far told of
+  std::uint64_t last_stamp = 0;      // ns: the thread's last line's time as written
   std::uint64_t landed = 0;      // the stream wrote the queue up to here
   std::uint64_t flush_stop = 0;  // where the lines of the pending flush() end
   void* owner = nullptr;         // the logger's state, for the write callbacks
