@@ -706,8 +706,7 @@ log_queue* logger::attach_thread() {
       q = new log_queue;
       q->owner = &s;
       auto* b = new log_buffer(s.options.ring_size, 0);
-      q->write_buf = b;
-      q->limit = b->capacity;
+      q->write_into(b);
       q->crash_buf.store(b, std::memory_order_relaxed);
       q->next_queue = s.queues.load(std::memory_order_relaxed);
       s.queues.store(q, std::memory_order_release);
@@ -743,9 +742,7 @@ std::byte* logger::reserve_slow(log_queue*& q, std::size_t size) {
     log_buffer* old = q->write_buf;
     auto* b = new log_buffer(cap, old->base + q->write_pos);
     old->next.store(b, std::memory_order_release);
-    q->write_buf = b;
-    q->write_pos = 0;
-    q->limit = cap;
+    q->write_into(b);
     return q->reserve(size);
   }
   if (o.on_full == full_policy::drop) return drop();
