@@ -33,8 +33,10 @@ enum class full_policy {
 /// never go back (unless the wall clock is stepped back by more than 1 ms).
 enum class log_timestamp {
   none,
-  /// CLOCK_REALTIME_COARSE: the kernel's last tick (1-4 ms old), written to
-  /// the millisecond.
+  /// CLOCK_REALTIME_COARSE: the kernel's last tick (up to a few ms old),
+  /// written to the millisecond. The cheapest read in a loop, but of data
+  /// the kernel writes every tick, so a call after a pause misses on it:
+  /// its tail at the call is the worst of the three (docs/benchmarks.md).
   coarse,
   /// The CPU's time-stamp counter at the call (rdtsc), which the backend
   /// turns into CLOCK_REALTIME: calibrated against it at construction (the
