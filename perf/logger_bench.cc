@@ -15,8 +15,19 @@
 // Each variant runs in a child process of its own, 1 and 4 producer
 // threads. Files go to --dir (default /tmp).
 //
-//   build/perf/logger_bench [--iterations 2000] [--messages 2000000] [--dir /tmp] [--only NAME]
+//   build/perf/logger_bench [--iterations 2000] [--messages 2000000] [--dir /tmp] [--only NAME[,NAME...]] [--runs N]
+//
+// With --runs N the variants run N times, interleaved (every other run in
+// reverse order), then the median and range of each figure and of
+// sluice::logger's ratio to the reference (Quill, else spdlog) per run.
+// --timestamps 1 adds sluice::logger with each log_timestamp (coarse,
+// precise: the TSC, realtime) and first times a read of each clock.
+// LOGGER_BENCH_BY_INDEX=1 prints, on stderr, the hot path's latencies by
+// the call's place in its burst (the first call after the wait is the
+// cold one: it makes the tail). LOGGER_BENCH_POLL_MS and LOGGER_BENCH_RING
+// set sluice::logger's poll_interval and ring_size.
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -93,15 +104,18 @@ struct variant {
   std::function<void()> finish;
   bool newline_added = false;  // the logger adds the newline (spdlog's and Quill's patterns)
   bool one_stream_per_thread = false;
+  std::size_t stamp_bytes = 0;  // each line starts with a timestamp this long
 };
 
 // ---- sluice::logger
 std::unique_ptr<sluice::logger> sl;
-variant sluice_logger() {
+variant sluice_logger(sluice::log_timestamp stamp = sluice::log_timestamp::none, std::string name = "sluice::logger") {
   variant v;
-  v.name = "sluice::logger";
-  v.start = [](const std::string& path, int) {
+  v.name = std::move(name);
+  v.stamp_bytes = stamp == sluice::log_timestamp::none ? 0 : stamp == sluice::log_timestamp::coarse ? 25 : 28;
+  v.start = [stamp](const std::string& path, int) {
     sluice::logger_options o;
+    o.timestamp = stamp;
     if (const char* e = std::getenv("LOGGER_BENCH_POLL_MS")) o.poll_interval = std::chrono::milliseconds(std::atoi(e));
     if (const char* e = std::getenv("LOGGER_BENCH_RING")) o.ring_size = std::stoul(e);
     sl = std::make_unique<sluice::logger>([path] { return sluice::make_log_writable(path); }, o);
@@ -233,6 +247,15 @@ void hot_path(variant& v, const config& c, int threads, double tick_ns, result& 
   v.finish();
   std::vector<std::uint64_t> all;
   for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
+  if (std::getenv("LOGGER_BENCH_BY_INDEX")) {
+    for (int k : {0, 1, 2, 10, 19}) {
+      std::vector<std::uint64_t> x;
+      for (auto& l : lat) for (std::size_t j = static_cast<std::size_t>(k); j < l.size(); j += 20) x.push_back(l[j]);
+      std::sort(x.begin(), x.end());
+      std::fprintf(stderr, "  [%s %d threads] call %2d: p50 %.0f p90 %.0f p99 %.0f max %.0f\n", v.name.c_str(), threads, k,
+                   x[x.size() / 2] * tick_ns, x[x.size() * 9 / 10] * tick_ns, x[x.size() * 99 / 100] * tick_ns, x.back() * tick_ns);
+    }
+  }
   std::sort(all.begin(), all.end());
   auto pct = [&](double p) { return static_cast<double>(all[static_cast<std::size_t>(p * static_cast<double>(all.size() - 1))]) * tick_ns; };
   r.p50 = pct(0.50);
@@ -270,7 +293,8 @@ void back_to_back(variant& v, const config& c, int threads, result& r, const std
     for (int t = 1; t < threads; ++t) files.push_back(fmt::format("{}.{}", path, t));
   std::uint64_t expected_bytes = 0;
   for (std::uint64_t i = 0; i < per_thread * static_cast<std::size_t>(threads); ++i)
-    expected_bytes += fmt::formatted_size("iteration {} message {} double {}\n", i, i * 2, static_cast<double>(i) / 2);
+    expected_bytes +=
+        v.stamp_bytes + fmt::formatted_size("iteration {} message {} double {}\n", i, i * 2, static_cast<double>(i) / 2);
   std::uint64_t got_bytes = 0;
   for (const auto& f : files) got_bytes += file_bytes(f);
   r.verified = got_bytes == expected_bytes;
@@ -278,8 +302,8 @@ void back_to_back(variant& v, const config& c, int threads, result& r, const std
     std::ifstream in(path);
     std::string line;
     for (std::uint64_t i = 0; i < per_thread && r.verified; ++i)
-      r.verified = std::getline(in, line) &&
-                   line == fmt::format("iteration {} message {} double {}", i, i * 2, static_cast<double>(i) / 2);
+      r.verified = std::getline(in, line) && line.size() >= v.stamp_bytes &&
+                   line.substr(v.stamp_bytes) == fmt::format("iteration {} message {} double {}", i, i * 2, static_cast<double>(i) / 2);
   }
   if (!r.verified) r.note = fmt::format("file has {} bytes, {} expected", got_bytes, expected_bytes);
   for (const auto& f : files) ::unlink(f.c_str());
@@ -316,10 +340,55 @@ result in_child(const std::function<void(result&)>& fn) {
   return r;
 }
 
+// What each clock a timestamp can come from costs a read, in a loop (the
+// best of 5 rounds of 2M reads).
+void clock_costs() {
+  auto cost = [](auto read) {
+    double best = 1e9;
+    for (int round = 0; round < 5; ++round) {
+      std::uint64_t sink = 0;
+      const auto t0 = clock_type::now();
+      for (int i = 0; i < 2'000'000; ++i) sink += read();
+      const auto t1 = clock_type::now();
+      asm volatile("" : : "r"(sink));
+      best = std::min(best, std::chrono::duration<double, std::nano>(t1 - t0).count() / 2e6);
+    }
+    return best;
+  };
+  auto gettime = [](clockid_t id) {
+    timespec ts;
+    ::clock_gettime(id, &ts);
+    return static_cast<std::uint64_t>(ts.tv_nsec);
+  };
+  std::printf("a clock read, in a loop: rdtsc %.1f ns, CLOCK_REALTIME_COARSE %.1f ns, CLOCK_REALTIME %.1f ns\n\n",
+              cost([] { return __rdtsc(); }), cost([&] { return gettime(CLOCK_REALTIME_COARSE); }),
+              cost([&] { return gettime(CLOCK_REALTIME); }));
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+bool selected(const config& c, const std::string& name) {
+  if (c.only.empty()) return true;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t comma = c.only.find(',', from);
+    const std::string part = c.only.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+    if (comma == std::string::npos) return false;
+    from = comma + 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   config c;
+  int runs = 1;
+  bool timestamps = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--iterations")
@@ -330,8 +399,13 @@ int main(int argc, char** argv) {
       c.dir = argv[i + 1];
     else if (a == "--only")
       c.only = argv[i + 1];
+    else if (a == "--runs")
+      runs = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--timestamps")
+      timestamps = std::string(argv[i + 1]) == "1";
     else {
-      std::fprintf(stderr, "usage: %s [--iterations N] [--messages N] [--dir DIR] [--only NAME]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--iterations N] [--messages N] [--dir DIR] [--only NAME[,NAME...]] [--runs N] [--timestamps 1]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -340,48 +414,112 @@ int main(int argc, char** argv) {
     c.messages = 200'000;
   }
   const double tick_ns = ns_per_tick();
-  std::vector<variant> variants{sluice_logger(), sluice_print()};
+  std::vector<variant> variants;
+  std::vector<variant> all{sluice_logger(), sluice_print()};
+  if (timestamps) {
+    all.push_back(sluice_logger(sluice::log_timestamp::coarse, "sluice::logger, coarse stamp"));
+    all.push_back(sluice_logger(sluice::log_timestamp::precise, "sluice::logger, precise stamp (TSC)"));
+    all.push_back(sluice_logger(sluice::log_timestamp::realtime, "sluice::logger, realtime stamp"));
+  }
+  for (variant& v : all)
+    if (selected(c, v.name)) variants.push_back(std::move(v));
 #if LOGGER_BENCH_HAVE_SPDLOG
-  variants.push_back(spdlog_async());
+  if (selected(c, "spdlog async")) variants.push_back(spdlog_async());
 #endif
 #if LOGGER_BENCH_HAVE_QUILL
-  variants.push_back(quill_logger());
+  if (selected(c, "Quill")) variants.push_back(quill_logger());
 #endif
   std::printf("logger_bench: hot path %zu bursts of 20 calls 2-2.2 ms apart (each call timed, rdtsc %.3f ns/tick); "
-              "back to back %zu lines into %s\n\n",
-              c.iterations, tick_ns, c.messages, c.dir.c_str());
-  std::map<std::pair<std::string, int>, result> results;
-  for (int threads : {1, 4}) {
-    std::printf("%d producer thread%s\n", threads, threads > 1 ? "s" : "");
-    std::printf("  %-36s %9s %9s %9s %14s  %s\n", "", "p50 ns", "p99 ns", "p99.9 ns", "back to back", "file");
-    for (variant& v : variants) {
-      if (!c.only.empty() && v.name.find(c.only) == std::string::npos) continue;
-      const std::string path = fmt::format("{}/logger_bench.{}.log", c.dir, ::getpid());
-      result hot = in_child([&](result& r) {
-        hot_path(v, c, threads, tick_ns, r, path);
-        ::unlink(path.c_str());
-        for (int t = 1; t < threads; ++t) ::unlink(fmt::format("{}.{}", path, t).c_str());
-      });
-      result b2b = in_child([&](result& r) { back_to_back(v, c, threads, r, path); });
-      hot.msgs_per_s = b2b.msgs_per_s;
-      hot.verified = b2b.verified;
-      hot.note = b2b.note;
-      results[{v.name, threads}] = hot;
-      std::printf("  %-36s %9.0f %9.0f %9.0f %10.2fM/s  %s %s\n", v.name.c_str(), hot.p50, hot.p99, hot.p999,
-                  hot.msgs_per_s / 1e6, hot.verified ? "ok" : "WRONG", hot.note.c_str());
+              "back to back %zu lines into %s; %d run%s, the variants interleaved (each in a child process)\n\n",
+              c.iterations, tick_ns, c.messages, c.dir.c_str(), runs, runs > 1 ? "s" : "");
+  if (timestamps) clock_costs();
+  // results[threads][variant][run]
+  std::map<int, std::map<std::string, std::vector<result>>> results;
+  for (int run = 0; run < runs; ++run) {
+    if (runs > 1) std::printf("run %d of %d\n", run + 1, runs);
+    // Every other run in reverse order: neither side always goes first
+    // after the other's child has warmed (or cooled) the machine.
+    std::vector<variant*> order;
+    for (variant& v : variants) order.push_back(&v);
+    if (run % 2) std::reverse(order.begin(), order.end());
+    for (int threads : {1, 4}) {
+      std::printf("%d producer thread%s\n", threads, threads > 1 ? "s" : "");
+      std::printf("  %-36s %9s %9s %9s %14s  %s\n", "", "p50 ns", "p99 ns", "p99.9 ns", "back to back", "file");
+      for (variant* vp : order) {
+        variant& v = *vp;
+        const std::string path = fmt::format("{}/logger_bench.{}.log", c.dir, ::getpid());
+        result hot = in_child([&](result& r) {
+          hot_path(v, c, threads, tick_ns, r, path);
+          ::unlink(path.c_str());
+          for (int t = 1; t < threads; ++t) ::unlink(fmt::format("{}.{}", path, t).c_str());
+        });
+        result b2b = in_child([&](result& r) { back_to_back(v, c, threads, r, path); });
+        hot.msgs_per_s = b2b.msgs_per_s;
+        hot.verified = b2b.verified;
+        hot.note = b2b.note;
+        results[threads][v.name].push_back(hot);
+        std::printf("  %-36s %9.0f %9.0f %9.0f %10.2fM/s  %s %s\n", v.name.c_str(), hot.p50, hot.p99, hot.p999,
+                    hot.msgs_per_s / 1e6, hot.verified ? "ok" : "WRONG", hot.note.c_str());
+        std::fflush(stdout);
+      }
+      // Ratios against the reference: Quill when built with it, else spdlog.
+      for (const char* ref : {"Quill", "spdlog async"}) {
+        auto& byname = results[threads];
+        if (!byname.contains(ref) || !byname.contains("sluice::logger")) continue;
+        const result& q = byname[ref].back();
+        const result& s = byname["sluice::logger"].back();
+        std::printf("  sluice::logger / %s: p50 %.2fx, p99 %.2fx, p99.9 %.2fx (lower is better), back to back %.2fx (higher is better)\n",
+                    ref, s.p50 / q.p50, s.p99 / q.p99, s.p999 / q.p999, s.msgs_per_s / q.msgs_per_s);
+        break;
+      }
+      std::printf("\n");
       std::fflush(stdout);
     }
-    // Ratios against the reference: Quill when built with it, else spdlog.
-    for (const char* ref : {"Quill", "spdlog async"}) {
-      auto r = results.find({ref, threads});
-      auto s = results.find({"sluice::logger", threads});
-      if (r == results.end() || s == results.end()) continue;
-      std::printf("  sluice::logger / %s: p50 %.2fx, p99 %.2fx, p99.9 %.2fx (lower is better), back to back %.2fx (higher is better)\n",
-                  ref, s->second.p50 / r->second.p50, s->second.p99 / r->second.p99, s->second.p999 / r->second.p999,
-                  s->second.msgs_per_s / r->second.msgs_per_s);
-      break;
+  }
+  if (runs > 1) {
+    std::printf("median of %d runs [min-max]\n", runs);
+    for (auto& [threads, byname] : results) {
+      std::printf("%d producer thread%s\n", threads, threads > 1 ? "s" : "");
+      auto line = [&](const std::string& name, const std::vector<double>& p50, const std::vector<double>& p99,
+                      const std::vector<double>& p999, const std::vector<double>& rate, bool ratio) {
+        auto f = [&](const std::vector<double>& x, double scale, const char* unit) {
+          return fmt::format("{:.{}f}{} [{:.{}f}-{:.{}f}]", median(x) * scale, ratio ? 2 : (scale < 1 ? 2 : 0), unit,
+                             *std::min_element(x.begin(), x.end()) * scale, ratio ? 2 : (scale < 1 ? 2 : 0),
+                             *std::max_element(x.begin(), x.end()) * scale, ratio ? 2 : (scale < 1 ? 2 : 0));
+        };
+        const char* u = ratio ? "x" : "";
+        std::printf("  %-30s p50 %s  p99 %s  p99.9 %s  back to back %s\n", name.c_str(), f(p50, 1, u).c_str(),
+                    f(p99, 1, u).c_str(), f(p999, 1, u).c_str(), f(rate, ratio ? 1 : 1e-6, ratio ? "x" : "M/s").c_str());
+      };
+      for (auto& [name, rs] : byname) {
+        std::vector<double> a, b, d, e;
+        for (const result& r : rs) {
+          a.push_back(r.p50);
+          b.push_back(r.p99);
+          d.push_back(r.p999);
+          e.push_back(r.msgs_per_s);
+        }
+        line(name, a, b, d, e, false);
+      }
+      for (const char* ref : {"Quill", "spdlog async"}) {
+        if (!byname.contains(ref) || !byname.contains("sluice::logger")) continue;
+        std::vector<double> a, b, d, e;
+        const auto& q = byname[ref];
+        const auto& s = byname["sluice::logger"];
+        int met = 0;
+        for (std::size_t i = 0; i < q.size() && i < s.size(); ++i) {
+          a.push_back(s[i].p50 / q[i].p50);
+          b.push_back(s[i].p99 / q[i].p99);
+          d.push_back(s[i].p999 / q[i].p999);
+          e.push_back(s[i].msgs_per_s / q[i].msgs_per_s);
+          met += s[i].p50 <= q[i].p50 && s[i].p999 <= q[i].p999 && e.back() >= 1.5;
+        }
+        line(fmt::format("sluice::logger / {}", ref), a, b, d, e, true);
+        std::printf("  %-30s runs meeting every goal (p50 and p99.9 <= 1x, back to back >= 1.5x): %d of %zu\n", "",
+                    met, a.size());
+        break;
+      }
     }
-    std::printf("\n");
   }
   return 0;
 }

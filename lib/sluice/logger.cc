@@ -26,13 +26,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <span>
+#include <sstream>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -145,6 +148,135 @@ std::size_t format_stamp(char* p, std::uint64_t ns, bool precise) noexcept {
 
 constexpr std::string_view drop_format = "sluice::logger: {} lines dropped\n";
 
+// ---- the TSC as the wall clock (log_timestamp::precise)
+//
+// print() stores the counter; the backend maps it to CLOCK_REALTIME with a
+// line (base, slope) it refits every second against pairs read together.
+// A refit does not jump: it starts where the old line is at that moment
+// and slews the difference out over the next interval, so that the stamps
+// of one thread stay in order across it. Only a wall clock stepped by more
+// than a millisecond (settimeofday, an NTP step) makes it start afresh.
+
+// The counter ticks at one rate in every state and on every core, and the
+// kernel trusts it (it falls back to another clocksource when it does not).
+bool tsc_invariant() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ok = [] {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    bool constant = false, nonstop = false;
+    while (std::getline(cpuinfo, line) && line.rfind("flags", 0) != 0) {
+    }
+    std::istringstream flags(line);
+    for (std::string f; flags >> f;) {
+      constant |= f == "constant_tsc";
+      nonstop |= f == "nonstop_tsc";
+    }
+    std::ifstream source("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    std::string clocksource;
+    source >> clocksource;
+    return constant && nonstop && clocksource == "tsc";
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+std::uint64_t realtime_ns(clockid_t id) noexcept {
+  timespec ts;
+  ::clock_gettime(id, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+struct tsc_sample {
+  std::uint64_t tsc, ns;
+};
+// The counter and the wall clock read together: of a few tries, the one
+// whose clock_gettime the two counter reads bracket most tightly (the
+// others were interrupted).
+tsc_sample sample_tsc() noexcept {
+  tsc_sample best{};
+  std::uint64_t best_gap = ~std::uint64_t{0};
+  for (int i = 0; i < 8; ++i) {
+    const std::uint64_t a = detail::log_tsc();
+    const std::uint64_t ns = realtime_ns(CLOCK_REALTIME);
+    const std::uint64_t b = detail::log_tsc();
+    if (b - a < best_gap) {
+      best_gap = b - a;
+      best = {a + (b - a) / 2, ns};
+    }
+  }
+  return best;
+}
+
+class tsc_clock {
+ public:
+  // Two samples 2 ms apart: a slope good to about 1e-5 until the first
+  // refit, 50 ms later.
+  void calibrate() {
+    origin_ = sample_tsc();
+    const std::uint64_t until = origin_.ns + 2'000'000;
+    while (realtime_ns(CLOCK_REALTIME) < until) detail::cpu_relax();
+    const tsc_sample s = sample_tsc();
+    publish(s.tsc, s.ns, static_cast<double>(s.ns - origin_.ns) / static_cast<double>(s.tsc - origin_.tsc));
+    last_fit_ = s.tsc;
+    interval_ns_ = 50'000'000;
+  }
+  // The backend, on each pass: refits once the interval is over (50 ms,
+  // doubling up to 1 s).
+  void maybe_refit() noexcept {
+    const std::uint64_t now = detail::log_tsc();
+    const double slope = current().slope.load(std::memory_order_relaxed);
+    if (static_cast<double>(now - last_fit_) * slope < static_cast<double>(interval_ns_)) return;
+    const tsc_sample s = sample_tsc();
+    const std::uint64_t mapped = to_ns(s.tsc);
+    const auto off = static_cast<std::int64_t>(s.ns - mapped);
+    if (off > 1'000'000 || off < -1'000'000 || s.ns <= origin_.ns || s.tsc <= origin_.tsc) {
+      // The wall clock was stepped: start from here, at the old rate.
+      origin_ = {s.tsc - 1, s.ns - static_cast<std::uint64_t>(slope)};
+      publish(s.tsc, s.ns, slope);
+    } else {
+      interval_ns_ = std::min<std::uint64_t>(interval_ns_ * 2, 1'000'000'000);
+      const double rate = static_cast<double>(s.ns - origin_.ns) / static_cast<double>(s.tsc - origin_.tsc);
+      // Continuous at s.tsc; reaches the fitted line one interval later.
+      const double ticks = static_cast<double>(interval_ns_) / rate;
+      publish(s.tsc, mapped, std::max(rate + static_cast<double>(off) / ticks, rate / 2));
+    }
+    last_fit_ = s.tsc;
+  }
+  // Any thread (the crash handler too): the counter's value as ns since the
+  // epoch.
+  std::uint64_t to_ns(std::uint64_t tsc) const noexcept {
+    const fit& f = current();
+    const auto delta = static_cast<double>(static_cast<std::int64_t>(tsc - f.tsc.load(std::memory_order_relaxed)));
+    return f.ns.load(std::memory_order_relaxed) +
+           static_cast<std::uint64_t>(std::llround(delta * f.slope.load(std::memory_order_relaxed)));
+  }
+
+ private:
+  // Two fits, one being read: the backend writes the other, then flips, so
+  // that a reader (the crash handler, on another thread) sees a whole one.
+  struct fit {
+    std::atomic<std::uint64_t> tsc{0}, ns{0};
+    std::atomic<double> slope{1};
+  };
+  const fit& current() const noexcept { return fits_[which_.load(std::memory_order_acquire)]; }
+  void publish(std::uint64_t tsc, std::uint64_t ns, double slope) noexcept {
+    fit& f = fits_[1 - which_.load(std::memory_order_relaxed)];
+    f.tsc.store(tsc, std::memory_order_relaxed);
+    f.ns.store(ns, std::memory_order_relaxed);
+    f.slope.store(slope, std::memory_order_relaxed);
+    which_.store(1 - which_.load(std::memory_order_relaxed), std::memory_order_release);
+  }
+
+  fit fits_[2];
+  std::atomic<int> which_{0};
+  tsc_sample origin_{};  // the backend's
+  std::uint64_t last_fit_ = 0;
+  std::uint64_t interval_ns_ = 0;
+};
+
 // ---- the crash handler
 
 constexpr int crash_signals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE};
@@ -187,8 +319,12 @@ struct logger::state {
   std::uint64_t flush_told = 0;     // the flushes told they are done
   int term_signo = 0;
   signal_watch term_watch, int_watch;
-  std::int64_t stamp_second = -1;
-  char stamp[40];
+  tsc_clock tsc;  // log_clock::tsc
+  detail::log_clock clock = detail::log_clock::none;
+
+  // A record's timestamp as ns since the epoch.
+  std::uint64_t stamp_ns(std::uint64_t t) const noexcept { return clock == detail::log_clock::tsc ? tsc.to_ns(t) : t; }
+  bool precise_stamps() const noexcept { return clock == detail::log_clock::tsc || clock == detail::log_clock::realtime; }
 
   void run_backend(std::promise<void>& started);
   void kick();
@@ -196,7 +332,7 @@ struct logger::state {
   void pass();
   enum class drained { empty, budget, pushed_back };
   drained drain_queue(log_queue& q, std::size_t& budget);
-  bool write_line(const log_record& r, write_cb cb);
+  bool write_line(log_queue& q, const log_record& r, write_cb cb);
   void land(log_queue& q, std::uint64_t pos) noexcept;
   void land_all() noexcept;
   void check_flush() noexcept;
@@ -207,9 +343,17 @@ struct logger::state {
 // ---- construction and the backend thread
 
 logger::logger(stream_factory make_stream, const logger_options& options, int)
-    : id_(next_logger_id.fetch_add(1)), stamp_(options.timestamp), state_(std::make_unique<state>()) {
+    : id_(next_logger_id.fetch_add(1)), state_(std::make_unique<state>()) {
   state& s = *state_;
   s.options = options;
+  switch (options.timestamp) {
+    case log_timestamp::none: clock_ = detail::log_clock::none; break;
+    case log_timestamp::coarse: clock_ = detail::log_clock::coarse; break;
+    case log_timestamp::precise: clock_ = tsc_invariant() ? detail::log_clock::tsc : detail::log_clock::realtime; break;
+    case log_timestamp::realtime: clock_ = detail::log_clock::realtime; break;
+  }
+  s.clock = clock_;
+  if (clock_ == detail::log_clock::tsc) s.tsc.calibrate();
   s.options.ring_size = round_pow2(options.ring_size);
   s.options.max_ring_size = std::max(s.options.ring_size, round_pow2(options.max_ring_size));
   if (s.options.poll_interval.count() < 1) s.options.poll_interval = std::chrono::milliseconds(1);
@@ -335,6 +479,7 @@ void logger::state::pass() {
     timer = 0;
   }
   if (paused || ending) return;
+  if (clock == detail::log_clock::tsc) tsc.maybe_refit();
   const bool stop = stopping.load(std::memory_order_seq_cst);
   // A flush() waits for the lines printed before it: where each queue's
   // lines end as the pass sees the request.
@@ -428,19 +573,24 @@ logger::state::drained logger::state::drain_queue(log_queue& q, std::size_t& bud
           static_cast<logger::state*>(qp->owner)->land(*qp, pos);
         };
       q.reported_drops += r->dropped;
-      const bool ok = write_line(*r, std::move(cb));
+      const bool ok = write_line(q, *r, std::move(cb));
       q.read_pos = end;
       if (!ok) return drained::pushed_back;
     }
   }
 }
 
-bool logger::state::write_line(const log_record& r, write_cb cb) {
+bool logger::state::write_line(log_queue& q, const log_record& r, write_cb cb) {
   if (r.dropped) stream->print(fmt::runtime(drop_format), r.dropped);
   if (r.timestamp) {
-    const bool precise = options.timestamp == log_timestamp::precise;
+    std::uint64_t ns = stamp_ns(r.timestamp);
+    // A thread's lines in order: a refit of the TSC's line may put a stamp
+    // taken before it a hair behind the one before (a wall clock stepped
+    // back by more than that goes back).
+    if (ns < q.last_stamp && q.last_stamp - ns < 1'000'000) ns = q.last_stamp;
+    q.last_stamp = ns;
     char buf[40];
-    const std::size_t n = format_stamp(buf, r.timestamp, precise);
+    const std::size_t n = format_stamp(buf, ns, precise_stamps());
     stream->write(std::string_view(buf, n));
   }
   detail::log_output out;
@@ -556,8 +706,7 @@ log_queue* logger::attach_thread() {
       q = new log_queue;
       q->owner = &s;
       auto* b = new log_buffer(s.options.ring_size, 0);
-      q->write_buf = b;
-      q->limit = b->capacity;
+      q->write_into(b);
       q->crash_buf.store(b, std::memory_order_relaxed);
       q->next_queue = s.queues.load(std::memory_order_relaxed);
       s.queues.store(q, std::memory_order_release);
@@ -593,9 +742,7 @@ std::byte* logger::reserve_slow(log_queue*& q, std::size_t size) {
     log_buffer* old = q->write_buf;
     auto* b = new log_buffer(cap, old->base + q->write_pos);
     old->next.store(b, std::memory_order_release);
-    q->write_buf = b;
-    q->write_pos = 0;
-    q->limit = cap;
+    q->write_into(b);
     return q->reserve(size);
   }
   if (o.on_full == full_policy::drop) return drop();
@@ -624,9 +771,7 @@ std::byte* logger::reserve_slow(log_queue*& q, std::size_t size) {
 }
 
 std::uint64_t logger::now() const noexcept {
-  timespec ts;
-  ::clock_gettime(stamp_ == log_timestamp::coarse ? CLOCK_REALTIME_COARSE : CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+  return realtime_ns(clock_ == detail::log_clock::coarse ? CLOCK_REALTIME_COARSE : CLOCK_REALTIME);
 }
 
 std::error_code logger::flush() {
@@ -684,7 +829,7 @@ void crash_write_queue(const logger::state& s, const log_queue& q, int fd) noexc
         write_all(fd, line, std::min(n, sizeof line));
       }
       std::size_t at = 0;
-      if (r->timestamp) at = format_stamp(line, r->timestamp, s.options.timestamp == log_timestamp::precise);
+      if (r->timestamp) at = format_stamp(line, s.stamp_ns(r->timestamp), s.precise_stamps());
       detail::log_output out;
       out.buf = line + at;
       out.capacity = sizeof line - at;

@@ -29,11 +29,24 @@ enum class full_policy {
 };
 
 /// When each line is stamped (at the call), and how the backend writes it:
-/// an ISO 8601 UTC time and a space before the line.
+/// an ISO 8601 UTC time and a space before the line. Each thread's stamps
+/// never go back (unless the wall clock is stepped back by more than 1 ms).
 enum class log_timestamp {
   none,
-  coarse,   ///< CLOCK_REALTIME_COARSE (a few ns; the kernel's tick: 1-4 ms), written to the millisecond
-  precise,  ///< CLOCK_REALTIME (vDSO), written to the microsecond
+  /// CLOCK_REALTIME_COARSE: the kernel's last tick (up to a few ms old),
+  /// written to the millisecond. The cheapest read in a loop, but of data
+  /// the kernel writes every tick, so a call after a pause misses on it:
+  /// its tail at the call is the worst of the three (docs/benchmarks.md).
+  coarse,
+  /// The CPU's time-stamp counter at the call (rdtsc), which the backend
+  /// turns into CLOCK_REALTIME: calibrated against it at construction (the
+  /// constructor takes 2 ms more) and again every second, within a few
+  /// microseconds of it; written to the microsecond. Where the counter is
+  /// not invariant (no constant_tsc and nonstop_tsc in /proc/cpuinfo, or the
+  /// kernel's clocksource is not tsc) or not x86: what realtime does.
+  precise,
+  /// CLOCK_REALTIME (vDSO) at the call, written to the microsecond.
+  realtime,
 };
 
 struct logger_options {
@@ -130,7 +143,7 @@ class logger {
     auto* r = reinterpret_cast<detail::log_record*>(p);
     r->size = static_cast<std::uint32_t>(size);
     r->dropped = q->pending_drops;
-    r->timestamp = stamp_ != log_timestamp::none ? now() : 0;
+    r->timestamp = clock_ == detail::log_clock::none ? 0 : clock_ == detail::log_clock::tsc ? detail::log_tsc() : now();
     r->format = format;
     r->format_size = format_size;
     r->decode = &detail::log_decode<Stored...>;
@@ -153,7 +166,7 @@ class logger {
   std::uint64_t now() const noexcept;
 
   std::uint64_t id_;
-  log_timestamp stamp_;
+  detail::log_clock clock_;
   std::unique_ptr<state> state_;
 };
 

@@ -13,6 +13,18 @@ namespace sluice::detail {
 
 inline constexpr std::size_t log_cache_line = 64;
 
+// What print() stamps a record with: log_timestamp once resolved (precise
+// is the TSC where it is invariant).
+enum class log_clock : std::uint8_t { none, tsc, coarse, realtime };
+
+inline std::uint64_t log_tsc() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_ia32_rdtsc();
+#else
+  return 0;  // never used: log_clock::tsc is x86 only
+#endif
+}
+
 struct log_output;
 
 // Formats a record's arguments (see log_codec.h): made per argument-type
@@ -27,7 +39,7 @@ struct log_record {
   std::uint32_t size;
   // Lines the thread dropped (a full ring, policy drop) just before this one.
   std::uint32_t dropped;
-  std::uint64_t timestamp;  // ns since the epoch, or 0
+  std::uint64_t timestamp;  // ns since the epoch (log_clock::tsc: the TSC), or 0
   const char* format;       // a format_string's text: static storage
   std::size_t format_size;
   log_decode_fn* decode;
@@ -67,10 +79,13 @@ struct alignas(log_cache_line) log_buffer {
 // exits lets go of it (owned = false), and the next new thread takes it over
 // (what is left in it is still drained, before that thread's lines).
 struct alignas(log_cache_line) log_queue {
-  // ---- the producer's (the owning thread's)
+  // ---- the producer's (the owning thread's): one cache line, all that
+  // print() reads (write_buf's own line holds what the backend reads)
   log_buffer* write_buf = nullptr;
-  std::uint64_t write_pos = 0;  // in write_buf
-  std::uint64_t limit = 0;      // write_buf's head + capacity, as last seen
+  std::byte* write_data = nullptr;  // write_buf's
+  std::size_t write_mask = 0;       // write_buf's
+  std::uint64_t write_pos = 0;      // in write_buf
+  std::uint64_t limit = 0;          // write_buf's head + capacity, as last seen
   std::uint32_t pending_drops = 0;
   std::atomic<std::uint64_t> dropped{0};  // every line this queue dropped
 
@@ -82,6 +97,7 @@ struct alignas(log_cache_line) log_queue {
   std::deque<log_buffer*> unlanded;
   std::atomic<log_buffer*> crash_buf{nullptr};
   std::uint64_t reported_drops = 0;  // the drops the lines read so far told of
+  std::uint64_t last_stamp = 0;      // ns: the thread's last line's time as written
   std::uint64_t landed = 0;      // the stream wrote the queue up to here
   std::uint64_t flush_stop = 0;  // where the lines of the pending flush() end
   void* owner = nullptr;         // the logger's state, for the write callbacks
@@ -94,23 +110,32 @@ struct alignas(log_cache_line) log_queue {
   std::atomic<bool> owned{true};
   log_queue* next_queue = nullptr;  // the logger's list; set before it is published
 
+  // The producer writes into b from now on.
+  void write_into(log_buffer* b) noexcept {
+    write_buf = b;
+    write_data = b->data;
+    write_mask = b->mask;
+    write_pos = 0;
+    limit = b->capacity;
+  }
+
   // Room for `n` bytes (a multiple of 8) at the producer's cursor, or null.
   std::byte* reserve(std::size_t n) noexcept {
-    log_buffer* b = write_buf;
     std::uint64_t pos = write_pos;
-    const std::size_t off = pos & b->mask;
-    const std::size_t waste = off + n > b->capacity ? b->capacity - off : 0;
+    const std::size_t off = pos & write_mask;
+    const std::size_t capacity = write_mask + 1;
+    const std::size_t waste = off + n > capacity ? capacity - off : 0;
     if (pos + waste + n > limit) [[unlikely]] {
-      limit = b->head.load(std::memory_order_acquire) + b->capacity;
+      limit = write_buf->head.load(std::memory_order_acquire) + capacity;
       if (pos + waste + n > limit) return nullptr;
     }
     if (waste) [[unlikely]] {
-      reinterpret_cast<log_record*>(b->data + off)->size = 0;
+      reinterpret_cast<log_record*>(write_data + off)->size = 0;
       pos += waste;
       write_pos = pos;
-      return b->data;
+      return write_data;
     }
-    return b->data + off;
+    return write_data + off;
   }
   // Publishes the `n` bytes reserve() gave.
   void commit(std::size_t n) noexcept {
@@ -118,7 +143,7 @@ struct alignas(log_cache_line) log_queue {
     write_buf->tail.store(write_pos, std::memory_order_release);
     // The line this thread writes ten lines on: the backend read it a lap
     // ago, so a write would wait for it to come back (Quill does the same).
-    __builtin_prefetch(write_buf->data + ((write_pos + 10 * log_cache_line) & write_buf->mask), 1, 3);
+    __builtin_prefetch(write_data + ((write_pos + 10 * log_cache_line) & write_mask), 1, 3);
   }
 };
 
