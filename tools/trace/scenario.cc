@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/pipeline.h"
 
@@ -59,6 +60,9 @@ class scenario_parser {
   static const std::map<std::string_view, family> commands;
 
   step create_stream();
+  step from();
+  step set_default_hwm();
+  step get_default_hwm();
   step write();
   step end();
   step cork();
@@ -100,6 +104,10 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"duplex", &scenario_parser::create_stream},
     {"transform", &scenario_parser::create_stream},
     {"passthrough", &scenario_parser::create_stream},
+    // Extension (API.md): Readable.from() and the default high-water mark.
+    {"from", &scenario_parser::from},
+    {"set-default-hwm", &scenario_parser::set_default_hwm},
+    {"get-default-hwm", &scenario_parser::get_default_hwm},
     // The writable side.
     {"write", &scenario_parser::write},
     {"end", &scenario_parser::end},
@@ -242,6 +250,90 @@ step scenario_parser::create_stream() {
                                               : duplex_kind::passthrough;
   const std::string name = create(stream_kind::duplex);
   return at([name, k, o](trace_run& r) { r.add_duplex(name, k, o); });
+}
+
+// Extension: from R CHUNKS [hwm=N] [bytes] [range|string] [error=MSG]
+// [noAutoDestroy] [noEmitClose]; CHUNKS is `-` (none) or chunks joined by
+// commas.
+step scenario_parser::from() {
+  if (args_.size() < 2) fail("from: expected from R CHUNKS [OPTION]...");
+  from_spec f;
+  const std::string& list = args_[1];
+  if (list != "-") {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = list.find(',', start);
+      const std::string c = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!is_chunk(c)) fail("from: bad chunk '" + c + "' in '" + list + "'");
+      f.chunks.push_back(c);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  std::vector<std::string> seen;
+  for (std::size_t i = 2; i < args_.size(); ++i) {
+    const std::string& w = args_[i];
+    const auto eq = w.find('=');
+    const std::string key = eq == std::string::npos ? w : w.substr(0, eq);
+    const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
+    const bool valued = key == "hwm" || key == "error";
+    if ((valued && (eq == std::string::npos || v.empty())) ||
+        (!valued && (eq != std::string::npos || (key != "bytes" && key != "range" && key != "string" &&
+                                                  key != "noAutoDestroy" && key != "noEmitClose"))))
+      fail("from: unknown option '" + w + "'");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail("from: option '" + key + "' given twice");
+    seen.push_back(key);
+    if (key == "hwm") {
+      std::size_t hwm = 0;
+      if (!is_count(v)) fail("from: hwm wants a non-negative integer, got '" + v + "'");
+      if (std::from_chars(v.data(), v.data() + v.size(), hwm).ec != std::errc{})
+        fail("from: hwm " + v + " is too large (at most " + std::to_string(SIZE_MAX) + ")");
+      f.hwm = hwm;
+    } else if (key == "error") {
+      f.error = v;
+    } else if (key == "bytes") {
+      f.bytes = true;
+    } else if (key == "range") {
+      f.range = true;
+    } else if (key == "string") {
+      f.string = true;
+    } else if (key == "noAutoDestroy") {
+      f.no_auto_destroy = true;
+    } else {
+      f.no_emit_close = true;
+    }
+  }
+  if (f.range && f.string) fail("from: range and string exclude each other");
+  if (f.error && (f.range || f.string)) fail("from: error= needs the generator (no range or string)");
+  if (f.string && f.chunks.size() != 1) fail("from: string wants exactly one chunk");
+  const std::string name = create(stream_kind::readable);
+  return at([name, f](trace_run& r) { r.add_from(name, f); });
+}
+
+// Extension: set-default-hwm [objectMode] N
+step scenario_parser::set_default_hwm() {
+  arity(1, 2);
+  const bool object_mode = args_.size() == 2;
+  if (object_mode && args_[0] != "objectMode")
+    fail("set-default-hwm: expected 'objectMode', got '" + args_[0] + "'");
+  const std::string& v = args_.back();
+  std::size_t n = 0;
+  if (!is_count(v)) fail("set-default-hwm: N must be a non-negative integer, got '" + v + "'");
+  if (std::from_chars(v.data(), v.data() + v.size(), n).ec != std::errc{})
+    fail("set-default-hwm: " + v + " is too large (at most " + std::to_string(SIZE_MAX) + ")");
+  return at([object_mode, n](trace_run&) { sluice::set_default_high_water_mark(object_mode, n); });
+}
+
+// Extension: get-default-hwm [objectMode]
+step scenario_parser::get_default_hwm() {
+  arity(0, 1);
+  if (args_.size() == 1 && args_[0] != "objectMode")
+    fail("get-default-hwm: expected 'objectMode', got '" + args_[0] + "'");
+  const bool object_mode = args_.size() == 1;
+  return at([object_mode](trace_run& r) {
+    r.emit(std::string("get-default-hwm ") + (object_mode ? "objectMode" : "bytes") + " -> " +
+           std::to_string(sluice::get_default_high_water_mark(object_mode)));
+  });
 }
 
 // ---- The writable side
@@ -497,6 +589,9 @@ std::vector<step> parse_scenario(std::string_view text) { return scenario_parser
 
 void run_scenario(const std::vector<step>& steps, trace_run& run) {
   auto& l = sluice::loop::current();
+  // Every run starts from Node v20's defaults, as the oracle's does.
+  sluice::set_default_high_water_mark(false, 16384);
+  sluice::set_default_high_water_mark(true, 16);
   for (const auto& s : steps) {
     if (s.tick) {
       l.run_until_idle();
