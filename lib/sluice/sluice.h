@@ -32,6 +32,7 @@
 #include "sluice/sources/source.h"
 #include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/duplex.h"
+#include "sluice/stream/duplex_pair.h"
 #include "sluice/stream/fanout.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/from.h"

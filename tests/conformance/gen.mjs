@@ -15,7 +15,7 @@
 //                                                  run-random.sh checks without Node
 //
 // The family of a seed is FAMILIES[seed % 7] unless --family names one (or an API
-// family: from). A scenario is
+// family: from, pair). A scenario is
 // made valid against the oracle: a `complete` with nothing pending (which the
 // oracle rejects, as sluice-trace does) is dropped and the rest kept.
 // Needs Node v20, as oracle.mjs does. No npm dependencies.
@@ -30,7 +30,7 @@ export const FAMILIES = ['writable', 'readable', 'pipe', 'duplex', 'transform', 
 // one: they are not in the seeds' rotation, so every seed keeps its scenario
 // (random/corpus.txt), and `from` differs from Node by design in when 'close'
 // comes (docs/differences-from-node.md), which its mismatches show.
-export const API_FAMILIES = ['from'];
+export const API_FAMILIES = ['from', 'pair'];
 const ALL_FAMILIES = [...FAMILIES, ...API_FAMILIES];
 
 // mulberry32: small, seedable, the same on every Node.
@@ -187,8 +187,35 @@ function generate(seed, family) {
     return `${lines.join('\n')}\n`;
   };
 
+  // Extension (API.md): a duplexPair, written, ended, read and destroyed on
+  // both sides.
+  const pairScenario = () => {
+    const words = ['duplexpair', 'a', 'b', ...opts([[hwm, 0.5], ['objectMode', 0.15], ['noAutoDestroy', 0.1],
+      ['noEmitClose', 0.1], ['noHalfOpen', 0.2]])];
+    lines.push(words.join(' '));
+    streams.push({ name: 'a', kind: 'duplex' }, { name: 'b', kind: 'duplex' });
+    for (let k = R.int(4, 20); k > 0; k--) {
+      const roll = R.int(0, 99);
+      const side = R.pick(['a', 'b']);
+      if (roll < 15) lines.push('tick');
+      else if (roll < 19) lines.push(`destroy ${side}${R.chance(0.4) ? ' error=bang' : ''}`);
+      else if (roll < 55) lines.push(writableOp(side));
+      else {
+        lines.push(R.pick([
+          () => `read ${side}${R.chance(0.3) ? ` ${R.int(0, 4)}` : ''}`,
+          () => `on ${side} ${R.pick(['data', 'readable'])}`,
+          () => `pause ${side}`,
+          () => `resume ${side}`,
+          () => `state ${side}`,
+        ])());
+      }
+    }
+    return `${lines.join('\n')}\n`;
+  };
+
   switch (family) {
     case 'from': return fromScenario();
+    case 'pair': return pairScenario();
     case 'writable': add('writable', 'w'); break;
     case 'readable': add('readable', 'r'); break;
     case 'pipe': add('readable', 'r'); add('writable', 'w'); if (R.chance(0.3)) add('writable', 'w2'); break;

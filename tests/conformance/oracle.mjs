@@ -12,7 +12,7 @@
 // when Node is not v20 (message on stderr). No npm dependencies.
 import {
   Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished,
-  getDefaultHighWaterMark, setDefaultHighWaterMark,
+  getDefaultHighWaterMark, setDefaultHighWaterMark, duplexPair,
 } from 'node:stream';
 import { pipeline as pipelinePromise } from 'node:stream/promises';
 import { readFileSync } from 'node:fs';
@@ -113,6 +113,15 @@ function makeFrom(name, chunks, o) {
   for (const ev of ['end', 'close', 'pause', 'resume']) r.on(ev, () => emit(`${ev} ${name}`));
   r.on('error', (err) => emit(`error ${name} ${what(err)}`));
   streams.set(name, { kind: 'readable', stream: r, pending: [] });
+}
+
+// Extension (API.md): duplexPair(options), two connected DuplexSides.
+function makeDuplexPair(a, b, o) {
+  const [sa, sb] = duplexPair(duplexOptions(o));
+  listenDuplex(a, sa);
+  listenDuplex(b, sb);
+  streams.set(a, { kind: 'duplex', stream: sa, pending: [] });
+  streams.set(b, { kind: 'duplex', stream: sb, pending: [] });
 }
 
 // Extension: one emitter, so each event prints once.
@@ -302,6 +311,18 @@ function parse(text) {
         if (o.string && chunks.length !== 1) fail(n, 'from: string wants exactly one chunk');
         const name = create('readable');
         run = () => makeFrom(name, chunks, o);
+        break;
+      }
+      case 'duplexpair': {
+        // duplexpair A B [hwm=N] [objectMode] [noAutoDestroy] [noEmitClose] [noHalfOpen]
+        if (args.length < 2) fail(n, 'duplexpair: expected duplexpair A B [OPTION]...');
+        const b = args[1];
+        args.splice(1, 1); // the options follow the first name, as for the other creating commands
+        const o = options(['hwm', 'objectMode', 'noAutoDestroy', 'noEmitClose', 'noHalfOpen']);
+        const a = create('duplex');
+        if (kinds.has(b)) fail(n, `duplexpair: stream '${b}' already exists`);
+        kinds.set(b, 'duplex');
+        run = () => makeDuplexPair(a, b, o);
         break;
       }
       case 'set-default-hwm': {

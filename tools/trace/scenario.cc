@@ -60,7 +60,9 @@ class scenario_parser {
   static const std::map<std::string_view, family> commands;
 
   step create_stream();
+  stream_options creating_options() const;
   step from();
+  step duplex_pair();
   step set_default_hwm();
   step get_default_hwm();
   step write();
@@ -106,6 +108,7 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"passthrough", &scenario_parser::create_stream},
     // Extension (API.md): Readable.from() and the default high-water mark.
     {"from", &scenario_parser::from},
+    {"duplexpair", &scenario_parser::duplex_pair},
     {"set-default-hwm", &scenario_parser::set_default_hwm},
     {"get-default-hwm", &scenario_parser::get_default_hwm},
     // The writable side.
@@ -193,6 +196,24 @@ std::string scenario_parser::create(stream_kind k) {
 
 // writable|readable|duplex|transform|passthrough NAME [OPTION]...
 step scenario_parser::create_stream() {
+  const stream_options o = creating_options();
+  if (cmd_ == "writable") {
+    const std::string name = create(stream_kind::writable);
+    return at([name, o](trace_run& r) { r.add_writable(name, o); });
+  }
+  if (cmd_ == "readable") {
+    const std::string name = create(stream_kind::readable);
+    return at([name, o](trace_run& r) { r.add_readable(name, o); });
+  }
+  const duplex_kind k = cmd_ == "duplex"      ? duplex_kind::duplex
+                        : cmd_ == "transform" ? duplex_kind::transform
+                                              : duplex_kind::passthrough;
+  const std::string name = create(stream_kind::duplex);
+  return at([name, k, o](trace_run& r) { r.add_duplex(name, k, o); });
+}
+
+// The options of a creating command, checked against those it allows.
+stream_options scenario_parser::creating_options() const {
   static const std::map<std::string, std::vector<std::string>> allowed_by_cmd = {
       {"writable", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose"}},
       {"readable", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose"}},
@@ -200,6 +221,7 @@ step scenario_parser::create_stream() {
                   "noReadable", "noWritable"}},
       {"transform", {"hwm", "flush", "async", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
       {"passthrough", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
+      {"duplexpair", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
   };
   static const std::map<std::string, bool stream_options::*> flags = {
       {"writev", &stream_options::writev},
@@ -237,19 +259,7 @@ step scenario_parser::create_stream() {
       o.*flags.at(key) = true;
     }
   }
-  if (cmd_ == "writable") {
-    const std::string name = create(stream_kind::writable);
-    return at([name, o](trace_run& r) { r.add_writable(name, o); });
-  }
-  if (cmd_ == "readable") {
-    const std::string name = create(stream_kind::readable);
-    return at([name, o](trace_run& r) { r.add_readable(name, o); });
-  }
-  const duplex_kind k = cmd_ == "duplex"      ? duplex_kind::duplex
-                        : cmd_ == "transform" ? duplex_kind::transform
-                                              : duplex_kind::passthrough;
-  const std::string name = create(stream_kind::duplex);
-  return at([name, k, o](trace_run& r) { r.add_duplex(name, k, o); });
+  return o;
 }
 
 // Extension: from R CHUNKS [hwm=N] [bytes] [range|string] [error=MSG]
@@ -308,6 +318,20 @@ step scenario_parser::from() {
   if (f.string && f.chunks.size() != 1) fail("from: string wants exactly one chunk");
   const std::string name = create(stream_kind::readable);
   return at([name, f](trace_run& r) { r.add_from(name, f); });
+}
+
+// Extension: duplexpair A B [hwm=N] [objectMode] [noAutoDestroy]
+// [noEmitClose] [noHalfOpen]. The options follow the second name; parsed as
+// a creating command's (create_stream) with B taken out.
+step scenario_parser::duplex_pair() {
+  if (args_.size() < 2) fail("duplexpair: expected duplexpair A B [OPTION]...");
+  const std::string b = args_[1];
+  args_.erase(args_.begin() + 1);
+  const stream_options o = creating_options();
+  const std::string a = create(stream_kind::duplex);
+  if (kinds_.count(b)) fail("duplexpair: stream '" + b + "' already exists");
+  kinds_[b] = stream_kind::duplex;
+  return at([a, b, o](trace_run& r) { r.add_duplex_pair(a, b, o); });
 }
 
 // Extension: set-default-hwm [objectMode] N

@@ -202,6 +202,20 @@ void trace_run::add_from(const std::string& name, const from_spec& f) {
   print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
 }
 
+// Extension: duplexpair A B: both sides print a duplex's events.
+void trace_run::add_duplex_pair(const std::string& a, const std::string& b, const stream_options& o) {
+  auto dop = common_options<sluice::duplex_options>(o);
+  dop.allow_half_open = !o.no_half_open;
+  auto [da, db] = sluice::duplex_pair(dop);
+  streams_[a].d = std::move(da);
+  streams_[b].d = std::move(db);
+  using sluice::event;
+  for (const std::string* name : {&a, &b})
+    print_events(*this, *streams_[*name].d, *name,
+                 {event::drain, event::finish, event::end, event::close, event::pipe, event::unpipe, event::pause,
+                  event::resume});
+}
+
 void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_options& o) {
   stream_entry& e = streams_[name];
   auto dop = common_options<sluice::duplex_options>(o);
