@@ -36,6 +36,7 @@
 #include "sluice/stream/fanout.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/from.h"
+#include "sluice/stream/operators.h"
 #include "sluice/stream/pipeline.h"
 #include "sluice/stream/pipe_zero_copy.h"
 #include "sluice/stream/print_compiled.h"

@@ -15,7 +15,7 @@
 //                                                  run-random.sh checks without Node
 //
 // The family of a seed is FAMILIES[seed % 7] unless --family names one (or an API
-// family: from, pair). A scenario is
+// family: from, pair, ops). A scenario is
 // made valid against the oracle: a `complete` with nothing pending (which the
 // oracle rejects, as sluice-trace does) is dropped and the rest kept.
 // Needs Node v20, as oracle.mjs does. No npm dependencies.
@@ -30,7 +30,7 @@ export const FAMILIES = ['writable', 'readable', 'pipe', 'duplex', 'transform', 
 // one: they are not in the seeds' rotation, so every seed keeps its scenario
 // (random/corpus.txt), and `from` differs from Node by design in when 'close'
 // comes (docs/differences-from-node.md), which its mismatches show.
-export const API_FAMILIES = ['from', 'pair'];
+export const API_FAMILIES = ['from', 'pair', 'ops'];
 const ALL_FAMILIES = [...FAMILIES, ...API_FAMILIES];
 
 // mulberry32: small, seedable, the same on every Node.
@@ -213,7 +213,36 @@ function generate(seed, family) {
     return `${lines.join('\n')}\n`;
   };
 
+  // Extension (API.md): one iterator helper over a readable that is pushed
+  // to, read and destroyed.
+  const opsScenario = () => {
+    lines.push(`readable r objectMode${R.chance(0.3) ? ` ${hwm()}` : ''}`);
+    streams.push({ name: 'r', kind: 'readable' });
+    const c = chunk();
+    const helper = R.pick(['to-array r', 'for-each r', 'reduce r', `reduce r ${c}`, `some r ${c}`, `every r ${c}`,
+      `find r ${c}`, 'map m r', `filter m r ${c}`, `take m r ${R.int(0, 3)}`, `drop m r ${R.int(0, 3)}`]);
+    chunkNo = 0;
+    const made = helper.includes(' m r');
+    if (R.chance(0.3)) for (let k = R.int(1, 3); k > 0; k--) lines.push(`push r ${chunk()}`);
+    lines.push(helper);
+    if (made) {
+      streams.push({ name: 'm', kind: 'readable' });
+      lines.push(R.chance(0.7) ? 'on m data' : 'read m');
+    }
+    for (let k = R.int(3, 12); k > 0; k--) {
+      const roll = R.int(0, 99);
+      if (roll < 20) lines.push('tick');
+      else if (roll < 25) lines.push(`destroy ${R.pick(streams).name}${R.chance(0.4) ? ' error=bang' : ''}`);
+      else if (roll < 35) lines.push(`state ${R.pick(streams).name}`);
+      else if (roll < 40 && made) lines.push('read m');
+      else lines.push(`push r ${chunk()}`);
+    }
+    if (R.chance(0.7)) lines.push('push r EOF');
+    return `${lines.join('\n')}\n`;
+  };
+
   switch (family) {
+    case 'ops': return opsScenario();
     case 'from': return fromScenario();
     case 'pair': return pairScenario();
     case 'writable': add('writable', 'w'); break;

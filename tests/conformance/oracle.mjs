@@ -325,6 +325,61 @@ function parse(text) {
         run = () => makeDuplexPair(a, b, o);
         break;
       }
+      // Extension (API.md): the iterator helpers.
+      case 'to-array': case 'for-each': case 'reduce': case 'some': case 'every': case 'find': {
+        // to-array R | for-each R | reduce R [INITIAL] | some R CHUNK | every R CHUNK | find R CHUNK
+        const wantsChunk = ['some', 'every', 'find'].includes(cmd);
+        if (wantsChunk) arity(2, 2); else if (cmd === 'reduce') arity(1, 2); else arity(1, 1);
+        const r = stream(0, 'readable');
+        const arg = args.length === 2 ? chunk(args[1]) : undefined;
+        const report = (v) => emit(`${cmd} ${r} -> ${v}`);
+        const failed = (err) => emit(`${cmd} ${r} ${what(err)}`);
+        const test = (c) => { emit(`test ${r} ${show(c)}`); return show(c) === arg; };
+        run = () => {
+          const s = streams.get(r).stream;
+          let p;
+          switch (cmd) {
+            case 'to-array': p = s.toArray().then((a) => report(a.length ? a.map(show).join(',') : '-')); break;
+            case 'for-each': p = s.forEach((c) => { emit(`each ${r} ${show(c)}`); }).then(() => report('ok')); break;
+            case 'reduce': {
+              const fn = (acc, c) => `${show(acc)}+${show(c)}`;
+              p = (arg === undefined ? s.reduce(fn) : s.reduce(fn, arg)).then((v) => report(show(v)));
+              break;
+            }
+            case 'some': p = s.some(test).then(report); break;
+            case 'every': p = s.every((c) => !test(c)).then(report); break;
+            case 'find': p = s.find(test).then((v) => report(v === undefined ? 'undefined' : show(v))); break;
+          }
+          p.catch(failed);
+        };
+        break;
+      }
+      case 'map': case 'filter': case 'take': case 'drop': {
+        // map M R | filter M R CHUNK | take M R N | drop M R N: M is a new readable
+        if (cmd === 'map') arity(2, 2); else arity(3, 3);
+        const r = stream(1, 'readable');
+        let arg;
+        if (cmd === 'filter') arg = chunk(args[2]);
+        if (cmd === 'take' || cmd === 'drop') {
+          if (!COUNT.test(args[2])) fail(n, `${cmd}: N must be a non-negative integer, got '${args[2]}'`);
+          arg = Number(args[2]);
+        }
+        const m = create('readable');
+        run = () => {
+          const s = streams.get(r).stream;
+          let out;
+          switch (cmd) {
+            case 'map': out = s.map((c) => { emit(`map ${r} ${show(c)}`); return show(c).toUpperCase(); }); break;
+            case 'filter': out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return show(c) !== arg; }); break;
+            case 'take': out = s.take(arg); break;
+            case 'drop': out = s.drop(arg); break;
+          }
+          for (const ev of ['end', 'close', 'pause', 'resume']) out.on(ev, () => emit(`${ev} ${m}`));
+          out.on('error', (err) => emit(`error ${m} ${what(err)}`));
+          streams.set(m, { kind: 'readable', stream: out, pending: [] });
+        };
+        break;
+      }
       case 'set-default-hwm': {
         // set-default-hwm [objectMode] N
         arity(1, 2);

@@ -9,6 +9,7 @@
 
 #include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/finished.h"
+#include "sluice/stream/operators.h"
 #include "sluice/stream/pipeline.h"
 
 namespace sluice_trace {
@@ -63,6 +64,8 @@ class scenario_parser {
   stream_options creating_options() const;
   step from();
   step duplex_pair();
+  step consuming_helper();
+  step stream_helper();
   step set_default_hwm();
   step get_default_hwm();
   step write();
@@ -109,6 +112,17 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     // Extension (API.md): Readable.from() and the default high-water mark.
     {"from", &scenario_parser::from},
     {"duplexpair", &scenario_parser::duplex_pair},
+    // Extension (API.md): the iterator helpers.
+    {"to-array", &scenario_parser::consuming_helper},
+    {"for-each", &scenario_parser::consuming_helper},
+    {"reduce", &scenario_parser::consuming_helper},
+    {"some", &scenario_parser::consuming_helper},
+    {"every", &scenario_parser::consuming_helper},
+    {"find", &scenario_parser::consuming_helper},
+    {"map", &scenario_parser::stream_helper},
+    {"filter", &scenario_parser::stream_helper},
+    {"take", &scenario_parser::stream_helper},
+    {"drop", &scenario_parser::stream_helper},
     {"set-default-hwm", &scenario_parser::set_default_hwm},
     {"get-default-hwm", &scenario_parser::get_default_hwm},
     // The writable side.
@@ -332,6 +346,104 @@ step scenario_parser::duplex_pair() {
   if (kinds_.count(b)) fail("duplexpair: stream '" + b + "' already exists");
   kinds_[b] = stream_kind::duplex;
   return at([a, b, o](trace_run& r) { r.add_duplex_pair(a, b, o); });
+}
+
+// Extension: to-array R | for-each R | reduce R [INITIAL] | some R CHUNK |
+// every R CHUNK | find R CHUNK. The functions print `test R CHUNK` (some,
+// every, find: the chunk matches CHUNK; every's function rejects it) or
+// `each R CHUNK`; reduce's joins with '+'; the outcome prints
+// `CMD R -> VALUE` or `CMD R WHAT`.
+step scenario_parser::consuming_helper() {
+  const bool wants_chunk = cmd_ == "some" || cmd_ == "every" || cmd_ == "find";
+  if (wants_chunk)
+    arity(2, 2);
+  else if (cmd_ == "reduce")
+    arity(1, 2);
+  else
+    arity(1, 1);
+  const std::string name = stream(0, stream_kind::readable);
+  std::optional<std::string> arg;
+  if (args_.size() == 2) arg = chunk(args_[1]);
+  const std::string cmd = cmd_;
+  return at([cmd, name, arg](trace_run& r) {
+    auto& s = r[name].readable();
+    auto report = [&r, cmd, name](const std::string& v) { r.emit(cmd + " " + name + " -> " + v); };
+    auto failed = [&r, cmd, name](std::error_code ec) { r.emit(cmd + " " + name + " " + what(ec)); };
+    auto test = [&r, name, arg](std::string_view c) {
+      r.emit("test " + name + " " + std::string(c));
+      return c == *arg;
+    };
+    if (cmd == "to-array") {
+      sluice::to_array(s, [report, failed](std::error_code ec, std::vector<std::string> all) {
+        if (ec) return failed(ec);
+        std::string v;
+        for (const auto& c : all) v += (v.empty() ? "" : ",") + c;
+        report(v.empty() ? "-" : v);
+      });
+    } else if (cmd == "for-each") {
+      sluice::for_each(
+          s, [&r, name](std::string_view c) { r.emit("each " + name + " " + std::string(c)); },
+          [report, failed](std::error_code ec) { ec ? failed(ec) : report("ok"); });
+    } else if (cmd == "reduce") {
+      sluice::reduce(
+          s, [](std::string acc, std::string_view c) { return acc + "+" + std::string(c); }, arg,
+          [report, failed](std::error_code ec, std::string v) { ec ? failed(ec) : report(v); });
+    } else if (cmd == "some") {
+      sluice::some(s, test, [report, failed](std::error_code ec, bool v) { ec ? failed(ec) : report(v ? "true" : "false"); });
+    } else if (cmd == "every") {
+      sluice::every(
+          s, [test](std::string_view c) { return !test(c); },
+          [report, failed](std::error_code ec, bool v) { ec ? failed(ec) : report(v ? "true" : "false"); });
+    } else {
+      sluice::find(s, test, [report, failed](std::error_code ec, std::optional<std::string> v) {
+        ec ? failed(ec) : report(v ? *v : "undefined");
+      });
+    }
+  });
+}
+
+// Extension: map M R | filter M R CHUNK | take M R N | drop M R N: M is a
+// new readable. map's function prints `map R CHUNK` and upper-cases;
+// filter's prints `test R CHUNK` and drops CHUNK.
+step scenario_parser::stream_helper() {
+  if (cmd_ == "map")
+    arity(2, 2);
+  else
+    arity(3, 3);
+  const std::string src = stream(1, stream_kind::readable);
+  std::string arg;
+  std::size_t count = 0;
+  if (cmd_ == "filter") arg = chunk(args_[2]);
+  if (cmd_ == "take" || cmd_ == "drop") {
+    const std::string& v = args_[2];
+    if (!is_count(v) || std::from_chars(v.data(), v.data() + v.size(), count).ec != std::errc{})
+      fail(cmd_ + ": N must be a non-negative integer, got '" + v + "'");
+  }
+  const std::string m = create(stream_kind::readable);
+  const std::string cmd = cmd_;
+  return at([cmd, m, src, arg, count](trace_run& r) {
+    auto& s = r[src].readable();
+    std::unique_ptr<sluice::readable> out;
+    if (cmd == "map") {
+      out = sluice::map(s, [&r, src](std::string_view c) {
+        r.emit("map " + src + " " + std::string(c));
+        std::string u(c);
+        for (char& ch : u)
+          if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+        return u;
+      });
+    } else if (cmd == "filter") {
+      out = sluice::filter(s, [&r, src, arg](std::string_view c) {
+        r.emit("test " + src + " " + std::string(c));
+        return c != arg;
+      });
+    } else if (cmd == "take") {
+      out = sluice::take(s, count);
+    } else {
+      out = sluice::drop(s, count);
+    }
+    r.add_made_readable(m, std::move(out));
+  });
 }
 
 // Extension: set-default-hwm [objectMode] N
@@ -618,6 +730,9 @@ void run_scenario(const std::vector<step>& steps, trace_run& run) {
   sluice::set_default_high_water_mark(true, 16);
   for (const auto& s : steps) {
     if (s.tick) {
+      // The oracle's commands run inside a promise's continuation: their
+      // microtasks (the iterator helpers' awaits) come before their ticks.
+      l.run_microtasks();
       l.run_until_idle();
       continue;
     }
@@ -627,6 +742,7 @@ void run_scenario(const std::vector<step>& steps, trace_run& run) {
       run.emit("throw " + what(e.code()));
     }
   }
+  l.run_microtasks();
   l.run_until_idle();  // the implicit final tick
 }
 

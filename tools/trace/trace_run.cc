@@ -202,6 +202,13 @@ void trace_run::add_from(const std::string& name, const from_spec& f) {
   print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
 }
 
+void trace_run::add_made_readable(const std::string& name, std::unique_ptr<sluice::readable> r) {
+  stream_entry& e = streams_[name];
+  e.r = std::move(r);
+  using sluice::event;
+  print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
+}
+
 // Extension: duplexpair A B: both sides print a duplex's events.
 void trace_run::add_duplex_pair(const std::string& a, const std::string& b, const stream_options& o) {
   auto dop = common_options<sluice::duplex_options>(o);

@@ -76,6 +76,8 @@ class trace_run {
   void add_readable(const std::string& name, const stream_options& o);
   void add_duplex(const std::string& name, duplex_kind k, const stream_options& o);
   void add_from(const std::string& name, const from_spec& f);
+  /// A readable made by a helper (map, filter, take, drop), named `name`.
+  void add_made_readable(const std::string& name, std::unique_ptr<sluice::readable> r);
   void add_duplex_pair(const std::string& a, const std::string& b, const stream_options& o);
 
   /// `state NAME`: one line for a writable or a readable; a duplex's
