@@ -461,3 +461,30 @@ TEST_CASE("a task posted from another thread runs while immediates keep coming")
   CHECK(ran);
   CHECK(turns < 2'000'000);
 }
+
+TEST_CASE("queue_microtask runs after the ticks queued before it, and before the ticks it queues") {
+  auto& l = sluice::loop::current();
+  std::string order;
+  l.next_tick([&] {
+    order += 't';
+    l.next_tick([&] { order += 'u'; });  // queued by a tick: before the microtasks
+  });
+  l.queue_microtask([&] {
+    order += 'm';
+    l.next_tick([&] { order += 'n'; });  // queued by a microtask: after them
+    l.queue_microtask([&] { order += 'k'; });  // same drain as its parent
+  });
+  l.run_until_idle();
+  CHECK(order == "tumkn");
+}
+
+TEST_CASE("run_microtasks runs the microtasks only, leaving the ticks queued") {
+  auto& l = sluice::loop::current();
+  std::string order;
+  l.next_tick([&] { order += 't'; });
+  l.queue_microtask([&] { order += 'm'; });
+  l.run_microtasks();
+  CHECK(order == "m");
+  l.run_until_idle();
+  CHECK(order == "mt");
+}

@@ -25,6 +25,8 @@ namespace sluice {
   X(out_of_range, "ERR_OUT_OF_RANGE", "The value of \"size\" is out of range. It must be <= 1GiB") \
   X(line_too_long, "ERR_SLUICE_LINE_TOO_LONG", "line longer than the configured maximum") \
   X(missing_args, "ERR_MISSING_ARGS", "The \"streams\" argument must be specified")             \
+  X(reduce_empty, "ERR_MISSING_ARGS", "Reduce of an empty stream requires an initial value")   \
+  X(aborted, "ABORT_ERR", "The operation was aborted")                                         \
   X(invalid_arg_type, "ERR_INVALID_ARG_TYPE",                                                 \
     "The \"streams\" argument must be readable before the last stream and writable after the first") \
   X(buffer_full, "ERR_SLUICE_BUFFER_FULL", "write refused: the stream holds max_buffered already") \

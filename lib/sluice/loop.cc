@@ -121,7 +121,7 @@ void loop::request_turn() {
 // After a driver's callback: ticks were drained; immediates (queued by it or
 // left by a turn) get a turn of their own, after the host's other work.
 void loop::after_callbacks() {
-  if (!immediates_.empty() || !ticks_.empty()) request_turn();
+  if (!immediates_.empty() || !ticks_.empty() || !microtasks_.empty()) request_turn();
 }
 
 void loop::run_turn() {
@@ -259,6 +259,12 @@ void loop::next_tick(task t, const void* owner) {
     request_turn();
 }
 
+void loop::queue_microtask(task t, const void* owner) {
+  microtasks_.push({owner, std::move(t)});
+  if (driver_ && running_ == 0) [[unlikely]]
+    request_turn();
+}
+
 void loop::set_immediate(task t, const void* owner) {
   immediates_.push({owner, std::move(t)});
   // Even inside a turn: an immediate queued there runs in the next one,
@@ -275,6 +281,7 @@ void loop::watch(int fd, short events, fd_task t, const void* owner) {
 void loop::cancel(const void* owner) noexcept {
   if (owner == nullptr) return;
   ticks_.cancel(owner);
+  microtasks_.cancel(owner);
   immediates_.cancel(owner);
   const auto before = timers_.size();
   std::erase_if(timers_, [owner](const timer_entry& t) { return t.owner == owner; });
@@ -303,7 +310,7 @@ short loop::watched_events_live(int fd) const noexcept {
 }
 
 bool loop::alive() const noexcept {
-  return !ticks_.empty() || !immediates_.empty() || referenced_waits() || holds_ > 0;
+  return !ticks_.empty() || !microtasks_.empty() || !immediates_.empty() || referenced_waits() || holds_ > 0;
 }
 
 void loop::unref(const void* owner) {
@@ -326,11 +333,26 @@ bool loop::referenced_waits() const noexcept {
   return false;
 }
 
-void loop::drain_ticks() {
-  while (!ticks_.empty()) {
-    queued q = ticks_.pop();
+void loop::run_microtasks() {
+  while (!microtasks_.empty()) {
+    queued q = microtasks_.pop();
     if (q.fn) q.fn();
   }
+}
+
+// Node: processTicksAndRejections(): the ticks, then the microtasks, until
+// neither queue has work.
+void loop::drain_ticks() {
+  do {
+    while (!ticks_.empty()) {
+      queued q = ticks_.pop();
+      if (q.fn) q.fn();
+    }
+    while (!microtasks_.empty()) {
+      queued q = microtasks_.pop();
+      if (q.fn) q.fn();
+    }
+  } while (!ticks_.empty());
 }
 
 void loop::run_until_idle() {

@@ -82,6 +82,16 @@ class loop {
   /// ticks queued by ticks run in the same drain. `owner` tags the task so
   /// that cancel(owner) can drop it when its object goes away.
   void next_tick(task t, const void* owner = nullptr);
+  /// Node: queueMicrotask(), and the jobs of settled promises: runs once
+  /// the ticks queued so far have run, before the ticks that microtasks
+  /// queue (Node's processTicksAndRejections(): the tick queue, then the
+  /// microtasks, again while either has work). For code that mirrors Node's
+  /// `await`, such as the iterator helpers.
+  void queue_microtask(task t, const void* owner = nullptr);
+  /// Runs the microtasks queued so far and those they queue, not the ticks:
+  /// what follows JavaScript that itself runs as a microtask (a promise's
+  /// continuation), whose microtasks come before its ticks.
+  void run_microtasks();
   /// Node: setImmediate(). Runs in the next turn, after the ticks.
   void set_immediate(task t, const void* owner = nullptr);
   /// Calls `t` once, from run(), when `fd` is ready for `events` (POLLIN,
@@ -230,6 +240,7 @@ class loop {
   close_hook* close_tail_ = nullptr;
 
   ring ticks_;
+  ring microtasks_;
   ring immediates_;
   std::vector<watch_entry> watches_;
   std::vector<timer_entry> timers_;  // a min-heap on (due, id)

@@ -10,7 +10,10 @@
 //
 // Exit 0 after a run; 2 when the scenario is malformed or cannot be read, or
 // when Node is not v20 (message on stderr). No npm dependencies.
-import { Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished } from 'node:stream';
+import {
+  Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished,
+  getDefaultHighWaterMark, setDefaultHighWaterMark, duplexPair,
+} from 'node:stream';
 import { pipeline as pipelinePromise } from 'node:stream/promises';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -42,10 +45,12 @@ const fail = (lineNo, msg) => { throw new ScenarioError(`line ${lineNo}: ${msg}`
 // A duplex (Duplex, Transform, PassThrough) is both a writable and a readable.
 const streams = new Map();
 
-// Options shared by both kinds. The spec's hwm defaults are pinned so that a newer
-// Node (64 KiB default) cannot shift traces.
+// Options shared by both kinds. Without hwm= a stream takes the default
+// high-water mark, which runScenario() pins to v20's 16384 bytes or 16
+// objects at the start of every run (a newer Node's 64 KiB cannot shift
+// traces) and `set-default-hwm` changes.
 const baseOptions = (o) => ({
-  highWaterMark: o.hwm ?? (o.objectMode ? 16 : 16384),
+  ...(o.hwm !== undefined ? { highWaterMark: o.hwm } : {}),
   objectMode: !!o.objectMode,
   autoDestroy: !o.noAutoDestroy,
   emitClose: !o.noEmitClose,
@@ -79,6 +84,44 @@ function makeReadable(name, o) {
   for (const ev of ['end', 'close', 'pause', 'resume']) r.on(ev, () => emit(`${ev} ${name}`));
   r.on('error', (err) => emit(`error ${name} ${what(err)}`));
   streams.set(name, { kind: 'readable', stream: r, pending: [] });
+}
+
+// Extension (API.md): Readable.from(iterable, options). The iterable is the
+// array of chunks itself with `range`, the one chunk with `string`, else a
+// generator that prints `next R` at each pull and, after the last chunk,
+// throws new Error(MSG) with `error=MSG`.
+function makeFrom(name, chunks, o) {
+  const opts = {};
+  if (o.hwm !== undefined) opts.highWaterMark = o.hwm;
+  if (o.bytes) opts.objectMode = false;
+  if (o.noAutoDestroy) opts.autoDestroy = false;
+  if (o.noEmitClose) opts.emitClose = false;
+  let iterable;
+  if (o.string) iterable = chunks[0];
+  else if (o.range) iterable = chunks;
+  else {
+    iterable = (function* generate() {
+      for (const c of chunks) {
+        emit(`next ${name}`);
+        yield c;
+      }
+      emit(`next ${name}`);
+      if (o.error !== undefined) throw new Error(o.error);
+    })();
+  }
+  const r = Readable.from(iterable, opts);
+  for (const ev of ['end', 'close', 'pause', 'resume']) r.on(ev, () => emit(`${ev} ${name}`));
+  r.on('error', (err) => emit(`error ${name} ${what(err)}`));
+  streams.set(name, { kind: 'readable', stream: r, pending: [] });
+}
+
+// Extension (API.md): duplexPair(options), two connected DuplexSides.
+function makeDuplexPair(a, b, o) {
+  const [sa, sb] = duplexPair(duplexOptions(o));
+  listenDuplex(a, sa);
+  listenDuplex(b, sb);
+  streams.set(a, { kind: 'duplex', stream: sa, pending: [] });
+  streams.set(b, { kind: 'duplex', stream: sb, pending: [] });
 }
 
 // Extension: one emitter, so each event prints once.
@@ -246,6 +289,113 @@ function parse(text) {
         const o = options(['hwm', 'objectMode', 'noAutoDestroy', 'noEmitClose', 'noHalfOpen']);
         const name = create('duplex');
         run = () => makePassThrough(name, o);
+        break;
+      }
+      case 'from': {
+        // from R CHUNKS [hwm=N] [bytes] [range|string] [error=MSG] [noAutoDestroy] [noEmitClose]
+        if (args.length < 2) fail(n, 'from: expected from R CHUNKS [OPTION]...');
+        const list = args[1];
+        const chunks = list === '-' ? [] : list.split(',');
+        for (const c of chunks) if (!CHUNK.test(c)) fail(n, `from: bad chunk '${c}' in '${list}'`);
+        const o = {};
+        for (const w of args.slice(2)) {
+          const m = /^(hwm|error)=(.+)$/.exec(w);
+          const key = m ? m[1] : w;
+          if (!['hwm', 'error', 'bytes', 'range', 'string', 'noAutoDestroy', 'noEmitClose'].includes(key)) fail(n, `from: unknown option '${w}'`);
+          if (key in o) fail(n, `from: option '${key}' given twice`);
+          if (key === 'hwm' && !COUNT.test(m[2])) fail(n, `from: hwm wants a non-negative integer, got '${m[2]}'`);
+          o[key] = key === 'hwm' ? Number(m[2]) : m ? m[2] : true;
+        }
+        if (o.range && o.string) fail(n, 'from: range and string exclude each other');
+        if (o.error !== undefined && (o.range || o.string)) fail(n, 'from: error= needs the generator (no range or string)');
+        if (o.string && chunks.length !== 1) fail(n, 'from: string wants exactly one chunk');
+        const name = create('readable');
+        run = () => makeFrom(name, chunks, o);
+        break;
+      }
+      case 'duplexpair': {
+        // duplexpair A B [hwm=N] [objectMode] [noAutoDestroy] [noEmitClose] [noHalfOpen]
+        if (args.length < 2) fail(n, 'duplexpair: expected duplexpair A B [OPTION]...');
+        const b = args[1];
+        args.splice(1, 1); // the options follow the first name, as for the other creating commands
+        const o = options(['hwm', 'objectMode', 'noAutoDestroy', 'noEmitClose', 'noHalfOpen']);
+        const a = create('duplex');
+        if (kinds.has(b)) fail(n, `duplexpair: stream '${b}' already exists`);
+        kinds.set(b, 'duplex');
+        run = () => makeDuplexPair(a, b, o);
+        break;
+      }
+      // Extension (API.md): the iterator helpers.
+      case 'to-array': case 'for-each': case 'reduce': case 'some': case 'every': case 'find': {
+        // to-array R | for-each R | reduce R [INITIAL] | some R CHUNK | every R CHUNK | find R CHUNK
+        const wantsChunk = ['some', 'every', 'find'].includes(cmd);
+        if (wantsChunk) arity(2, 2); else if (cmd === 'reduce') arity(1, 2); else arity(1, 1);
+        const r = stream(0, 'readable');
+        const arg = args.length === 2 ? chunk(args[1]) : undefined;
+        const report = (v) => emit(`${cmd} ${r} -> ${v}`);
+        const failed = (err) => emit(`${cmd} ${r} ${what(err)}`);
+        const test = (c) => { emit(`test ${r} ${show(c)}`); return show(c) === arg; };
+        run = () => {
+          const s = streams.get(r).stream;
+          let p;
+          switch (cmd) {
+            case 'to-array': p = s.toArray().then((a) => report(a.length ? a.map(show).join(',') : '-')); break;
+            case 'for-each': p = s.forEach((c) => { emit(`each ${r} ${show(c)}`); }).then(() => report('ok')); break;
+            case 'reduce': {
+              const fn = (acc, c) => `${show(acc)}+${show(c)}`;
+              p = (arg === undefined ? s.reduce(fn) : s.reduce(fn, arg)).then((v) => report(show(v)));
+              break;
+            }
+            case 'some': p = s.some(test).then(report); break;
+            case 'every': p = s.every((c) => !test(c)).then(report); break;
+            case 'find': p = s.find(test).then((v) => report(v === undefined ? 'undefined' : show(v))); break;
+          }
+          p.catch(failed);
+        };
+        break;
+      }
+      case 'map': case 'filter': case 'take': case 'drop': {
+        // map M R | filter M R CHUNK | take M R N | drop M R N: M is a new readable
+        if (cmd === 'map') arity(2, 2); else arity(3, 3);
+        const r = stream(1, 'readable');
+        let arg;
+        if (cmd === 'filter') arg = chunk(args[2]);
+        if (cmd === 'take' || cmd === 'drop') {
+          if (!COUNT.test(args[2])) fail(n, `${cmd}: N must be a non-negative integer, got '${args[2]}'`);
+          arg = Number(args[2]);
+        }
+        const m = create('readable');
+        run = () => {
+          const s = streams.get(r).stream;
+          let out;
+          switch (cmd) {
+            case 'map': out = s.map((c) => { emit(`map ${r} ${show(c)}`); return show(c).toUpperCase(); }); break;
+            case 'filter': out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return show(c) !== arg; }); break;
+            case 'take': out = s.take(arg); break;
+            case 'drop': out = s.drop(arg); break;
+          }
+          for (const ev of ['end', 'close', 'pause', 'resume']) out.on(ev, () => emit(`${ev} ${m}`));
+          out.on('error', (err) => emit(`error ${m} ${what(err)}`));
+          streams.set(m, { kind: 'readable', stream: out, pending: [] });
+        };
+        break;
+      }
+      case 'set-default-hwm': {
+        // set-default-hwm [objectMode] N
+        arity(1, 2);
+        const objectMode = args.length === 2;
+        if (objectMode && args[0] !== 'objectMode') fail(n, `set-default-hwm: expected 'objectMode', got '${args[0]}'`);
+        const v = args[args.length - 1];
+        if (!COUNT.test(v)) fail(n, `set-default-hwm: N must be a non-negative integer, got '${v}'`);
+        run = () => setDefaultHighWaterMark(objectMode, Number(v));
+        break;
+      }
+      case 'get-default-hwm': {
+        // get-default-hwm [objectMode]
+        arity(0, 1);
+        if (args.length === 1 && args[0] !== 'objectMode') fail(n, `get-default-hwm: expected 'objectMode', got '${args[0]}'`);
+        const objectMode = args.length === 1;
+        run = () => emit(`get-default-hwm ${objectMode ? 'objectMode' : 'bytes'} -> ${getDefaultHighWaterMark(objectMode)}`);
         break;
       }
       case 'pipeline': {
@@ -426,6 +576,8 @@ async function tick() {
 export async function runScenario(text) {
   trace.length = 0;
   streams.clear();
+  setDefaultHighWaterMark(false, 16384);
+  setDefaultHighWaterMark(true, 16);
   try {
     const steps = parse(text);
     // Commands between ticks run back to back with no await: one synchronous turn.

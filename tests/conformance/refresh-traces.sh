@@ -3,7 +3,7 @@
 # with the project's oracle (oracle.mjs, beside this script) on Node v20.
 #
 #   tests/conformance/refresh-traces.sh           rewrite every tests/conformance/*.trace
-#                                                 and ext/*.trace
+#                                                 ext/*.trace and api/*.trace
 #   tests/conformance/refresh-traces.sh --check   diff Node's output against the stored traces;
 #                                                 print the names that differ, exit 1 if any.
 #
@@ -39,7 +39,7 @@ oracle="$script_dir/oracle.mjs"
 
 shopt -s nullglob
 jobs=()
-for scn in "$script_dir"/*.scn "$script_dir"/ext/*.scn; do jobs+=("$scn"); done
+for scn in "$script_dir"/*.scn "$script_dir"/ext/*.scn "$script_dir"/api/*.scn; do jobs+=("$scn"); done
 if ((${#jobs[@]} == 0)); then
   echo "refresh-traces.sh: no scenarios in $script_dir" >&2
   exit 0

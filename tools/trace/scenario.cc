@@ -7,7 +7,9 @@
 #include <optional>
 #include <utility>
 
+#include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/finished.h"
+#include "sluice/stream/operators.h"
 #include "sluice/stream/pipeline.h"
 
 namespace sluice_trace {
@@ -59,6 +61,13 @@ class scenario_parser {
   static const std::map<std::string_view, family> commands;
 
   step create_stream();
+  stream_options creating_options() const;
+  step from();
+  step duplex_pair();
+  step consuming_helper();
+  step stream_helper();
+  step set_default_hwm();
+  step get_default_hwm();
   step write();
   step end();
   step cork();
@@ -100,6 +109,22 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"duplex", &scenario_parser::create_stream},
     {"transform", &scenario_parser::create_stream},
     {"passthrough", &scenario_parser::create_stream},
+    // Extension (API.md): Readable.from() and the default high-water mark.
+    {"from", &scenario_parser::from},
+    {"duplexpair", &scenario_parser::duplex_pair},
+    // Extension (API.md): the iterator helpers.
+    {"to-array", &scenario_parser::consuming_helper},
+    {"for-each", &scenario_parser::consuming_helper},
+    {"reduce", &scenario_parser::consuming_helper},
+    {"some", &scenario_parser::consuming_helper},
+    {"every", &scenario_parser::consuming_helper},
+    {"find", &scenario_parser::consuming_helper},
+    {"map", &scenario_parser::stream_helper},
+    {"filter", &scenario_parser::stream_helper},
+    {"take", &scenario_parser::stream_helper},
+    {"drop", &scenario_parser::stream_helper},
+    {"set-default-hwm", &scenario_parser::set_default_hwm},
+    {"get-default-hwm", &scenario_parser::get_default_hwm},
     // The writable side.
     {"write", &scenario_parser::write},
     {"end", &scenario_parser::end},
@@ -185,6 +210,24 @@ std::string scenario_parser::create(stream_kind k) {
 
 // writable|readable|duplex|transform|passthrough NAME [OPTION]...
 step scenario_parser::create_stream() {
+  const stream_options o = creating_options();
+  if (cmd_ == "writable") {
+    const std::string name = create(stream_kind::writable);
+    return at([name, o](trace_run& r) { r.add_writable(name, o); });
+  }
+  if (cmd_ == "readable") {
+    const std::string name = create(stream_kind::readable);
+    return at([name, o](trace_run& r) { r.add_readable(name, o); });
+  }
+  const duplex_kind k = cmd_ == "duplex"      ? duplex_kind::duplex
+                        : cmd_ == "transform" ? duplex_kind::transform
+                                              : duplex_kind::passthrough;
+  const std::string name = create(stream_kind::duplex);
+  return at([name, k, o](trace_run& r) { r.add_duplex(name, k, o); });
+}
+
+// The options of a creating command, checked against those it allows.
+stream_options scenario_parser::creating_options() const {
   static const std::map<std::string, std::vector<std::string>> allowed_by_cmd = {
       {"writable", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose"}},
       {"readable", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose"}},
@@ -192,6 +235,7 @@ step scenario_parser::create_stream() {
                   "noReadable", "noWritable"}},
       {"transform", {"hwm", "flush", "async", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
       {"passthrough", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
+      {"duplexpair", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
   };
   static const std::map<std::string, bool stream_options::*> flags = {
       {"writev", &stream_options::writev},
@@ -229,19 +273,203 @@ step scenario_parser::create_stream() {
       o.*flags.at(key) = true;
     }
   }
-  if (cmd_ == "writable") {
-    const std::string name = create(stream_kind::writable);
-    return at([name, o](trace_run& r) { r.add_writable(name, o); });
+  return o;
+}
+
+// Extension: from R CHUNKS [hwm=N] [bytes] [range|string] [error=MSG]
+// [noAutoDestroy] [noEmitClose]; CHUNKS is `-` (none) or chunks joined by
+// commas.
+step scenario_parser::from() {
+  if (args_.size() < 2) fail("from: expected from R CHUNKS [OPTION]...");
+  from_spec f;
+  const std::string& list = args_[1];
+  if (list != "-") {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = list.find(',', start);
+      const std::string c = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!is_chunk(c)) fail("from: bad chunk '" + c + "' in '" + list + "'");
+      f.chunks.push_back(c);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
   }
-  if (cmd_ == "readable") {
-    const std::string name = create(stream_kind::readable);
-    return at([name, o](trace_run& r) { r.add_readable(name, o); });
+  std::vector<std::string> seen;
+  for (std::size_t i = 2; i < args_.size(); ++i) {
+    const std::string& w = args_[i];
+    const auto eq = w.find('=');
+    const std::string key = eq == std::string::npos ? w : w.substr(0, eq);
+    const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
+    const bool valued = key == "hwm" || key == "error";
+    if ((valued && (eq == std::string::npos || v.empty())) ||
+        (!valued && (eq != std::string::npos || (key != "bytes" && key != "range" && key != "string" &&
+                                                  key != "noAutoDestroy" && key != "noEmitClose"))))
+      fail("from: unknown option '" + w + "'");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail("from: option '" + key + "' given twice");
+    seen.push_back(key);
+    if (key == "hwm") {
+      std::size_t hwm = 0;
+      if (!is_count(v)) fail("from: hwm wants a non-negative integer, got '" + v + "'");
+      if (std::from_chars(v.data(), v.data() + v.size(), hwm).ec != std::errc{})
+        fail("from: hwm " + v + " is too large (at most " + std::to_string(SIZE_MAX) + ")");
+      f.hwm = hwm;
+    } else if (key == "error") {
+      f.error = v;
+    } else if (key == "bytes") {
+      f.bytes = true;
+    } else if (key == "range") {
+      f.range = true;
+    } else if (key == "string") {
+      f.string = true;
+    } else if (key == "noAutoDestroy") {
+      f.no_auto_destroy = true;
+    } else {
+      f.no_emit_close = true;
+    }
   }
-  const duplex_kind k = cmd_ == "duplex"      ? duplex_kind::duplex
-                        : cmd_ == "transform" ? duplex_kind::transform
-                                              : duplex_kind::passthrough;
-  const std::string name = create(stream_kind::duplex);
-  return at([name, k, o](trace_run& r) { r.add_duplex(name, k, o); });
+  if (f.range && f.string) fail("from: range and string exclude each other");
+  if (f.error && (f.range || f.string)) fail("from: error= needs the generator (no range or string)");
+  if (f.string && f.chunks.size() != 1) fail("from: string wants exactly one chunk");
+  const std::string name = create(stream_kind::readable);
+  return at([name, f](trace_run& r) { r.add_from(name, f); });
+}
+
+// Extension: duplexpair A B [hwm=N] [objectMode] [noAutoDestroy]
+// [noEmitClose] [noHalfOpen]. The options follow the second name; parsed as
+// a creating command's (create_stream) with B taken out.
+step scenario_parser::duplex_pair() {
+  if (args_.size() < 2) fail("duplexpair: expected duplexpair A B [OPTION]...");
+  const std::string b = args_[1];
+  args_.erase(args_.begin() + 1);
+  const stream_options o = creating_options();
+  const std::string a = create(stream_kind::duplex);
+  if (kinds_.count(b)) fail("duplexpair: stream '" + b + "' already exists");
+  kinds_[b] = stream_kind::duplex;
+  return at([a, b, o](trace_run& r) { r.add_duplex_pair(a, b, o); });
+}
+
+// Extension: to-array R | for-each R | reduce R [INITIAL] | some R CHUNK |
+// every R CHUNK | find R CHUNK. The functions print `test R CHUNK` (some,
+// every, find: the chunk matches CHUNK; every's function rejects it) or
+// `each R CHUNK`; reduce's joins with '+'; the outcome prints
+// `CMD R -> VALUE` or `CMD R WHAT`.
+step scenario_parser::consuming_helper() {
+  const bool wants_chunk = cmd_ == "some" || cmd_ == "every" || cmd_ == "find";
+  if (wants_chunk)
+    arity(2, 2);
+  else if (cmd_ == "reduce")
+    arity(1, 2);
+  else
+    arity(1, 1);
+  const std::string name = stream(0, stream_kind::readable);
+  std::optional<std::string> arg;
+  if (args_.size() == 2) arg = chunk(args_[1]);
+  const std::string cmd = cmd_;
+  return at([cmd, name, arg](trace_run& r) {
+    auto& s = r[name].readable();
+    auto report = [&r, cmd, name](const std::string& v) { r.emit(cmd + " " + name + " -> " + v); };
+    auto failed = [&r, cmd, name](std::error_code ec) { r.emit(cmd + " " + name + " " + what(ec)); };
+    auto test = [&r, name, arg](std::string_view c) {
+      r.emit("test " + name + " " + std::string(c));
+      return c == *arg;
+    };
+    if (cmd == "to-array") {
+      sluice::to_array(s, [report, failed](std::error_code ec, std::vector<std::string> all) {
+        if (ec) return failed(ec);
+        std::string v;
+        for (const auto& c : all) v += (v.empty() ? "" : ",") + c;
+        report(v.empty() ? "-" : v);
+      });
+    } else if (cmd == "for-each") {
+      sluice::for_each(
+          s, [&r, name](std::string_view c) { r.emit("each " + name + " " + std::string(c)); },
+          [report, failed](std::error_code ec) { ec ? failed(ec) : report("ok"); });
+    } else if (cmd == "reduce") {
+      sluice::reduce(
+          s, [](std::string acc, std::string_view c) { return acc + "+" + std::string(c); }, arg,
+          [report, failed](std::error_code ec, std::string v) { ec ? failed(ec) : report(v); });
+    } else if (cmd == "some") {
+      sluice::some(s, test, [report, failed](std::error_code ec, bool v) { ec ? failed(ec) : report(v ? "true" : "false"); });
+    } else if (cmd == "every") {
+      sluice::every(
+          s, [test](std::string_view c) { return !test(c); },
+          [report, failed](std::error_code ec, bool v) { ec ? failed(ec) : report(v ? "true" : "false"); });
+    } else {
+      sluice::find(s, test, [report, failed](std::error_code ec, std::optional<std::string> v) {
+        ec ? failed(ec) : report(v ? *v : "undefined");
+      });
+    }
+  });
+}
+
+// Extension: map M R | filter M R CHUNK | take M R N | drop M R N: M is a
+// new readable. map's function prints `map R CHUNK` and upper-cases;
+// filter's prints `test R CHUNK` and drops CHUNK.
+step scenario_parser::stream_helper() {
+  if (cmd_ == "map")
+    arity(2, 2);
+  else
+    arity(3, 3);
+  const std::string src = stream(1, stream_kind::readable);
+  std::string arg;
+  std::size_t count = 0;
+  if (cmd_ == "filter") arg = chunk(args_[2]);
+  if (cmd_ == "take" || cmd_ == "drop") {
+    const std::string& v = args_[2];
+    if (!is_count(v) || std::from_chars(v.data(), v.data() + v.size(), count).ec != std::errc{})
+      fail(cmd_ + ": N must be a non-negative integer, got '" + v + "'");
+  }
+  const std::string m = create(stream_kind::readable);
+  const std::string cmd = cmd_;
+  return at([cmd, m, src, arg, count](trace_run& r) {
+    auto& s = r[src].readable();
+    std::unique_ptr<sluice::readable> out;
+    if (cmd == "map") {
+      out = sluice::map(s, [&r, src](std::string_view c) {
+        r.emit("map " + src + " " + std::string(c));
+        std::string u(c);
+        for (char& ch : u)
+          if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+        return u;
+      });
+    } else if (cmd == "filter") {
+      out = sluice::filter(s, [&r, src, arg](std::string_view c) {
+        r.emit("test " + src + " " + std::string(c));
+        return c != arg;
+      });
+    } else if (cmd == "take") {
+      out = sluice::take(s, count);
+    } else {
+      out = sluice::drop(s, count);
+    }
+    r.add_made_readable(m, std::move(out));
+  });
+}
+
+// Extension: set-default-hwm [objectMode] N
+step scenario_parser::set_default_hwm() {
+  arity(1, 2);
+  const bool object_mode = args_.size() == 2;
+  if (object_mode && args_[0] != "objectMode")
+    fail("set-default-hwm: expected 'objectMode', got '" + args_[0] + "'");
+  const std::string& v = args_.back();
+  std::size_t n = 0;
+  if (!is_count(v)) fail("set-default-hwm: N must be a non-negative integer, got '" + v + "'");
+  if (std::from_chars(v.data(), v.data() + v.size(), n).ec != std::errc{})
+    fail("set-default-hwm: " + v + " is too large (at most " + std::to_string(SIZE_MAX) + ")");
+  return at([object_mode, n](trace_run&) { sluice::set_default_high_water_mark(object_mode, n); });
+}
+
+// Extension: get-default-hwm [objectMode]
+step scenario_parser::get_default_hwm() {
+  arity(0, 1);
+  if (args_.size() == 1 && args_[0] != "objectMode")
+    fail("get-default-hwm: expected 'objectMode', got '" + args_[0] + "'");
+  const bool object_mode = args_.size() == 1;
+  return at([object_mode](trace_run& r) {
+    r.emit(std::string("get-default-hwm ") + (object_mode ? "objectMode" : "bytes") + " -> " +
+           std::to_string(sluice::get_default_high_water_mark(object_mode)));
+  });
 }
 
 // ---- The writable side
@@ -497,8 +725,14 @@ std::vector<step> parse_scenario(std::string_view text) { return scenario_parser
 
 void run_scenario(const std::vector<step>& steps, trace_run& run) {
   auto& l = sluice::loop::current();
+  // Every run starts from Node v20's defaults, as the oracle's does.
+  sluice::set_default_high_water_mark(false, 16384);
+  sluice::set_default_high_water_mark(true, 16);
   for (const auto& s : steps) {
     if (s.tick) {
+      // The oracle's commands run inside a promise's continuation: their
+      // microtasks (the iterator helpers' awaits) come before their ticks.
+      l.run_microtasks();
       l.run_until_idle();
       continue;
     }
@@ -508,6 +742,7 @@ void run_scenario(const std::vector<step>& steps, trace_run& run) {
       run.emit("throw " + what(e.code()));
     }
   }
+  l.run_microtasks();
   l.run_until_idle();  // the implicit final tick
 }
 

@@ -173,6 +173,56 @@ void trace_run::add_readable(const std::string& name, const stream_options& o) {
   print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
 }
 
+// Extension: the iterable is the chunks themselves (`range`), the one chunk
+// (`string`), or a generator that prints `next R` at each pull and fails
+// after its last chunk with `error=MSG`, as the oracle's does.
+void trace_run::add_from(const std::string& name, const from_spec& f) {
+  stream_entry& e = streams_[name];
+  sluice::from_options fo;
+  fo.high_water_mark = f.hwm;
+  fo.object_mode = !f.bytes;
+  fo.auto_destroy = !f.no_auto_destroy;
+  fo.emit_close = !f.no_emit_close;
+  if (f.string) {
+    e.r = sluice::readable_from(f.chunks.at(0), fo);
+  } else if (f.range) {
+    e.r = sluice::readable_from(f.chunks, fo);
+  } else {
+    e.r = sluice::readable_from(
+        [this, name, chunks = f.chunks, error = f.error,
+         next = std::size_t{0}](std::error_code& ec) mutable -> std::optional<std::string> {
+          emit("next " + name);
+          if (next < chunks.size()) return chunks[next++];
+          if (error) ec = sluice::user_error(*error);
+          return std::nullopt;
+        },
+        fo);
+  }
+  using sluice::event;
+  print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
+}
+
+void trace_run::add_made_readable(const std::string& name, std::unique_ptr<sluice::readable> r) {
+  stream_entry& e = streams_[name];
+  e.r = std::move(r);
+  using sluice::event;
+  print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
+}
+
+// Extension: duplexpair A B: both sides print a duplex's events.
+void trace_run::add_duplex_pair(const std::string& a, const std::string& b, const stream_options& o) {
+  auto dop = common_options<sluice::duplex_options>(o);
+  dop.allow_half_open = !o.no_half_open;
+  auto [da, db] = sluice::duplex_pair(dop);
+  streams_[a].d = std::move(da);
+  streams_[b].d = std::move(db);
+  using sluice::event;
+  for (const std::string* name : {&a, &b})
+    print_events(*this, *streams_[*name].d, *name,
+                 {event::drain, event::finish, event::end, event::close, event::pipe, event::unpipe, event::pause,
+                  event::resume});
+}
+
 void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_options& o) {
   stream_entry& e = streams_[name];
   auto dop = common_options<sluice::duplex_options>(o);

@@ -35,6 +35,15 @@ struct stream_options {
   bool flush = false, async = false;
 };
 
+/// Extension (API.md): `from R CHUNKS [OPTION]...`, Readable.from().
+struct from_spec {
+  std::vector<std::string> chunks;
+  std::optional<std::size_t> hwm;
+  bool bytes = false, range = false, string = false;
+  bool no_auto_destroy = false, no_emit_close = false;
+  std::optional<std::string> error;  // the generator's throw after its items
+};
+
 /// One pending sink call of a scenario's writable: _write, _writev and
 /// _final share one FIFO, completed by `complete`. A transform's pending
 /// _transform and _flush share one too.
@@ -66,6 +75,10 @@ class trace_run {
   void add_writable(const std::string& name, const stream_options& o);
   void add_readable(const std::string& name, const stream_options& o);
   void add_duplex(const std::string& name, duplex_kind k, const stream_options& o);
+  void add_from(const std::string& name, const from_spec& f);
+  /// A readable made by a helper (map, filter, take, drop), named `name`.
+  void add_made_readable(const std::string& name, std::unique_ptr<sluice::readable> r);
+  void add_duplex_pair(const std::string& a, const std::string& b, const stream_options& o);
 
   /// `state NAME`: one line for a writable or a readable; a duplex's
   /// writable side, then its readable side.

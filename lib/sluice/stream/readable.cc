@@ -12,6 +12,7 @@
 #include "sluice/assert.h"
 #include "sluice/errors.h"
 #include "sluice/detail/destroy.h"
+#include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
@@ -23,7 +24,7 @@ readable::readable(std::unique_ptr<source> s, const readable_options& options)
   readable_side_ = this;
   if (!source_) throw stream_error(make_error_code(errc::method_not_implemented), "readable needs a source");
   if (options.object_mode) state_.set(rf::object_mode);
-  state_.high_water_mark = options.high_water_mark.value_or(options.object_mode ? 16 : 16384);
+  state_.high_water_mark = options.high_water_mark.value_or(get_default_high_water_mark(options.object_mode));
   if (!options.auto_destroy) state_.clear(rf::auto_destroy);
   if (!options.emit_close) state_.clear(rf::emit_close);
   host(*source_);

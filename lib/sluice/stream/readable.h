@@ -25,7 +25,8 @@ class writable;
 struct readable_options {
   /// The source is asked for more (read(n)) while fewer than this many bytes
   /// (chunks, in object mode) are buffered, and push() returns false past it.
-  /// Unset means Node v20's default: 16384 bytes, or 16 chunks. 0 is valid:
+  /// Unset means get_default_high_water_mark(): Node v20's 16384 bytes, or 16
+  /// chunks, unless set_default_high_water_mark() changed it. 0 is valid:
   /// the source is only read when a consumer asks.
   std::optional<std::size_t> high_water_mark{};
   /// Count chunks instead of bytes, and never split or merge chunks on read.

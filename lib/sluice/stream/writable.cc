@@ -11,6 +11,7 @@
 #include "sluice/assert.h"
 #include "sluice/errors.h"
 #include "sluice/detail/destroy.h"
+#include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/readable.h"
 
 namespace sluice {
@@ -37,7 +38,7 @@ writable::writable(std::unique_ptr<sink> s, const writable_options& options)
   writable_side_ = this;
   if (!sink_) throw stream_error(make_error_code(errc::method_not_implemented), "writable needs a sink");
   if (options.object_mode) state_.set(wf::object_mode);
-  state_.high_water_mark = options.high_water_mark.value_or(options.object_mode ? 16 : 16384);
+  state_.high_water_mark = options.high_water_mark.value_or(get_default_high_water_mark(options.object_mode));
   if (options.max_buffered) {
     state_.max_buffered = *options.max_buffered;
     state_.set(wf::capped);
