@@ -58,16 +58,16 @@ struct sluice_queue {
     if (arena) {
       std::byte* p = pool.arena.allocate(chunk.size());
       std::memcpy(p, chunk.data(), chunk.size());
-      r.data = {reinterpret_cast<const char*>(p), chunk.size()};
+      r.set({reinterpret_cast<const char*>(p), chunk.size()});
     } else {
-      r.data = chunk;
+      r.set(chunk);
     }
     q.push_back(r);
   }
-  // The pool gives arena bytes back by the address of r.data: bytes that are
+  // The pool gives arena bytes back by the address of r.first: bytes that are
   // not in the arena must be forgotten first.
   void retire(write_req& r) {
-    if (!arena) r.data = {};
+    if (!arena) r.set({});
     pool.release(r);
   }
   void run(std::uint64_t ops) {
@@ -75,7 +75,7 @@ struct sluice_queue {
     for (std::uint64_t i = 0; i < ops; ++i) {
       push();
       write_req& r = q.pop_front();
-      sum += r.data.size();
+      sum += r.bytes();
       retire(r);
     }
     checksum += sum;

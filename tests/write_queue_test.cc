@@ -27,22 +27,35 @@ namespace {
 write_req& make(req_pool& pool, std::string_view chunk) {
   write_req& r = pool.acquire();
   if (chunk.empty()) {
-    r.data = {};
+    r.set({});
     return r;
   }
   std::byte* p = pool.arena.allocate(chunk.size());
   std::memcpy(p, chunk.data(), chunk.size());
-  r.data = {reinterpret_cast<const char*>(p), chunk.size()};
+  r.set({reinterpret_cast<const char*>(p), chunk.size()});
   return r;
 }
 
-byte_arena::block* block_of(const write_req& r) { return byte_arena::block_of(r.data.data()); }
+byte_arena::block* block_of(const write_req& r) { return byte_arena::block_of(r.first); }
+
+// Each chunk of each request, comma-separated, with '|' between requests.
+std::string chunks(write_queue& q) {
+  std::string out;
+  for (write_req& r : q) {
+    if (!out.empty()) out += '|';
+    for (std::size_t i = 0; i < r.count(); ++i) {
+      if (i) out += ',';
+      out += r.chunk(i);
+    }
+  }
+  return out;
+}
 
 std::string contents(write_queue& q) {
   std::string out;
   for (write_req& r : q) {
     if (!out.empty()) out += ',';
-    out += r.data;
+    out += r.run();
   }
   return out;
 }
@@ -52,7 +65,7 @@ std::string drain(write_queue& q, req_pool& pool) {
   while (!q.empty()) {
     write_req& r = q.pop_front();
     if (!out.empty()) out += ',';
-    out += r.data;
+    out += r.run();
     pool.release(r);
   }
   return out;
@@ -71,11 +84,11 @@ TEST_CASE("a write_queue pops in push order and counts requests and bytes") {
   CHECK_FALSE(q.empty());
   CHECK(q.size() == 3);
   CHECK(q.bytes() == 6);
-  CHECK(q.front().data == "a");
+  CHECK(q.front().run() == "a");
   CHECK(q.first() == &q.front());
 
   write_req& a = q.pop_front();
-  CHECK(a.data == "a");
+  CHECK(a.run() == "a");
   CHECK(q.size() == 2);
   CHECK(q.bytes() == 5);
   pool.release(a);
@@ -89,10 +102,10 @@ TEST_CASE("next() walks a queue from its first request") {
   write_queue q;
   for (std::string_view c : {"x", "yy", "zzz"}) q.push_back(make(pool, c));
   const write_req* r = q.first();
-  std::string walked(r->data);
+  std::string walked(r->run());
   for (std::size_t i = 1; i < q.size(); ++i) {
     r = write_queue::next(*r);
-    walked += r->data;
+    walked += r->run();
   }
   CHECK(walked == "xyyzzz");
   drain(q, pool);
@@ -179,7 +192,7 @@ TEST_CASE("req_pool release drops the callback and the owned buffer") {
   write_req& r = pool.acquire();
   r.cb = [token](std::error_code) {};
   r.owned = new sluice::detail::owned_chunk{std::shared_ptr<const void>(token, token.get())};
-  r.data = {reinterpret_cast<const char*>(token.get()), sizeof(int)};
+  r.set({reinterpret_cast<const char*>(token.get()), sizeof(int)});
   CHECK(token.use_count() == 3);
   pool.release(r);
   CHECK(token.use_count() == 1);
@@ -187,7 +200,7 @@ TEST_CASE("req_pool release drops the callback and the owned buffer") {
   CHECK(&again == &r);
   CHECK_FALSE(bool(again.cb));
   CHECK(again.owned == nullptr);
-  again.data = {};  // as every user of acquire() does: data is not reset
+  again.set({});  // as every user of acquire() does: the chunk is not reset
   pool.release(again);
 }
 
@@ -216,6 +229,94 @@ TEST_CASE("move_front_to moves the first n requests, or all of them") {
   drain(b, pool);
 }
 
+// ---- runs: one request for consecutive same-size chunks (see write_req)
+
+namespace {
+// n chunks of `chunk`, side by side in the arena, as one request.
+write_req& make_run(req_pool& pool, std::string_view chunk, std::size_t n) {
+  write_req& r = make(pool, chunk);
+  for (std::size_t i = 1; i < n; ++i) {
+    std::byte* p = pool.arena.allocate(chunk.size());
+    std::memcpy(p, chunk.data(), chunk.size());
+    REQUIRE(reinterpret_cast<const char*>(p) == r.first + r.bytes());
+    r.add_chunk();
+  }
+  return r;
+}
+}  // namespace
+
+TEST_CASE("a run request holds its chunks side by side and counts them as writes") {
+  req_pool pool;
+  write_queue q;
+  q.push_back(make_run(pool, "ab", 3));
+  q.push_back(make(pool, "xyz"));
+  CHECK(q.size() == 4);  // chunks, not requests
+  CHECK(q.bytes() == 9);
+  CHECK(q.front().count() == 3);
+  CHECK(q.front().size() == 2);
+  CHECK(q.front().chunk(2) == "ab");
+  CHECK(chunks(q) == "ab,ab,ab|xyz");
+  // A chunk joins the newest request in place.
+  write_req* last = q.last();
+  REQUIRE(last != nullptr);
+  std::byte* p = pool.arena.allocate(3);
+  std::memcpy(p, "uvw", 3);
+  REQUIRE(reinterpret_cast<const char*>(p) == last->first + last->bytes());
+  last->add_chunk();
+  q.added_to_last(3);
+  CHECK(q.size() == 5);
+  CHECK(q.bytes() == 12);
+  CHECK(chunks(q) == "ab,ab,ab|xyz,uvw");
+  CHECK(drain(q, pool) == "ababab,xyzuvw");
+}
+
+TEST_CASE("split_at makes a chunk inside a run the first of a request, copying the callback") {
+  req_pool pool;
+  write_queue q;
+  int calls = 0;
+  q.push_back(make(pool, "0"));
+  write_req& run = make_run(pool, "ab", 5);
+  run.cb = [&calls](std::error_code) { ++calls; };
+  q.push_back(run);
+  q.push_back(make(pool, "z"));
+  auto take = [&]() -> write_req& { return pool.acquire(); };
+
+  SUBCASE("inside the run") {
+    q.split_at(3, take);  // chunk 3 is the run's third
+    CHECK(chunks(q) == "0|ab,ab|ab,ab,ab|z");
+    CHECK(q.size() == 7);
+    CHECK(q.bytes() == 12);
+    // Both parts have the callback.
+    const write_req& front = *write_queue::next(q.front());
+    CHECK(front.count() == 2);
+    REQUIRE(bool(front.cb));
+    CHECK(front.cb.same_target(run.cb));
+  }
+  SUBCASE("at a request's start: nothing changes") {
+    q.split_at(1, take);
+    CHECK(chunks(q) == "0|ab,ab,ab,ab,ab|z");
+    q.split_at(6, take);
+    CHECK(chunks(q) == "0|ab,ab,ab,ab,ab|z");
+  }
+  SUBCASE("move_front moves the first n chunks, splitting as it must") {
+    write_queue to;
+    pool.move_front(q, to, 4);
+    CHECK(chunks(to) == "0|ab,ab,ab");
+    CHECK(chunks(q) == "ab,ab|z");
+    CHECK(to.size() == 4);
+    CHECK(q.size() == 3);
+    CHECK(to.bytes() == 7);
+    CHECK(q.bytes() == 5);
+    to.splice_back(q);
+    q.splice_back(to);
+  }
+  CHECK(calls == 0);
+  for (write_req& r : q) {
+    if (r.cb) r.cb(std::error_code{});
+  }
+  drain(q, pool);
+}
+
 TEST_CASE("clear_quick over a run of requests, then release_all, recycles them all") {
   req_pool pool;
   write_queue q;
@@ -223,7 +324,7 @@ TEST_CASE("clear_quick over a run of requests, then release_all, recycles them a
   const char* first_bytes = nullptr;
   for (int i = 0; i < 10; ++i) {
     write_req& r = make(pool, "0123456789");
-    if (i == 0) first_bytes = r.data.data();
+    if (i == 0) first_bytes = r.first;
     r.cb = [](std::error_code) {};
     made.insert(&r);
     q.push_back(r);
@@ -245,7 +346,7 @@ TEST_CASE("clear_quick over a run of requests, then release_all, recycles them a
   CHECK(recycled);
   // Every arena byte was given back: the next chunk starts the block again.
   write_req& fresh = make(pool, "y");
-  CHECK(fresh.data.data() == first_bytes);
+  CHECK(fresh.first == first_bytes);
   pool.release(fresh);
   for (write_req* r : again) pool.release(*r);
 }
@@ -255,13 +356,13 @@ TEST_CASE("a zero-length request takes no arena bytes") {
   write_req& a = make(pool, "a");
   write_req& empty = make(pool, "");
   write_req& b = make(pool, "b");
-  CHECK(empty.data.empty());
-  CHECK(b.data.data() == a.data.data() + 1);
+  CHECK(empty.run().empty());
+  CHECK(b.first == a.first + 1);
   pool.release(a);
   pool.release(empty);
   pool.release(b);
   write_req& c = make(pool, "c");
-  CHECK(c.data.data() == a.data.data());
+  CHECK(c.first == a.first);
   pool.release(c);
 }
 

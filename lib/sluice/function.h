@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -35,12 +36,14 @@ class inline_function<R(Args...), InlineSize> {
       if (f == nullptr) return;
     }
     if constexpr (fits_inline<D>) {
+      // Trivial targets (lambdas capturing pointers and integers) need no
+      // manager: moving is a memcpy and destroying is nothing. Their bytes
+      // past the target are zero, so that same_target() can compare all.
+      constexpr bool trivial = std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>;
+      if constexpr (trivial) std::memset(storage_, 0, sizeof storage_);
       ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
       invoke_ = &invoke_inline<D>;
-      // Trivial targets (lambdas capturing pointers and integers) need no
-      // manager: moving is a memcpy and destroying is nothing.
-      if constexpr (!(std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>))
-        manage_ = &manage_inline<D>;
+      if constexpr (!trivial) manage_ = &manage_inline<D>;
     } else {
       D* p = new D(std::forward<F>(f));
       std::memcpy(storage_, &p, sizeof p);
@@ -70,6 +73,42 @@ class inline_function<R(Args...), InlineSize> {
   void assign_empty(inline_function&& o) noexcept { take(o); }
 
   explicit operator bool() const noexcept { return invoke_ != nullptr; }
+
+  /// True when both are empty, or both hold a trivially copyable target of
+  /// one type with the same bytes (the same function pointer, a lambda with
+  /// the same captures): calling one is then calling the other. False
+  /// means "not known to be the same": other targets never compare equal.
+  bool same_target(const inline_function& o) const noexcept {
+    if (invoke_ != o.invoke_) return false;
+    if (!invoke_) return true;
+    if (manage_) return false;
+    // Word by word, inline: a call to memcmp would cost more than the rest.
+    for (std::size_t i = 0; i < sizeof storage_; i += sizeof(std::uint64_t)) {
+      std::uint64_t a, b;
+      std::memcpy(&a, storage_ + i, sizeof a);
+      std::memcpy(&b, o.storage_ + i, sizeof b);
+      if (a != b) return false;
+    }
+    return true;
+  }
+  /// Whether the target is trivially copyable: one that same_target() can
+  /// match, and call_copy() call.
+  bool copyable() const noexcept { return invoke_ && !manage_; }
+  /// Calls a copy of a trivially copyable target (copyable()), which this
+  /// one keeps as it was: as many calls as copies of one callback, each
+  /// called once.
+  R call_copy(Args... args) const {
+    alignas(std::max_align_t) std::byte copy[sizeof storage_];
+    std::memcpy(copy, storage_, sizeof copy);
+    return invoke_(copy, std::forward<Args>(args)...);
+  }
+  /// A copy of a trivially copyable target (copyable()).
+  inline_function copy() const noexcept {
+    inline_function c;
+    c.invoke_ = invoke_;
+    std::memcpy(c.storage_, storage_, sizeof storage_);
+    return c;
+  }
 
   R operator()(Args... args) const {
     return invoke_(const_cast<std::byte*>(storage_), std::forward<Args>(args)...);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 
@@ -70,9 +71,10 @@ void fd_writer::start(const write_batch& batch) noexcept {
   pos_offset_ = 0;
 }
 
-// Fills `iov` from the current position, merging chunks that are adjacent in
-// memory, up to IOV_MAX entries. Returns the bytes it covers, and leaves in
-// fill_end_ the position just past them, for a write that takes them all.
+// Fills `iov` from the current position, a run of chunks (write_batch::
+// iterator::run()) at a time, merging runs that are adjacent in memory, up
+// to IOV_MAX entries. Returns the bytes it covers, and leaves in fill_end_
+// the position just past them, for a write that takes them all.
 std::size_t fd_writer::fill_iov(iovec* iov, std::size_t& count) noexcept {
   std::size_t total = 0;
   count = 0;
@@ -85,9 +87,12 @@ std::size_t fd_writer::fill_iov(iovec* iov, std::size_t& count) noexcept {
     return c.size();
   }
   // The first chunk may be partly written already; the others are whole.
+  // A call over part of a batch (start(first, count)) ends inside the run
+  // it ends in: runs are bounded by the chunks left in the call.
   auto it = pos_;
   std::size_t left = chunks_left_;
-  std::string_view c = *it;
+  std::size_t run = std::min(it.run_chunks(), left);
+  std::string_view c = it.run(run);
   c.remove_prefix(pos_offset_);
   iovec* const first = iov;
   std::size_t used = 0;      // iovecs filled; first[used - 1] is being extended
@@ -103,9 +108,11 @@ std::size_t fd_writer::fill_iov(iovec* iov, std::size_t& count) noexcept {
       cur_end = c.data() + c.size();
       total += c.size();
     }
-    ++it;
-    if (--left == 0) break;
-    c = *it;
+    left -= run;
+    if (left == 0) break;
+    it.next_run();
+    run = std::min(it.run_chunks(), left);
+    c = it.run(run);
   }
   count = used;
   fill_end_ = {it, 0, left};

@@ -16,13 +16,17 @@
 
 namespace sluice::detail {
 
+// A run of chunks lies in one arena block: its count always fits a request.
+static_assert(byte_arena::block_size - byte_arena::header <= write_req::max_count);
+
 using req_list = boost::intrusive::slist<
     write_req,
     boost::intrusive::member_hook<write_req, boost::intrusive::slist_member_hook<>, &write_req::hook>,
     boost::intrusive::cache_last<true>, boost::intrusive::linear<true>,
     boost::intrusive::constant_time_size<false>>;
 
-/// Pending requests in order, with their count and byte total.
+/// Pending requests in order, with their count of chunks (writes, not
+/// requests) and byte total.
 class write_queue {
  public:
   write_queue() = default;
@@ -33,10 +37,13 @@ class write_queue {
   ~write_queue() { SLUICE_ASSERT(list_.empty() && count_ == 0 && bytes_ == 0); }
 
   bool empty() const noexcept { return list_.empty(); }
+  /// The chunks queued: one per write.
   std::size_t size() const noexcept { return count_; }
   std::size_t bytes() const noexcept { return bytes_; }
   write_req& front() noexcept { return list_.front(); }
   const write_req* first() const noexcept { return list_.empty() ? nullptr : &list_.front(); }
+  /// The newest request, or null.
+  write_req* last() noexcept { return list_.empty() ? nullptr : &list_.back(); }
 
   /// Unlinks every request, oldest first, and hands each to `dispose`
   /// (Boost.Intrusive's clear_and_dispose): the queue is empty before the
@@ -49,15 +56,20 @@ class write_queue {
 
   void push_back(write_req& r) noexcept {
     list_.push_back(r);
+    count_ += r.count();
+    bytes_ += r.bytes();
+  }
+  /// Counts a chunk that last() took in (write_req::add_chunk()).
+  void added_to_last(std::size_t size) noexcept {
     ++count_;
-    bytes_ += r.data.size();
+    bytes_ += size;
   }
   write_req& pop_front() noexcept {
     SLUICE_ASSERT(!list_.empty());
     write_req& r = list_.front();
     list_.pop_front();
-    --count_;
-    bytes_ -= r.data.size();
+    count_ -= r.count();
+    bytes_ -= r.bytes();
     return r;
   }
   /// Moves every request of `other` to the back of this queue, in O(1).
@@ -69,14 +81,45 @@ class write_queue {
     other.count_ = other.bytes_ = 0;
   }
 
-  /// Moves the first n requests of this queue to the back of `to`: O(1) when
-  /// n is the whole queue, else O(n).
+  /// Moves the first n chunks of this queue to the back of `to`: O(1) when
+  /// n is the whole queue, else O(requests). Chunk n must begin a request
+  /// (see split_at()).
   void move_front_to(write_queue& to, std::size_t n) noexcept {
     if (n >= count_) {
       to.splice_back(*this);
       return;
     }
-    while (n-- > 0) to.push_back(pop_front());
+    while (n > 0) {
+      SLUICE_ASSERT(front().count() <= n);
+      n -= front().count();
+      to.push_back(pop_front());
+    }
+  }
+
+  /// Makes chunk n (0 < n < size()) the first of a request: a request
+  /// that holds chunks on both sides of it gives those before it to
+  /// `front`, a fresh request from take(), which goes before it. Whatever
+  /// the split, the queue holds the same chunks, in the same order.
+  template <class Take>
+  void split_at(std::size_t n, Take&& take) {
+    SLUICE_ASSERT(n < count_);
+    auto before = list_.before_begin();
+    for (auto it = list_.begin();; before = it++) {
+      const std::size_t c = it->count();
+      if (n < c) {
+        if (n == 0) return;
+        // Only runs of copyable (or empty) callbacks hold more than one chunk.
+        SLUICE_ASSERT(!it->cb || it->cb.copyable());
+        write_req& front = take();
+        front.first = it->first;
+        front.size_count = static_cast<std::uint64_t>(it->size()) | (n * write_req::one_chunk);
+        if (it->cb) front.cb = it->cb.copy();
+        it->drop_front(n);
+        list_.insert_after(before, front);
+        return;
+      }
+      n -= c;
+    }
   }
 
   using iterator = req_list::iterator;
@@ -124,8 +167,8 @@ class req_pool {
     free_ = &r;
   }
 
-  /// Empties `q` in one walk: for each request, oldest first, `each(r)` (a
-  /// callback, say), then what clear() does, and back to the pool, where
+  /// Empties `q` in one walk: for each request, oldest first, `each(r)` (its
+  /// callbacks, say), then what clear() does, and back to the pool, where
   /// the run keeps its order (the next writes reuse it front to back). `each`
   /// may write again: `q` is already empty then, and the run joins the pool
   /// only at the end.
@@ -164,16 +207,23 @@ class req_pool {
     if (r.owned) [[unlikely]] {
       delete r.owned;
       r.owned = nullptr;
-    } else if (!r.data.empty()) {
-      byte_arena::block* b = byte_arena::block_of(r.data.data());
+    } else if (const std::size_t n = r.bytes()) {
+      byte_arena::block* b = byte_arena::block_of(r.first);
       if (b != run_block_) {
         flush_released();
         run_block_ = b;
       }
-      run_bytes_ += r.data.size();
+      run_bytes_ += n;
     }
     r.cb = nullptr;
   }
+  /// Moves the first n chunks of `from` to the back of `to`, splitting the
+  /// request that holds chunks on both sides of chunk n.
+  void move_front(write_queue& from, write_queue& to, std::size_t n) {
+    if (n > 0 && n < from.size()) from.split_at(n, [this]() -> write_req& { return acquire(); });
+    from.move_front_to(to, n);
+  }
+
   void flush_released() noexcept {
     if (run_block_) arena.release(run_block_, run_bytes_);
     run_block_ = nullptr;

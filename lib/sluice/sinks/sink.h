@@ -3,6 +3,7 @@
 // the interface the sink reports to: the seam between a stream and its I/O.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <iterator>
 #include <string_view>
@@ -82,6 +83,11 @@ class final_done {
 
 /// The chunks of one writev, oldest first. A view over the stream's queue:
 /// valid until the write_done of that call is called.
+///
+/// The iterator gives each chunk as it was written. Chunks that lie side by
+/// side in memory (the stream's runs of same-size writes, see write_req)
+/// can also be taken a run at a time: run() and next_run(), for a sink
+/// that hands the bytes on without looking at their bounds (fd_writer).
 class write_batch {
  public:
   class iterator {
@@ -93,9 +99,12 @@ class write_batch {
     using reference = std::string_view;
 
     iterator() = default;
-    std::string_view operator*() const noexcept { return req_->data; }
+    std::string_view operator*() const noexcept { return req_->chunk(index_); }
     iterator& operator++() noexcept {
-      if (--left_ != 0) req_ = detail::write_queue::next(*req_);
+      if (--left_ != 0 && ++index_ == req_->count()) {
+        req_ = detail::write_queue::next(*req_);
+        index_ = 0;
+      }
       return *this;
     }
     iterator operator++(int) noexcept {
@@ -105,11 +114,30 @@ class write_batch {
     }
     bool operator==(const iterator& o) const noexcept { return left_ == o.left_; }
 
+    /// The chunks from this one to the end of its run (within the batch),
+    /// as one view, and how many they are; run(n): the first n of them.
+    std::string_view run() const noexcept { return run(run_chunks()); }
+    std::string_view run(std::size_t n) const noexcept { return {req_->first + index_ * req_->size(), n * req_->size()}; }
+    std::size_t run_chunks() const noexcept { return std::min(req_->count() - index_, left_); }
+    /// Moves past the chunks of run().
+    iterator& next_run() noexcept {
+      const std::size_t n = run_chunks();
+      left_ -= n;
+      if (left_ != 0) {
+        req_ = detail::write_queue::next(*req_);
+        index_ = 0;
+      } else {
+        index_ += n;
+      }
+      return *this;
+    }
+
    private:
     friend class write_batch;
     iterator(const detail::write_req* r, std::size_t left) noexcept : req_(r), left_(left) {}
     const detail::write_req* req_ = nullptr;
-    std::size_t left_ = 0;
+    std::size_t index_ = 0;  // the chunk within *req_
+    std::size_t left_ = 0;   // chunks from this one to the end of the batch
   };
 
   write_batch() = default;
@@ -119,6 +147,7 @@ class write_batch {
       : first_(q.first()), count_(q.size()), bytes_(q.bytes()) {}
   iterator begin() const noexcept { return {first_, count_}; }
   iterator end() const noexcept { return {nullptr, 0}; }
+  /// The chunks: one per write.
   std::size_t size() const noexcept { return count_; }
   bool empty() const noexcept { return count_ == 0; }
   /// Total bytes of the chunks.

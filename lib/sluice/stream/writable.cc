@@ -101,8 +101,9 @@ void writable::call_back_soon(write_cb cb, std::error_code ec) {
   });
 }
 
+// What a request counts toward `length`: its bytes, or its writes in object mode.
 inline std::size_t writable::chunk_len(const write_req& r) const noexcept {
-  return state_.has(wf::object_mode) ? 1 : r.data.size();
+  return state_.has(wf::object_mode) ? r.count() : r.bytes();
 }
 
 bool writable::is_writable() const noexcept {
@@ -120,12 +121,12 @@ bool writable::writable_need_drain() const noexcept {
   if (chunk.empty()) {
     // Nothing to copy; the view keeps its address, by which a transform
     // tells its own marker writes (zlib_base's flush()) from a caller's.
-    r.data = chunk;
+    r.set(chunk);
   } else if (chunk.size() <= detail::byte_arena::max_chunk) [[likely]] {
-    r.data = {reinterpret_cast<const char*>(pool_.arena.copy(chunk.data(), chunk.size())), chunk.size()};
+    r.set({reinterpret_cast<const char*>(pool_.arena.copy(chunk.data(), chunk.size())), chunk.size()});
   } else {
     r.owned = new detail::owned_chunk{std::string(chunk)};
-    r.data = std::get<std::string>(r.owned->buffer);
+    r.set(std::get<std::string>(r.owned->buffer));
   }
   return r;
 }
@@ -189,9 +190,9 @@ bool writable::write_formatted(std::string_view line, write_cb&& cb) {
   write_req& r = pool_.acquire();
   if (!line.empty()) {
     pool_.arena.commit(line.size());
-    r.data = line;
+    r.set(line);
   } else {
-    r.data = {};
+    r.set({});
   }
   return accept(r, std::move(cb));
 }
@@ -210,7 +211,7 @@ bool writable::write_owned(Owned&& chunk, std::string_view bytes, write_cb cb) {
   write_req& r = pool_.acquire();
   // Moving a std::string or vector keeps its buffer where it is.
   r.owned = new detail::owned_chunk{std::forward<Owned>(chunk)};
-  r.data = bytes;
+  r.set(bytes);
   return accept(r, std::move(cb));
 }
 
@@ -238,9 +239,19 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
     start_coalescing();
 
   if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
-    buffered_.push_back(r);
-    state_.set(wf::buffered);
-    if (r.cb) state_.clear(wf::all_noop);
+    write_req* last = buffered_.last();
+    if (last && !state_.has(wf::object_mode) && r.size() != 0 && !r.owned && joins(*last, r.first, r.size(), r.cb)) {
+      // The chunk follows the newest request's run: it is counted there.
+      last->add_chunk();
+      buffered_.added_to_last(r.size());
+      r.set({});
+      r.cb = nullptr;
+      pool_.release(r);
+    } else {
+      buffered_.push_back(r);
+      state_.set(wf::buffered);
+      if (r.cb) state_.clear(wf::all_noop);
+    }
   } else {
     write_now(r, len);
   }
@@ -257,7 +268,7 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
   state_.write_len = len;
   if (r.cb) state_.set(wf::writecb);
   state_.set(wf::writing | wf::sync | wf::expect_write_cb);
-  sink_->write(r.data, write_done(*this));
+  sink_->write(r.run(), write_done(*this));
   state_.clear(wf::sync);
 }
 
@@ -270,7 +281,7 @@ void writable::do_write(bool writev, std::size_t len) {
   } else if (writev) {
     sink_->writev(write_batch(writing_), write_done(*this));
   } else {
-    sink_->write(writing_.front().data, write_done(*this));
+    sink_->write(writing_.front().run(), write_done(*this));
   }
   state_.clear(wf::sync);
 }
@@ -371,15 +382,22 @@ void writable::after_write(write_queue& reqs, std::size_t n) noexcept {
   if (state_.has(wf::ending)) finish_maybe(true);
 }
 
-// Calls back the first n requests of `reqs`. They are moved to a list of
-// their own first, because a callback may write again, and that can touch
-// every queue of the stream. One walk calls back and recycles each.
+// Calls the callback of each of r's writes, in order: a run's callback is
+// one function for all of them, and each call gets a copy of its own, as
+// each write gave one.
+inline void writable::call_each(write_req& r, std::error_code ec) noexcept {
+  if (!r.cb) return;
+  for (std::size_t k = r.count(); k > 1; --k) r.cb.call_copy(ec);
+  r.cb(ec);
+}
+
+// Calls back the first n writes of `reqs`. Their requests are moved to a
+// list of their own first, because a callback may write again, and that can
+// touch every queue of the stream. One walk calls back and recycles each.
 void writable::call_back(write_queue& reqs, std::size_t n, std::error_code ec) noexcept {
   write_queue batch;
-  reqs.move_front_to(batch, n);
-  pool_.recycle_all(batch, [ec](write_req& r) {
-    if (r.cb) r.cb(ec);
-  });
+  pool_.move_front(reqs, batch, n);
+  pool_.recycle_all(batch, [this, ec](write_req& r) { call_each(r, ec); });
 }
 
 // Node: errorBuffer(). Buffered requests will never be written: each
@@ -391,9 +409,13 @@ void writable::error_buffer() noexcept {
     while (!buffered_.empty()) {
       write_req& r = buffered_.pop_front();
       state_.length -= chunk_len(r);
+      const std::size_t writes = r.count();
       write_cb cb = std::move(r.cb);
       pool_.release(r);
-      if (cb) cb(why);
+      if (cb) {
+        for (std::size_t k = writes; k > 1; --k) cb.call_copy(why);
+        cb(why);
+      }
     }
   }
   call_finished_callbacks(errored() ? errored() : make_error_code(errc::destroyed));
@@ -422,8 +444,9 @@ void writable::clear_buffer() noexcept {
     state_.set(wf::all_noop);
   } else {
     do {
-      write_req& r = buffered_.pop_front();
-      writing_.push_back(r);
+      // One write at a time: the first chunk of a run leaves it.
+      pool_.move_front(buffered_, writing_, 1);
+      const write_req& r = writing_.front();
       if (r.cb) state_.set(wf::writecb);
       do_write(false, chunk_len(r));
     } while (!buffered_.empty() && !state_.has(wf::writing));

@@ -209,6 +209,8 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool can_buffer_fast(std::size_t size) const noexcept;
   bool buffer_fast(std::string_view chunk, write_cb&& cb);
+  static bool joins(const detail::write_req& r, const char* at, std::size_t size, const write_cb& cb) noexcept;
+  void call_each(detail::write_req& r, std::error_code ec) noexcept;
   bool write_slow(std::string_view chunk, write_cb&& cb);
   // A write after end() or destroy(): an error, for the callback and the stream.
   bool fail_after_end(write_cb cb);
@@ -267,9 +269,11 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
 // write()'s fast path, inline in the caller: the chunk waits behind a sink
 // call in flight (or the turn's coalescing), the stream is in none of its
 // rare states, and the chunk is small. Then write() is Node's writeOrBuffer()
-// down its buffering branch and nothing else: a copy into the arena, a
-// pooled request, a push, the counters and one flag word. Everything else
-// goes to write_slow() (writable.cc), which follows Node step by step.
+// down its buffering branch and nothing else: a copy into the arena, the
+// counters and one flag word, and either a count on the newest request (see
+// write_req: the chunk follows its same-size run, with the same callback)
+// or a pooled request. Everything else goes to write_slow() (writable.cc),
+// which follows Node step by step.
 inline bool writable::can_buffer_fast(std::size_t size) const noexcept {
   namespace wf = detail::wflag;
   const std::uint32_t f = state_.flags;
@@ -278,18 +282,33 @@ inline bool writable::can_buffer_fast(std::size_t size) const noexcept {
          (f & (wf::writing | wf::coalescing)) != 0 && size - 1 < detail::byte_arena::max_chunk;
 }
 
+// Can the chunk of `size` bytes just copied to `at` join request `r`, the
+// newest buffered one, with callback `cb`?
+inline bool writable::joins(const detail::write_req& r, const char* at, std::size_t size,
+                            const write_cb& cb) noexcept {
+  return r.size() == size && r.first + size * r.count() == at && !r.owned && r.cb.same_target(cb);
+}
+
 // Node: writeOrBuffer(), its buffering branch, for a chunk of 1 to max_chunk
 // bytes (so `length` is above 0 afterwards).
 [[gnu::always_inline]] inline bool writable::buffer_fast(std::string_view chunk, write_cb&& cb) {
   namespace wf = detail::wflag;
-  detail::write_req& r = pool_.acquire();
-  r.data = {reinterpret_cast<const char*>(pool_.arena.copy(chunk.data(), chunk.size())), chunk.size()};
-  r.cb.assign_empty(std::move(cb));  // pooled requests hold no callback
+  const char* at = reinterpret_cast<const char*>(pool_.arena.copy(chunk.data(), chunk.size()));
   ++state_.pending_cb;
   state_.length += chunk.size();
-  buffered_.push_back(r);
-  std::uint32_t f = state_.flags | wf::buffered;
-  if (r.cb) f &= ~std::uint32_t{wf::all_noop};
+  std::uint32_t f = state_.flags;
+  detail::write_req* last = buffered_.last();
+  if (last && joins(*last, at, chunk.size(), cb)) [[likely]] {
+    last->add_chunk();
+    buffered_.added_to_last(chunk.size());
+  } else {
+    detail::write_req& r = pool_.acquire();
+    r.set({at, chunk.size()});
+    r.cb.assign_empty(std::move(cb));  // pooled requests hold no callback
+    buffered_.push_back(r);
+    f |= wf::buffered;
+    if (r.cb) f &= ~std::uint32_t{wf::all_noop};
+  }
   const bool ret = state_.length < state_.high_water_mark;
   if (!ret) f |= wf::need_drain;
   state_.flags = f;

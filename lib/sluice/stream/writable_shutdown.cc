@@ -20,13 +20,13 @@ void writable::write_pending_sync() noexcept {
   if (!writing_.empty()) {
     ec = sink_->drain_sync();
     // A call that failed partway: the requests written whole landed.
-    if (ec) writing_.move_front_to(landed_, sink_->landed_sync());
+    if (ec) pool_.move_front(writing_, landed_, sink_->landed_sync());
     (ec ? failed_ : landed_).splice_back(writing_);
   }
   if (!ec && !buffered_.empty()) {
     ec = sink_->write_sync(write_batch(buffered_));
     if (ec)
-      buffered_.move_front_to(landed_, sink_->landed_sync());
+      pool_.move_front(buffered_, landed_, sink_->landed_sync());
     else
       landed_.splice_back(buffered_);
   }
