@@ -233,19 +233,34 @@ class socket_source final : public source {
   }
 
   void read_now() noexcept {
-    if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(chunk_size_);
+    // The loop's shared buffer when it is free and large enough: the
+    // readable copies what it keeps, so between reads this socket holds no
+    // buffer at all. It is given back on every path out of here, from the
+    // stack: a 'data' listener may destroy this socket.
+    struct lease {
+      loop* lender;
+      ~lease() {
+        if (lender) lender->return_read_buffer();
+      }
+    } shared{chunk_size_ <= loop::shared_read_size ? loop_ : nullptr};
+    char* into = shared.lender ? shared.lender->borrow_read_buffer() : nullptr;
+    if (!into) {
+      shared.lender = nullptr;
+      if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(chunk_size_);
+      into = buffer_.get();
+    }
     for (;;) {
-      const ssize_t n = sluice::detail::sys.recv(fd_, buffer_.get(), chunk_size_, 0);
+      const ssize_t n = sluice::detail::sys.recv(fd_, into, chunk_size_, 0);
       if (n > 0) {
         bytes_read_ += static_cast<std::size_t>(n);
         if (owner_) owner_->touch();
-        // A short read (the kernel had no more) takes the buffer with it, so
-        // that a connection between bursts holds none: 2,000 quiet senders
-        // kept 64 KiB each. A full one keeps it for the next read.
+        // A buffer of its own: a short read (the kernel had no more) takes
+        // it with it, so that a connection between bursts holds none. A full
+        // one keeps it for the next read.
         std::unique_ptr<char[]> last;
-        if (static_cast<std::size_t>(n) < chunk_size_) last = std::move(buffer_);
+        if (buffer_ && static_cast<std::size_t>(n) < chunk_size_) last = std::move(buffer_);
         // Touch nothing after push(): a 'data' listener may destroy the stream.
-        push(std::string_view(last ? last.get() : buffer_.get(), static_cast<std::size_t>(n)));
+        push(std::string_view(into, static_cast<std::size_t>(n)));
         return;
       }
       if (n == 0) {
@@ -270,7 +285,7 @@ class socket_source final : public source {
   int fd_ = -1;
   std::size_t chunk_size_;
   bool wanted_ = false;
-  std::unique_ptr<char[]> buffer_;  // made at the first read, reused
+  std::unique_ptr<char[]> buffer_;  // when the loop's is lent or too small (see read_now())
   std::size_t bytes_read_ = 0;
 };
 
