@@ -37,7 +37,7 @@ listener_id emitter::add(event ev, listener fn, bool once) {
   if (!first_.used && (!rest_ || rest_->empty())) {
     e = &first_;
   } else {
-    if (!rest_) rest_ = std::make_unique<std::deque<entry>>();
+    if (!rest_) rest_ = std::make_unique<entry_list>();
     e = &rest_->emplace_back();
   }
   e->fn = std::move(fn);
@@ -52,7 +52,7 @@ listener_id emitter::add(event ev, listener fn, bool once) {
 }
 
 listener_id emitter::add_front(event ev, listener fn) {
-  if (!front_) front_ = std::make_unique<std::deque<entry>>();
+  if (!front_) front_ = std::make_unique<entry_list>();
   entry& e = front_->emplace_back();
   e.fn = std::move(fn);
   e.id = next_id_++;
@@ -86,21 +86,13 @@ bool emitter::off(event ev, listener_id id) noexcept {
   auto match = [&](entry& e) { return e.used && e.ev == ev && e.id == id && e.removed_gen == 0; };
   entry* found = nullptr;
   if (front_) {
-    for (entry& e : *front_) {
-      if (match(e)) {
-        found = &e;
-        break;
-      }
-    }
+    for (std::size_t i = 0; i < front_->size() && !found; ++i)
+      if (match((*front_)[i])) found = &(*front_)[i];
   }
   if (!found && match(first_)) found = &first_;
   if (!found && rest_) {
-    for (entry& e : *rest_) {
-      if (match(e)) {
-        found = &e;
-        break;
-      }
-    }
+    for (std::size_t i = 0; i < rest_->size() && !found; ++i)
+      if (match((*rest_)[i])) found = &(*rest_)[i];
   }
   if (found) {
     remove(*found);
@@ -115,10 +107,10 @@ void emitter::remove_all_listeners(event ev) noexcept {
     if (e.used && e.ev == ev && e.removed_gen == 0) remove(e);
   };
   if (front_)
-    for (entry& e : *front_) drop(e);
+    front_->for_each(drop);
   drop(first_);
   if (rest_)
-    for (entry& e : *rest_) drop(e);
+    rest_->for_each(drop);
   if (depth_ == 0) compact();
   all_listeners_removed(ev);
 }
@@ -127,10 +119,10 @@ std::size_t emitter::listener_count(event ev) const noexcept {
   std::size_t n = 0;
   auto count = [&](const entry& e) { n += e.used && e.ev == ev && e.removed_gen == 0; };
   if (front_)
-    for (const entry& e : *front_) count(e);
+    front_->for_each(count);
   count(first_);
   if (rest_)
-    for (const entry& e : *rest_) count(e);
+    rest_->for_each(count);
   return n;
 }
 
@@ -142,8 +134,8 @@ bool emitter::emit_none(event ev, const event_arg& arg) noexcept {
 bool emitter::emit_slow(event ev, const event_arg& arg) noexcept {
   const std::uint32_t gen = ++gen_;
   ++depth_;
-  // Entries appended during this emit land past `n`, and rest_ is a deque, so
-  // the references taken here stay valid while listeners add more.
+  // Entries appended during this emit land past `n`, and entries never move,
+  // so the references taken here stay valid while listeners add more.
   const std::size_t n = rest_ ? rest_->size() : 0;
   auto call = [&](entry& e) {
     if (!visible(e, ev, gen)) return;
@@ -172,8 +164,8 @@ void emitter::compact() noexcept {
     first_.fn = nullptr;
     first_.used = false;
   }
-  if (rest_) std::erase_if(*rest_, dead);
-  if (front_) std::erase_if(*front_, dead);
+  if (rest_) rest_->erase_if(dead);
+  if (front_) front_->erase_if(dead);
   if (!first_.used && rest_ && !rest_->empty()) {
     first_ = std::move(rest_->front());
     rest_->pop_front();
@@ -195,10 +187,10 @@ void emitter::recompute_masks() noexcept {
     live_ |= bit;
   };
   if (front_)
-    for (const entry& e : *front_) mark(e, false);
+    front_->for_each([&](const entry& e) { mark(e, false); });
   mark(first_, true);
   if (rest_)
-    for (const entry& e : *rest_) mark(e, false);
+    rest_->for_each([&](const entry& e) { mark(e, false); });
 }
 
 }  // namespace sluice

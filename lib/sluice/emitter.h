@@ -3,12 +3,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "sluice/function.h"
 
@@ -167,6 +167,31 @@ class emitter {
     bool used = false;  // for first_: holds an entry
   };
 
+  // Listeners past first_, each in an allocation of its own, so that one
+  // stays where it is while it is called though the list grows under it (a
+  // std::deque did that with a 512-byte chunk and a map: ~600 B for a
+  // stream's second listener, on every connection of a server).
+  class entry_list {
+   public:
+    entry& emplace_back() { return *items_.emplace_back(std::make_unique<entry>()); }
+    std::size_t size() const noexcept { return items_.size(); }
+    bool empty() const noexcept { return items_.empty(); }
+    entry& operator[](std::size_t i) noexcept { return *items_[i]; }
+    entry& front() noexcept { return *items_.front(); }
+    void pop_front() noexcept { items_.erase(items_.begin()); }
+    template <class Dead>
+    void erase_if(Dead dead) noexcept {
+      std::erase_if(items_, [&](const std::unique_ptr<entry>& e) { return dead(*e); });
+    }
+    template <class F>
+    void for_each(F&& f) {
+      for (auto& e : items_) f(*e);
+    }
+
+   private:
+    std::vector<std::unique_ptr<entry>> items_;
+  };
+
   listener_id add(event ev, listener fn, bool once);
   listener_id add_front(event ev, listener fn);
   bool emit_none(event ev, const event_arg& arg) noexcept;
@@ -185,14 +210,13 @@ class emitter {
   listener_id next_id_ = 1;
   bool dirty_ = false;       // removed entries wait for depth_ == 0
   entry first_;              // the oldest listener, inline
-  // The others; a deque so entries never move while called. Made on first
-  // use: a deque allocates when it is made, and a stream with one listener
-  // or none needs no more than first_.
-  std::unique_ptr<std::deque<entry>> rest_;
+  // The others, made on first use: a stream with one listener or none needs
+  // no more than first_.
+  std::unique_ptr<entry_list> rest_;
   // Listeners added by prepend_listener(), newest last: they run back to front,
   // before first_. Made on first use (only pipe() prepends); appending keeps
   // the entries an emit in progress is walking where they are.
-  std::unique_ptr<std::deque<entry>> front_;
+  std::unique_ptr<entry_list> front_;
 };
 
 }  // namespace sluice

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
+#include <new>
 #include <system_error>
 #include <utility>
 
@@ -245,6 +246,16 @@ void loop::drain_posted() {
   }
   for (auto& t : posted_swap_) ticks_.push({nullptr, std::move(t)});
   posted_swap_.clear();
+}
+
+char* loop::borrow_read_buffer() noexcept {
+  if (read_buffer_lent_) return nullptr;
+  if (!read_buffer_) {
+    read_buffer_.reset(new (std::nothrow) char[shared_read_size]);
+    if (!read_buffer_) return nullptr;
+  }
+  read_buffer_lent_ = true;
+  return read_buffer_.get();
 }
 
 loop& loop::current() {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -188,6 +189,17 @@ class loop {
   std::vector<watched_fd> watched_fds() const;
   void dispatch_ready(int fd, short revents);
 
+  /// One buffer for the reads of this loop's sources that keep nothing
+  /// between reads (libuv's alloc_cb lets a server hand every connection the
+  /// same one): a source reads into it, pushes what it read, and gives it
+  /// back before it returns; the readable copies only what it buffers. So a
+  /// quiet connection holds no read buffer. Made on first use. Null while it
+  /// is lent (a 'data' listener that makes another source read in place):
+  /// the caller then reads into a buffer of its own.
+  static constexpr std::size_t shared_read_size = 64 * 1024;
+  char* borrow_read_buffer() noexcept;
+  void return_read_buffer() noexcept { read_buffer_lent_ = false; }
+
  private:
   struct queued {
     const void* owner;
@@ -260,6 +272,8 @@ class loop {
   std::vector<task> posted_;
   std::vector<task> posted_swap_;  // reused, so draining allocates nothing
   std::atomic<int> wake_fd_{-1};
+  std::unique_ptr<char[]> read_buffer_;  // see borrow_read_buffer()
+  bool read_buffer_lent_ = false;
   void make_wake_fd();  // with posted_mutex_ held
 };
 

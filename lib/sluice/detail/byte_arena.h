@@ -1,7 +1,11 @@
 // byte_arena: where small chunks are copied when they are written. Pending
 // chunks of one stream sit side by side in 64 KiB blocks, so a batch of small
-// writes reaches writev() as a few large iovecs instead of one per chunk, and
-// a steady stream reuses one warm block instead of allocating.
+// writes reaches writev() as a few large iovecs instead of one per chunk. A
+// stream holds a block only while it has chunks pending: once the last one
+// is released the block goes back to its thread's block_pool, where the next
+// write (of this stream or another) takes it warm. A server's idle
+// connections then hold no block at all, and a steady stream still
+// allocates nothing.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +28,7 @@ class byte_arena {
   struct block {
     std::size_t used;      // bytes handed out, header included
     std::size_t released;  // bytes given back; the block is free when equal to used
-    block* next_spare;     // while the block is a spare: the next one
+    block* next_spare;     // while the block waits in the pool: the next one
   };
   static constexpr std::size_t header = 64;  // keeps the chunks cache-line aligned
 
@@ -32,10 +36,14 @@ class byte_arena {
   byte_arena(const byte_arena&) = delete;
   byte_arena& operator=(const byte_arena&) = delete;
   ~byte_arena() {
-    // Every allocation must have been released: requests outlive no stream.
-    std::free(tail_);
-    while (spares_) std::free(std::exchange(spares_, spares_->next_spare));
+    // Every allocation must have been released (requests outlive no
+    // stream): a tail left is one reserve() gave room in and nothing took.
+    if (tail_) block_pool::put(tail_);
   }
+
+  /// Whether a block is held: only while chunks are pending (or room was
+  /// reserved and not committed).
+  bool holds_block() const noexcept { return tail_ != nullptr; }
 
   /// 0 < n <= max_chunk bytes, contiguous with the previous allocation when
   /// they fit in the same block.
@@ -82,20 +90,32 @@ class byte_arena {
 
   /// Gives back n bytes of `b`. Requests complete in order, but nothing here
   /// depends on it: a block is recycled once all of it has been released.
+  /// A block all given back goes to the pool, the tail too: the stream has
+  /// nothing pending, and an idle stream should hold no block.
   void release(block* b, std::size_t n) noexcept {
     b->released += n;
     if (b->released != b->used - header) return;
-    if (b == tail_) {
-      b->used = header;  // the next chunks start again at the front of a warm block
-      b->released = 0;
-    } else if (spare_count_ < max_spares) {
-      b->next_spare = spares_;
-      spares_ = b;
-      ++spare_count_;
-    } else {
-      std::free(b);
-    }
+    if (b == tail_) tail_ = nullptr;
+    block_pool::put(b);
   }
+
+  /// The blocks freed by the streams of one thread (so of one loop), kept for
+  /// the next stream that writes. glibc serves a 64 KiB-aligned 64 KiB block
+  /// with mmap and frees it with munmap (a TLB shootdown in a threaded
+  /// process), so blocks are not given back one by one; past max_blocks
+  /// (1 MiB) they are freed. Defined in byte_arena.cc: one pool per thread
+  /// for the library and the program alike.
+  struct block_pool {
+    static constexpr std::size_t max_blocks = 16;
+    /// A pooled block, or null.
+    static block* take() noexcept;
+    /// Keeps `b` (a block nothing is cut from any more), or frees it.
+    static void put(block* b) noexcept;
+    /// Blocks waiting in this thread's pool.
+    static std::size_t size() noexcept;
+    /// Frees every block waiting in this thread's pool.
+    static void trim() noexcept;
+  };
 
  private:
   [[gnu::noinline]] void next_block() {
@@ -104,11 +124,8 @@ class byte_arena {
       tail_->released = 0;
       return;
     }
-    block* fresh = spares_;
-    if (fresh) {
-      spares_ = fresh->next_spare;
-      --spare_count_;
-    } else {
+    block* fresh = block_pool::take();
+    if (!fresh) {
       fresh = static_cast<block*>(std::aligned_alloc(block_size, block_size));
       if (!fresh) throw std::bad_alloc();
     }
@@ -117,15 +134,7 @@ class byte_arena {
     tail_ = fresh;  // the old tail is freed by its last release()
   }
 
-  // Freed blocks kept for reuse. glibc serves a 64 KiB-aligned 64 KiB block
-  // with mmap, and frees it with munmap (a TLB shootdown in a threaded
-  // process), so a stream that keeps several blocks pending must not give
-  // them back one by one: up to max_spares (1 MiB) wait here instead,
-  // chained through their headers, so that an arena is three words.
-  static constexpr std::size_t max_spares = 16;
-  block* spares_ = nullptr;
-  std::size_t spare_count_ = 0;
-  block* tail_ = nullptr;
+  block* tail_ = nullptr;  // the block chunks are cut from; null while idle
 };
 
 }  // namespace sluice::detail

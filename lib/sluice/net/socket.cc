@@ -29,6 +29,18 @@ namespace {
 std::error_code last_error() noexcept { return {errno, std::system_category()}; }
 }  // namespace
 
+// A connection to a name: its lookup, and the addresses it gave, tried in
+// turn (`attempt` is the one being tried). Apart from the socket, so that an
+// accepted socket, or one connected to an address, does without its ~100 B.
+struct socket::by_name {
+  std::string host;
+  std::uint16_t port = 0;
+  lookup_request lookup;
+  std::vector<detail::sockaddr_any> attempts;
+  std::size_t attempt = 0;
+  std::error_code first_error;
+};
+
 namespace detail {
 
 // The writable side: Node's _writeGeneric/_writev and _final. Writes made
@@ -233,19 +245,34 @@ class socket_source final : public source {
   }
 
   void read_now() noexcept {
-    if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(chunk_size_);
+    // The loop's shared buffer when it is free and large enough: the
+    // readable copies what it keeps, so between reads this socket holds no
+    // buffer at all. It is given back on every path out of here, from the
+    // stack: a 'data' listener may destroy this socket.
+    struct lease {
+      loop* lender;
+      ~lease() {
+        if (lender) lender->return_read_buffer();
+      }
+    } shared{chunk_size_ <= loop::shared_read_size ? loop_ : nullptr};
+    char* into = shared.lender ? shared.lender->borrow_read_buffer() : nullptr;
+    if (!into) {
+      shared.lender = nullptr;
+      if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(chunk_size_);
+      into = buffer_.get();
+    }
     for (;;) {
-      const ssize_t n = sluice::detail::sys.recv(fd_, buffer_.get(), chunk_size_, 0);
+      const ssize_t n = sluice::detail::sys.recv(fd_, into, chunk_size_, 0);
       if (n > 0) {
         bytes_read_ += static_cast<std::size_t>(n);
         if (owner_) owner_->touch();
-        // A short read (the kernel had no more) takes the buffer with it, so
-        // that a connection between bursts holds none: 2,000 quiet senders
-        // kept 64 KiB each. A full one keeps it for the next read.
+        // A buffer of its own: a short read (the kernel had no more) takes
+        // it with it, so that a connection between bursts holds none. A full
+        // one keeps it for the next read.
         std::unique_ptr<char[]> last;
-        if (static_cast<std::size_t>(n) < chunk_size_) last = std::move(buffer_);
+        if (buffer_ && static_cast<std::size_t>(n) < chunk_size_) last = std::move(buffer_);
         // Touch nothing after push(): a 'data' listener may destroy the stream.
-        push(std::string_view(last ? last.get() : buffer_.get(), static_cast<std::size_t>(n)));
+        push(std::string_view(into, static_cast<std::size_t>(n)));
         return;
       }
       if (n == 0) {
@@ -270,7 +297,7 @@ class socket_source final : public source {
   int fd_ = -1;
   std::size_t chunk_size_;
   bool wanted_ = false;
-  std::unique_ptr<char[]> buffer_;  // made at the first read, reused
+  std::unique_ptr<char[]> buffer_;  // when the loop's is lent or too small (see read_now())
   std::size_t bytes_read_ = 0;
 };
 
@@ -322,7 +349,7 @@ void socket::init(const socket_options& options) {
 }
 
 socket::~socket() {
-  lookup_.cancel();
+  if (named_) named_->lookup.cancel();
   event_loop().cancel(tag());
   ref();  // the loop must not keep this address as unref'd
   // The sides are destroyed after this body (by ~duplex): they must not
@@ -347,9 +374,10 @@ socket& socket::connect(std::uint16_t port, std::string_view host) {
   }
   if (destroyed() || fd_ >= 0 || connecting_) return *this;
   connecting_ = true;
-  host_ = std::string(host);
-  port_ = port;
-  lookup_ = net::lookup(host, {.family = 0, .hints = AI_ADDRCONFIG, .event_loop = &event_loop()},
+  named_ = std::make_unique<by_name>();
+  named_->host = std::string(host);
+  named_->port = port;
+  named_->lookup = net::lookup(host, {.family = 0, .hints = AI_ADDRCONFIG, .event_loop = &event_loop()},
                         [this](std::error_code ec, std::span<const lookup_address> found) { after_lookup(ec, found); });
   return *this;
 }
@@ -372,26 +400,27 @@ void socket::after_lookup(std::error_code ec, std::span<const lookup_address> fo
     emit_lookup({}, a.address, a.family);
     if (destroyed()) return;
     detail::sockaddr_any to;
-    if (detail::tcp_address(a.address, port_, to)) continue;
+    if (detail::tcp_address(a.address, named_->port, to)) continue;
     if (!first_family) first_family = a.family;
     by_family[a.family == first_family ? 0 : 1].push_back(to);
   }
-  attempts_.clear();
+  std::vector<detail::sockaddr_any>& attempts = named_->attempts;
+  attempts.clear();
   for (std::size_t i = 0; i < std::max(by_family[0].size(), by_family[1].size()); ++i) {
-    if (i < by_family[0].size()) attempts_.push_back(by_family[0][i]);
-    if (i < by_family[1].size()) attempts_.push_back(by_family[1][i]);
+    if (i < by_family[0].size()) attempts.push_back(by_family[0][i]);
+    if (i < by_family[1].size()) attempts.push_back(by_family[1][i]);
   }
-  if (attempts_.empty()) {  // getaddrinfo() gave nothing usable
-    event_loop().next_tick([this, ec = lookup_error(EAI_NONAME, host_)] { after_connect(ec); }, tag());
+  if (attempts.empty()) {  // getaddrinfo() gave nothing usable
+    event_loop().next_tick([this, ec = lookup_error(EAI_NONAME, named_->host)] { after_connect(ec); }, tag());
     return;
   }
-  attempt_ = 0;
+  named_->attempt = 0;
   touch();  // Node: _unrefTimer()
-  start_connect(attempts_[0]);
+  start_connect(attempts[0]);
 }
 
 void socket::emit_lookup(std::error_code ec, std::string_view address, int family) noexcept {
-  const lookup_event e{ec, address, family, host_};
+  const lookup_event e{ec, address, family, named_->host};
   event_arg arg;
   arg.error = ec;
   arg.chunk = address;
@@ -451,17 +480,17 @@ void socket::start_connect(const detail::sockaddr_any& to) {
 // connected before the events.
 void socket::after_connect(std::error_code ec) noexcept {
   if (destroyed()) return;
-  if (ec && attempt_ + 1 < attempts_.size()) {
+  if (ec && named_ && named_->attempt + 1 < named_->attempts.size()) {
     // Node: internalConnectMultiple(): the next address, on a new socket.
-    if (!first_error_) first_error_ = ec;
+    if (!named_->first_error) named_->first_error = ec;
     if (fd_ >= 0) {  // its connect's watch has fired: nothing waits on it
       ::close(fd_);
       fd_ = -1;
     }
-    start_connect(attempts_[++attempt_]);
+    start_connect(named_->attempts[++named_->attempt]);
     return;
   }
-  if (ec && first_error_) ec = first_error_;
+  if (ec && named_ && named_->first_error) ec = named_->first_error;
   if (ec) {
     destroy(ec);
     connecting_ = false;
@@ -544,7 +573,7 @@ void socket::reset_now() noexcept {
 // from its close callback, after the 'error' that destroy() emits on the
 // next tick. A server hears of it at once (Node: _connections--).
 void socket::close_handle(std::error_code err) noexcept {
-  lookup_.cancel();  // Node: a lookup answered after destroy() is ignored
+  if (named_) named_->lookup.cancel();  // Node: a lookup answered after destroy() is ignored
   event_loop().cancel(tag());
   idle_timer_ = deadline_timer_ = 0;
   connecting_ = false;

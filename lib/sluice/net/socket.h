@@ -198,14 +198,10 @@ class socket : public duplex {
   timer_id deadline_timer_ = 0;
   std::size_t bytes_cut_off_ = 0;
   server* server_ = nullptr;  // the server that accepted it, if any
-  // A connection to a name: its lookup, and the addresses it gave, tried in
-  // turn (attempt_ is the one being tried).
-  std::string host_;
-  std::uint16_t port_ = 0;
-  lookup_request lookup_;
-  std::vector<detail::sockaddr_any> attempts_;
-  std::size_t attempt_ = 0;
-  std::error_code first_error_;
+  // A connection to a name: its lookup and the addresses it gave (see
+  // socket.cc). Made by connect(port, name) alone.
+  struct by_name;
+  std::unique_ptr<by_name> named_;
 };
 
 /// Node: net.connect(port, host) / net.createConnection().
