@@ -29,6 +29,7 @@
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
 #include "support/pipe_fds.h"
+#include "support/time_scale.h"
 
 using namespace sluice;
 using sluice::test::must_call;
@@ -102,6 +103,64 @@ TEST_CASE_FIXTURE(on_asio, "an fd watch fires when the pipe becomes readable, an
   CHECK((seen[0] & POLLIN) != 0);
   CHECK((seen[1] & POLLIN) != 0);
   CHECK_FALSE(l.alive());
+}
+
+// The engine keeps an fd registered with the reactor between watches (one
+// epoll_ctl per wait, not a DEL and an ADD). An fd closed between watches,
+// with no watch left to cancel, may have its number given to another file:
+// a watch on that one must wait on it, not on the old registration.
+TEST_CASE_FIXTURE(on_asio, "an fd closed after its watch fired, its number now another pipe's, is watched anew") {
+  net::steady_timer limit(ctx);
+  limit.expires_after(std::chrono::seconds(5 * sluice::test::time_scale()));
+  limit.async_wait([&](boost::system::error_code ec) {
+    if (!ec) ctx.stop();
+  });
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  const int number = std::min(fds[0], fds[1]);
+  const int r = number, w = std::max(fds[0], fds[1]);
+  int first = 0, second = 0;
+  std::vector<int> next(2, -1);
+  auto watch_next = [&] {
+    // The lowest free numbers: the old pipe's.
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    next = {p[0], p[1]};
+    REQUIRE(std::min(p[0], p[1]) == number);
+    l.watch(number, POLLIN, [&](short revents) {
+      ++second;
+      CHECK((revents & POLLIN) != 0);
+      ::close(next[0]);
+      ::close(next[1]);
+      limit.cancel();
+    });
+    // The new pipe's read end gets the data: a watch that waited on the
+    // old registration would never hear of it.
+    const int read_end = next[0];
+    const int write_end = next[1];
+    REQUIRE(read_end == number);
+    net::post(ctx, [write_end] { CHECK(::write(write_end, "y", 1) == 1); });
+  };
+  SUBCASE("closed and reused in a later handler") {
+    l.watch(r, POLLIN, [&](short) {
+      ++first;
+      ::close(r);
+      ::close(w);
+      net::post(ctx, watch_next);
+    });
+  }
+  SUBCASE("closed and reused in the watch's own callback") {
+    l.watch(r, POLLIN, [&](short) {
+      ++first;
+      ::close(r);
+      ::close(w);
+      watch_next();
+    });
+  }
+  CHECK(::write(w, "x", 1) == 1);
+  ctx.run();
+  CHECK(first == 1);
+  CHECK(second == 1);
 }
 
 TEST_CASE_FIXTURE(on_asio, "a watch for POLLOUT and one for POLLIN on the same fd are both served") {

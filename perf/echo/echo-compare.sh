@@ -4,11 +4,14 @@
 # Node's net. On 2 cores the client saturates first, so the fair figure is
 # the server's CPU time per 100k round trips (read from /proc/PID/stat
 # around the measured run); round trips per second are printed beside it.
+# With two CPUs or more, the server is pinned to CPU 0 and the client to
+# CPU 1 (taskset), so that the client's wake-ups do not preempt the server
+# on its own core (PIN=0: not pinned).
 #
 #   perf/echo/echo-compare.sh [BUILDDIR]        (default: build)
 #
 # Environment: ROUND_TRIPS (default 300000), CONNECTIONS (100), SIZE (128),
-# RUNS (best of, default 3), NODE (node binary).
+# RUNS (best of, default 3), NODE (node binary), PIN (1).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,6 +28,11 @@ hz=$(getconf CLK_TCK)
 [ -x "$client" ] || { echo "echo-compare: $client not built (meson setup with -Dperf=true)" >&2; exit 1; }
 
 # cpu_ticks PID: user + system clock ticks the process has used so far.
+server_cpu=() client_cpu=()
+if [ "${PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
+fi
+
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # measure NAME COMMAND...: starts the server, waits for "listening on PORT",
@@ -36,7 +44,7 @@ measure() {
     echo "$name - -" ; echo "echo-compare: $name: $1 not found, skipped" >&2; return
   fi
   local out; out=$(mktemp)
-  "$@" >"$out" 2>&1 &
+  "${server_cpu[@]}" "$@" >"$out" 2>&1 &
   local pid=$!
   local port=""
   for _ in $(seq 100); do
@@ -47,12 +55,12 @@ measure() {
   if [ -z "$port" ]; then
     echo "echo-compare: $name did not start:" >&2; cat "$out" >&2; kill "$pid" 2>/dev/null || true; exit 1
   fi
-  "$client" "$port" --connections "$connections" --size "$size" --round-trips $((round_trips / 5)) >/dev/null
+  "${client_cpu[@]}" "$client" "$port" --connections "$connections" --size "$size" --round-trips $((round_trips / 5)) >/dev/null
   local best_cpu="" best_rate=""
   for _ in $(seq "$runs"); do
     local before after json
     before=$(cpu_ticks "$pid")
-    json=$("$client" "$port" --connections "$connections" --size "$size" --round-trips "$round_trips")
+    json=$("${client_cpu[@]}" "$client" "$port" --connections "$connections" --size "$size" --round-trips "$round_trips")
     after=$(cpu_ticks "$pid")
     local seconds; seconds=$(sed 's/.*"seconds":\([0-9.]*\).*/\1/' <<<"$json")
     local cpu rate
@@ -76,7 +84,8 @@ for server in sluice_echo_server:sluice sluice_echo_server:sluice-coro asio_echo
 done
 results+=("$(measure node "$node_bin" "$here/echo_server.js")")
 
-echo "echo ping-pong: $connections connections x $size B, $round_trips round trips, best of $runs"
+pinned="not pinned"; [ ${#server_cpu[@]} -gt 0 ] && pinned="server on CPU 0, client on CPU 1"
+echo "echo ping-pong: $connections connections x $size B, $round_trips round trips, best of $runs ($pinned)"
 printf '%-12s %14s %22s %10s %10s\n' server "round trips/s" "CPU s / 100k trips" "vs asio" "vs node"
 asio_cpu=$(printf '%s\n' "${results[@]}" | awk '$1 == "asio" { print $3 }')
 node_cpu=$(printf '%s\n' "${results[@]}" | awk '$1 == "node" { print $3 }')

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
@@ -40,6 +41,11 @@ class engine final : public loop_driver {
 
   void watch(int fd, short events) override {
     fd_state& s = slot(fd);
+    // A registration kept from an earlier watch serves this one only if the
+    // fd is still the same open file: between watches its owner may have
+    // closed it (nothing tells the driver of that, as no watch was left to
+    // cancel) and the number may now be another file's.
+    if (s.desc && !s.confirmed && !s.same_file(fd)) let_go(s);
     if (!s.desc) {
       // The fd stays the caller's: let_go() releases it, never closes it.
       boost::system::error_code ec;
@@ -54,7 +60,9 @@ class engine final : public loop_driver {
         });
         return;
       }
+      s.remember_file(fd);
     }
+    s.confirmed = true;
     if (events & POLLIN) start_wait(fd, s, 0);
     if (events & POLLOUT) start_wait(fd, s, 1);
   }
@@ -124,6 +132,24 @@ class engine final : public loop_driver {
     std::optional<boost::asio::posix::stream_descriptor> desc;
     std::uint32_t gen = 0;  // bumped per registration: stale completions are ignored
     bool waiting[2] = {false, false};  // POLLIN, POLLOUT
+    // False once a watch has fired and until the next: the fd may have
+    // been closed in between, and its number given to another file.
+    bool confirmed = false;
+    // Which open file the registration is for (a socket's inode is its own).
+    dev_t dev = 0;
+    ino_t ino = 0;
+
+    void remember_file(int fd) noexcept {
+      struct stat st {};
+      if (::fstat(fd, &st) == 0) {
+        dev = st.st_dev;
+        ino = st.st_ino;
+      }
+    }
+    bool same_file(int fd) const noexcept {
+      struct stat st {};
+      return ::fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+    }
   };
 
   fd_state& slot(int fd) {
@@ -148,6 +174,7 @@ class engine final : public loop_driver {
     s.desc->release();
     s.desc.reset();
     s.waiting[0] = s.waiting[1] = false;
+    s.confirmed = false;
     ++s.gen;
   }
 
@@ -158,15 +185,19 @@ class engine final : public loop_driver {
     short revents = dir ? POLLOUT : POLLIN;
     // A regular file cannot be waited on (epoll refuses it): it is always ready.
     if (ec && ec != boost::asio::error::operation_not_supported) revents |= POLLERR;
-    // The reactor's epoll is edge-triggered, and a watch is level-triggered
-    // (as poll()): the callbacks may leave data unread and watch again. So
-    // each readiness ends the registration, and a new watch registers anew,
-    // which makes the kernel report the fd at once if it is still ready.
-    let_go(fds_[i]);
+    // The registration stays for the next watch: the reactor's epoll is
+    // edge-triggered and a watch level-triggered (as poll(): the callbacks
+    // may leave data unread and watch again), but each async_wait on a
+    // registered fd is an epoll_ctl MOD, which makes the kernel report the
+    // fd at once if it is still ready. One MOD per wait, where ending the
+    // registration at each readiness cost a DEL and an ADD.
+    fd_state& s = fds_[i];
+    s.waiting[dir] = false;
+    s.confirmed = false;
     loop* l = loop_;
     l->on_ready(fd, revents);
     if (loop_ != l) return;
-    // Watches the callbacks left in place (another direction's) wait again.
+    // Watches the callbacks left in place (another direction's) wait on.
     if (const short left = l->watched_events(fd)) watch(fd, left);
   }
 
