@@ -31,7 +31,8 @@ class writable;
 
 struct writable_options {
   /// write() returns false once this many bytes (objects, in object mode)
-  /// are pending. Unset means Node v20's default: 16384 bytes, or 16 objects.
+  /// are pending. Unset means get_default_high_water_mark(object_mode) when
+  /// the stream is made (Node v20: 16384 bytes, or 16 objects).
   std::optional<std::size_t> high_water_mark{};
   /// Count writes instead of bytes against the high-water mark.
   bool object_mode = false;
