@@ -11,21 +11,7 @@
 set -euo pipefail
 fan=$1
 make_ca=$(realpath "$2")
-scale=${SLUICE_TIME_SCALE:-1}
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-pass=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
-
-sh "$make_ca" "$dir" || fail "make_ca.sh: $(cat "$dir/make_ca.log")"
-chmod 600 "$dir"/*.key
-pki=$dir
+. "$(dirname "${BASH_SOURCE[0]}")/tls_check.sh"
 tls=(--tls-cert "$pki/server.crt" --tls-key "$pki/server.key")
 
 # --- usage: exit 2, with the reason (the checks sluice-logd shares)
