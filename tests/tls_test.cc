@@ -375,11 +375,45 @@ TEST_CASE("mutual TLS: a client without a certificate, or with one of another CA
     CHECK(es.srv.client_errors() == 1);
     if (*client_cert) {
       CHECK(w.has("server tlsClientError UNABLE_TO_VERIFY_LEAF_SIGNATURE (unable to verify the first certificate)"));
+      // Refused in the handshake: the client is told why by the alert.
+      CHECK(w.has("client error ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"));
     } else {
       CHECK(w.has("server tlsClientError ERR_SSL_PEER_DID_NOT_RETURN_A_CERTIFICATE (peer did not return a certificate)"));
       // TLS 1.3: the client's handshake was done when the server refused it.
       CHECK(w.has("client error ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED"));
     }
+  }
+}
+
+TEST_CASE("mutual TLS 1.3: a refused client that keeps writing still reads the alert, not a reset; the server lets go") {
+  for (const char* client_cert : {"", "other-client"}) {
+    CAPTURE(client_cert);
+    world w;
+    echo_server es(w, true);
+    auto o = w.client_opts();
+    if (*client_cert) {
+      o.context.key_file = pki_file(std::string(client_cert) + ".key");
+      o.context.cert_file = pki_file(std::string(client_cert) + ".crt");
+    }
+    auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+    w.record(*c, "client");
+    // Its handshake done, the client writes on: records the refusing server
+    // never reads. Closed at once, the server would reset the connection
+    // with them unread, and the client would see ECONNRESET or EPIPE.
+    const std::string chunk(64 * 1024, 'x');
+    int callbacks = 0;  // each write's callback, once (handed over, or told why not)
+    c->on(event::secure_connect, [&] {
+      for (int i = 0; i < 16; ++i) c->write(chunk, [&](std::error_code) { ++callbacks; });
+    });
+    c->resume();
+    REQUIRE(spin(w.loop, [&] { return w.has("client close") && es.srv.connections() == 0 && callbacks == 16; }));
+    INFO(w.all());
+    CHECK(es.received.empty());
+    CHECK(es.srv.client_errors() == 1);
+    CHECK(w.has(*client_cert ? "client error ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"
+                             : "client error ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED"));
+    CHECK_FALSE(w.has("client error ECONNRESET"));
+    CHECK_FALSE(w.has("client error EPIPE"));
   }
 }
 

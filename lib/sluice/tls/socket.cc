@@ -350,6 +350,8 @@ socket::socket(server_side, net::socket& tcp, server& srv)
   if (request_cert_) {
     // Node: requestCert asks; rejectUnauthorized also refuses a client that
     // sends none, in the handshake.
+    // With rejectUnauthorized the server's context also refuses, in the
+    // handshake, a certificate that does not verify (server.cc).
     int mode = SSL_VERIFY_PEER;
     if (reject_unauthorized_) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     SSL_set_verify(ssl_, mode, accept_for_now);
@@ -406,6 +408,7 @@ void socket::start_handshake() noexcept {
 // The chunk is read by OpenSSL where it lies; only what it leaves (a
 // reader that wants no more) is copied.
 void socket::on_tcp_data(std::string_view chunk) noexcept {
+  if (refusing_) return;  // what a refused client still sends is dropped
   if (!ssl_ || writable::destroyed()) return;
   records_->feed(chunk);
   cycle();
@@ -417,6 +420,10 @@ std::size_t socket::records_written() const noexcept { return records_->records;
 void socket::on_tcp_end() noexcept {
   tcp_ended_ = true;
   if (writable::destroyed()) return;
+  if (refusing_) {
+    destroy();  // the refused client has closed: nothing unread, no RST
+    return;
+  }
   if (!secure_) {
     // Node: "Client network socket disconnected before secure TLS
     // connection was established", code ECONNRESET.
@@ -446,8 +453,13 @@ void socket::cycle() noexcept {
     const int r = SSL_do_handshake(ssl_);
     if (r != 1) {
       const int e = SSL_get_error(ssl_, r);
-      const std::error_code ec = e == SSL_ERROR_WANT_READ ? std::error_code{}
-                                                          : take_openssl_error(std::error_code(EPROTO, std::system_category()));
+      std::error_code ec = e == SSL_ERROR_WANT_READ ? std::error_code{}
+                                                    : take_openssl_error(std::error_code(EPROTO, std::system_category()));
+      // A server that refused the client's certificate: the verification's
+      // reason ("unable to get local issuer certificate"), not OpenSSL's
+      // "certificate verify failed".
+      if (ec && is_server_ && SSL_get_verify_result(ssl_) != X509_V_OK)
+        ec = make_verify_error(SSL_get_verify_result(ssl_));
       flush_records();  // the alert, if any, goes out before the FIN
       in_cycle_ = false;
       if (ec) fail(ec);
@@ -567,9 +579,13 @@ bool socket::flush_records() noexcept {
 // the socket's 'error'.
 void socket::fail(std::error_code ec) noexcept {
   if (writable::destroyed() && readable::destroyed()) return;
+  if (refusing_) {
+    destroy();  // the refused client reset, or the TCP socket went
+    return;
+  }
   if (server_ && !secure_) {
     server_->client_error(*this, ec);
-    destroy();
+    refuse();
     return;
   }
   if (server_ && secure_ && ec == authorization_error_ && reject_unauthorized_ && ec) {
@@ -578,6 +594,31 @@ void socket::fail(std::error_code ec) noexcept {
     return;
   }
   destroy(ec);
+}
+
+// In TLS 1.3 the client's handshake is over before the server has checked
+// the client's certificate, and the client may be writing already. Closing
+// now, with its records unread in the receive buffer, would send an RST,
+// which can reach the client before the alert and discard it there (the
+// client then sees only EPIPE or ECONNRESET). So, as a careful TLS server
+// does: the alert, then the FIN once the alert is out (end()), then what the
+// client still sends is read and dropped until its own FIN, for at most
+// refuse_linger; then the close. The connection keeps counting against the
+// server's max_connections meanwhile, so a flood of refused clients is held
+// to that limit, each for a bounded time.
+void socket::refuse() noexcept {
+  static constexpr std::chrono::milliseconds refuse_linger{1000};
+  if (handshake_timer_) event_loop().clear_timeout(handshake_timer_);
+  handshake_timer_ = 0;
+  if (tcp_gone_ || tcp_ended_ || tcp_->destroyed()) {
+    destroy();
+    return;
+  }
+  refusing_ = true;
+  flush_records();
+  tcp_->end();
+  if (tcp_->is_paused()) tcp_->resume();
+  event_loop().set_timeout(refuse_linger, [this] { destroy(); }, tag());
 }
 
 std::optional<certificate> socket::peer_certificate() const {
