@@ -417,6 +417,39 @@ TEST_CASE("mutual TLS 1.3: a refused client that keeps writing still reads the a
   }
 }
 
+TEST_CASE("a server that resets after its alert: the client that was writing, not reading, still reports the alert") {
+  world w;
+  echo_server es(w, true);
+  // A receiver less careful than tls::server: its alert, then an RST.
+  es.srv.on(event::tls_client_error, [&](const event_arg& a) {
+    auto* s = static_cast<tls::socket*>(a.source);
+    w.loop.set_timeout(std::chrono::milliseconds(20), [s] { s->tcp().reset_and_destroy(); });
+  });
+  auto o = w.client_opts();
+  o.context.key_file = pki_file("other-client.key");
+  o.context.cert_file = pki_file("other-client.crt");
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  w.record(*c, "client");
+  // Paused: the client does not read, so the alert waits in the kernel's
+  // buffer while the client writes on until the reset breaks a write.
+  c->pause();
+  const std::string chunk(64 * 1024, 'x');
+  int writes = 0, callbacks = 0;
+  std::function<void()> write_more = [&] {
+    if (writes == 4096) return;
+    ++writes;
+    c->write(chunk, [&](std::error_code ec) {
+      ++callbacks;
+      if (!ec) write_more();
+    });
+  };
+  c->on(event::secure_connect, [&] { write_more(); });
+  REQUIRE(spin(w.loop, [&] { return w.has("client close") && es.srv.connections() == 0 && callbacks == writes; }, 20000));
+  INFO(w.all());
+  CHECK(w.has("client error ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"));
+  CHECK(writes < 4096);
+}
+
 TEST_CASE("ALPN with no protocol in common: refused on both sides, with Node's codes") {
   world w;
   auto so = w.server_opts();

@@ -6,6 +6,7 @@
 #include "sluice/tls/socket.h"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -365,6 +366,7 @@ socket::~socket() {
   sink_->detach();
   source_->detach();
   if (!tcp_gone_) {
+    tcp_->before_error_close(nullptr);
     static constexpr event evs[] = {event::data,  event::end,   event::drain,   event::finish,
                                     event::error, event::close, event::connect, event::timeout};
     for (int i = 0; i < 8; ++i)
@@ -383,6 +385,7 @@ void socket::watch_tcp() {
   tcp_listeners_[4] = t.on(event::error, [this](const event_arg& a) { fail(a.error); });
   tcp_listeners_[5] = t.on(event::close, [this](const event_arg& a) { on_tcp_close(a.error); });
   if (!is_server_) {
+    t.before_error_close([this](int fd, std::error_code err) { read_last_words(fd, err); });
     tcp_listeners_[6] = t.on(event::connect, [this] {
       emit(event::connect);
       start_handshake();
@@ -574,11 +577,52 @@ bool socket::flush_records() noexcept {
   return room;
 }
 
+// A write that fails with EPIPE or ECONNRESET may hide why the peer left: in
+// TLS 1.3 a server refuses the client's certificate after the client's
+// handshake is done, and a server that closes with the client's records
+// unread resets the connection. Its alert may still be unread: in the TCP
+// socket's buffer (paused while nobody reads the plaintext) or the kernel's.
+// It is read and decrypted here, before the fd is closed, and its error, if
+// any, becomes the socket's error in place of the reset (fail()).
+void socket::read_last_words(int fd, std::error_code err) noexcept {
+  if (!ssl_ || !is_reset(err) || in_cycle_) return;
+  char buf[16 * 1024];
+  std::string got;
+  // What the TCP socket read already and holds while it is paused, then
+  // what the kernel holds. Bounded: the last few records, not a stream.
+  while (got.size() < 64 * 1024) {
+    std::optional<std::string> c = tcp_->read();
+    if (!c) break;
+    got += *c;
+  }
+  while (got.size() < 64 * 1024) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  if (got.empty() && records_->in_empty()) return;
+  records_->feed(got);
+  clear_errors();
+  int e = SSL_ERROR_NONE;
+  for (int i = 0; i < 64 && e == SSL_ERROR_NONE; ++i) {
+    const int n = SSL_read(ssl_, buf, sizeof buf);  // plaintext dropped: the stream is failing
+    if (n <= 0) e = SSL_get_error(ssl_, n);
+  }
+  if (e == SSL_ERROR_SSL) peer_alert_ = take_openssl_error(std::error_code(EPROTO, std::system_category()));
+  records_->keep_unread();
+  records_->out.clear();  // nothing goes out any more
+}
+
+bool socket::is_reset(std::error_code ec) noexcept {
+  return ec == std::error_code(EPIPE, std::system_category()) || ec == std::error_code(ECONNRESET, std::system_category());
+}
+
 // Before the handshake is done on a server's side the error goes to the
 // server's 'tlsClientError', as in Node (the socket emits none); else it is
 // the socket's 'error'.
 void socket::fail(std::error_code ec) noexcept {
   if (writable::destroyed() && readable::destroyed()) return;
+  if (peer_alert_ && is_reset(ec)) ec = peer_alert_;  // why the peer reset
   if (refusing_) {
     destroy();  // the refused client reset, or the TCP socket went
     return;
