@@ -450,6 +450,29 @@ TEST_CASE("a server that resets after its alert: the client that was writing, no
   CHECK(writes < 4096);
 }
 
+TEST_CASE("a refused client that never closes is cut off after the server's bounded wait for its FIN") {
+  world w;
+  echo_server es(w, true);
+  std::chrono::steady_clock::time_point refused{};
+  es.srv.on(event::tls_client_error, [&] { refused = std::chrono::steady_clock::now(); });
+  auto o = w.client_opts();
+  o.context.key_file = pki_file("other-client.key");
+  o.context.cert_file = pki_file("other-client.crt");
+  o.socket.allow_half_open = true;
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  w.record(*c, "client");
+  c->pause();  // never reads the alert, never ends: its TCP stays open
+  REQUIRE(spin(w.loop, [&] { return es.srv.client_errors() == 1; }));
+  CHECK(es.srv.connections() == 1);  // waiting for the client's FIN
+  REQUIRE(spin(w.loop, [&] { return es.srv.connections() == 0; }, 20000));
+  const auto waited = std::chrono::steady_clock::now() - refused;
+  INFO(w.all());
+  CHECK(waited >= std::chrono::milliseconds(900));
+  CHECK(waited <= std::chrono::milliseconds(1000 + 2000 * sluice::test::time_scale()));
+  CHECK_FALSE(w.has("client close"));
+  c->destroy();
+}
+
 TEST_CASE("ALPN with no protocol in common: refused on both sides, with Node's codes") {
   world w;
   auto so = w.server_opts();
