@@ -375,12 +375,102 @@ TEST_CASE("mutual TLS: a client without a certificate, or with one of another CA
     CHECK(es.srv.client_errors() == 1);
     if (*client_cert) {
       CHECK(w.has("server tlsClientError UNABLE_TO_VERIFY_LEAF_SIGNATURE (unable to verify the first certificate)"));
+      // Refused in the handshake: the client is told why by the alert.
+      CHECK(w.has("client error ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"));
     } else {
       CHECK(w.has("server tlsClientError ERR_SSL_PEER_DID_NOT_RETURN_A_CERTIFICATE (peer did not return a certificate)"));
       // TLS 1.3: the client's handshake was done when the server refused it.
       CHECK(w.has("client error ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED"));
     }
   }
+}
+
+TEST_CASE("mutual TLS 1.3: a refused client that keeps writing still reads the alert, not a reset; the server lets go") {
+  for (const char* client_cert : {"", "other-client"}) {
+    CAPTURE(client_cert);
+    world w;
+    echo_server es(w, true);
+    auto o = w.client_opts();
+    if (*client_cert) {
+      o.context.key_file = pki_file(std::string(client_cert) + ".key");
+      o.context.cert_file = pki_file(std::string(client_cert) + ".crt");
+    }
+    auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+    w.record(*c, "client");
+    // Its handshake done, the client writes on: records the refusing server
+    // never reads. Closed at once, the server would reset the connection
+    // with them unread, and the client would see ECONNRESET or EPIPE.
+    const std::string chunk(64 * 1024, 'x');
+    int callbacks = 0;  // each write's callback, once (handed over, or told why not)
+    c->on(event::secure_connect, [&] {
+      for (int i = 0; i < 16; ++i) c->write(chunk, [&](std::error_code) { ++callbacks; });
+    });
+    c->resume();
+    REQUIRE(spin(w.loop, [&] { return w.has("client close") && es.srv.connections() == 0 && callbacks == 16; }));
+    INFO(w.all());
+    CHECK(es.received.empty());
+    CHECK(es.srv.client_errors() == 1);
+    CHECK(w.has(*client_cert ? "client error ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"
+                             : "client error ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED"));
+    CHECK_FALSE(w.has("client error ECONNRESET"));
+    CHECK_FALSE(w.has("client error EPIPE"));
+  }
+}
+
+TEST_CASE("a server that resets after its alert: the client that was writing, not reading, still reports the alert") {
+  world w;
+  echo_server es(w, true);
+  // A receiver less careful than tls::server: its alert, then an RST.
+  es.srv.on(event::tls_client_error, [&](const event_arg& a) {
+    auto* s = static_cast<tls::socket*>(a.source);
+    w.loop.set_timeout(std::chrono::milliseconds(20), [s] { s->tcp().reset_and_destroy(); });
+  });
+  auto o = w.client_opts();
+  o.context.key_file = pki_file("other-client.key");
+  o.context.cert_file = pki_file("other-client.crt");
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  w.record(*c, "client");
+  // Paused: the client does not read, so the alert waits in the kernel's
+  // buffer while the client writes on until the reset breaks a write.
+  c->pause();
+  const std::string chunk(64 * 1024, 'x');
+  int writes = 0, callbacks = 0;
+  std::function<void()> write_more = [&] {
+    if (writes == 4096) return;
+    ++writes;
+    c->write(chunk, [&](std::error_code ec) {
+      ++callbacks;
+      if (!ec) write_more();
+    });
+  };
+  c->on(event::secure_connect, [&] { write_more(); });
+  REQUIRE(spin(w.loop, [&] { return w.has("client close") && es.srv.connections() == 0 && callbacks == writes; }, 20000));
+  INFO(w.all());
+  CHECK(w.has("client error ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"));
+  CHECK(writes < 4096);
+}
+
+TEST_CASE("a refused client that never closes is cut off after the server's bounded wait for its FIN") {
+  world w;
+  echo_server es(w, true);
+  std::chrono::steady_clock::time_point refused{};
+  es.srv.on(event::tls_client_error, [&] { refused = std::chrono::steady_clock::now(); });
+  auto o = w.client_opts();
+  o.context.key_file = pki_file("other-client.key");
+  o.context.cert_file = pki_file("other-client.crt");
+  o.socket.allow_half_open = true;
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  w.record(*c, "client");
+  c->pause();  // never reads the alert, never ends: its TCP stays open
+  REQUIRE(spin(w.loop, [&] { return es.srv.client_errors() == 1; }));
+  CHECK(es.srv.connections() == 1);  // waiting for the client's FIN
+  REQUIRE(spin(w.loop, [&] { return es.srv.connections() == 0; }, 20000));
+  const auto waited = std::chrono::steady_clock::now() - refused;
+  INFO(w.all());
+  CHECK(waited >= std::chrono::milliseconds(900));
+  CHECK(waited <= std::chrono::milliseconds(1000 + 2000 * sluice::test::time_scale()));
+  CHECK_FALSE(w.has("client close"));
+  c->destroy();
 }
 
 TEST_CASE("ALPN with no protocol in common: refused on both sides, with Node's codes") {

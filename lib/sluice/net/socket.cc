@@ -577,6 +577,11 @@ void socket::close_handle(std::error_code err) noexcept {
   event_loop().cancel(tag());
   idle_timer_ = deadline_timer_ = 0;
   connecting_ = false;
+  if (fd_ >= 0 && err && before_error_close_) {
+    const auto f = std::move(before_error_close_);
+    before_error_close_ = nullptr;
+    f(fd_, err);
+  }
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;

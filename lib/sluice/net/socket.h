@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -155,6 +156,13 @@ class socket : public duplex {
 
   int fd() const noexcept { return fd_; }
 
+  /// sluice's own, for the layer above (tls::socket): `f` is called with the
+  /// fd just before it is closed by a destroy with an error (a reset, a
+  /// broken pipe), so that what the peer sent before can still be read from
+  /// the kernel's buffer (a TLS alert that says why). Called at most once; it
+  /// must not destroy or close anything.
+  void before_error_close(std::function<void(int fd, std::error_code err)> f) { before_error_close_ = std::move(f); }
+
  private:
   friend class detail::socket_sink;
   friend class detail::socket_source;
@@ -183,6 +191,7 @@ class socket : public duplex {
   const void* tag() const noexcept { return &tag_; }
 
   int fd_ = -1;
+  std::function<void(int, std::error_code)> before_error_close_;
   char tag_ = 0;  // the owner of the socket's own loop tasks (see tag())
   bool connecting_ = false;
   bool no_delay_ = false;

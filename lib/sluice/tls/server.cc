@@ -4,6 +4,7 @@
 #include "sluice/tls/server.h"
 
 #include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 
 #include "sluice/errors.h"
 
@@ -20,6 +21,15 @@ int select_alpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* outlen, 
   if (r != OPENSSL_NPN_NEGOTIATED) return SSL_TLSEXT_ERR_ALERT_FATAL;
   *out = chosen;
   return SSL_TLSEXT_ERR_OK;
+}
+
+// The chain is verified to its end (accept_for_now in socket.cc keeps it
+// going), so that the reason is the one Node reports ("unable to verify the
+// first certificate"), and then a chain with an error fails the handshake:
+// OpenSSL sends the client the alert for it (unknown CA, bad certificate).
+int verify_then_refuse(X509_STORE_CTX* ctx, void* /*arg*/) {
+  X509_verify_cert(ctx);
+  return X509_STORE_CTX_get_error(ctx) == X509_V_OK ? 1 : 0;
 }
 
 }  // namespace
@@ -42,6 +52,12 @@ server::server(const server_options& options)
     alpn_wire_.insert(alpn_wire_.end(), p.begin(), p.end());
   }
   if (!alpn_wire_.empty()) SSL_CTX_set_alpn_select_cb(context_->native(), select_alpn, &alpn_wire_);
+  // Differs from Node, which lets the handshake finish and then destroys the
+  // socket: a client whose certificate does not verify is refused in the
+  // handshake, so that it is told why by an alert, where Node's client gets
+  // only a closed connection (in TLS 1.3, after its own handshake is done).
+  if (options_.request_cert && options_.reject_unauthorized)
+    SSL_CTX_set_cert_verify_callback(context_->native(), verify_then_refuse, nullptr);
   tcp_.on_connection([this](net::socket& s) { on_tcp_connection(s); });
   tcp_.on(event::listening, [this] { emit(event::listening); });
   tcp_.on(event::error, [this](const event_arg& a) { emit(event::error, a); });

@@ -52,8 +52,12 @@ struct server_options {
 /// secure: error is the reason, source the tls::socket*), 'error', 'close'.
 ///
 /// Differs from Node: a client refused because its certificate does not
-/// verify (request_cert and reject_unauthorized) is reported through
-/// 'tlsClientError' with the reason; Node destroys it silently.
+/// verify (request_cert and reject_unauthorized) is refused in the handshake
+/// with an alert and reported through 'tlsClientError' with the reason; Node
+/// lets the handshake end and destroys it silently. A connection refused in
+/// the handshake is closed gracefully (the alert, a FIN, then what the client
+/// still sends dropped until its FIN, for at most 1 s) so that no RST
+/// overtakes the alert; it counts in connections() until then.
 ///
 ///     sluice::tls::server srv({.context = {.key_file = "server.key", .cert_file = "server.crt"}});
 ///     srv.on_secure_connection([](sluice::tls::socket& s) { s.pipe(s); });  // echo

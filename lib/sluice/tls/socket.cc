@@ -6,6 +6,7 @@
 #include "sluice/tls/socket.h"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -350,6 +351,8 @@ socket::socket(server_side, net::socket& tcp, server& srv)
   if (request_cert_) {
     // Node: requestCert asks; rejectUnauthorized also refuses a client that
     // sends none, in the handshake.
+    // With rejectUnauthorized the server's context also refuses, in the
+    // handshake, a certificate that does not verify (server.cc).
     int mode = SSL_VERIFY_PEER;
     if (reject_unauthorized_) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     SSL_set_verify(ssl_, mode, accept_for_now);
@@ -363,6 +366,7 @@ socket::~socket() {
   sink_->detach();
   source_->detach();
   if (!tcp_gone_) {
+    tcp_->before_error_close(nullptr);
     static constexpr event evs[] = {event::data,  event::end,   event::drain,   event::finish,
                                     event::error, event::close, event::connect, event::timeout};
     for (int i = 0; i < 8; ++i)
@@ -381,6 +385,7 @@ void socket::watch_tcp() {
   tcp_listeners_[4] = t.on(event::error, [this](const event_arg& a) { fail(a.error); });
   tcp_listeners_[5] = t.on(event::close, [this](const event_arg& a) { on_tcp_close(a.error); });
   if (!is_server_) {
+    t.before_error_close([this](int fd, std::error_code err) { read_last_words(fd, err); });
     tcp_listeners_[6] = t.on(event::connect, [this] {
       emit(event::connect);
       start_handshake();
@@ -406,6 +411,7 @@ void socket::start_handshake() noexcept {
 // The chunk is read by OpenSSL where it lies; only what it leaves (a
 // reader that wants no more) is copied.
 void socket::on_tcp_data(std::string_view chunk) noexcept {
+  if (refusing_) return;  // what a refused client still sends is dropped
   if (!ssl_ || writable::destroyed()) return;
   records_->feed(chunk);
   cycle();
@@ -417,6 +423,10 @@ std::size_t socket::records_written() const noexcept { return records_->records;
 void socket::on_tcp_end() noexcept {
   tcp_ended_ = true;
   if (writable::destroyed()) return;
+  if (refusing_) {
+    destroy();  // the refused client has closed: nothing unread, no RST
+    return;
+  }
   if (!secure_) {
     // Node: "Client network socket disconnected before secure TLS
     // connection was established", code ECONNRESET.
@@ -446,8 +456,13 @@ void socket::cycle() noexcept {
     const int r = SSL_do_handshake(ssl_);
     if (r != 1) {
       const int e = SSL_get_error(ssl_, r);
-      const std::error_code ec = e == SSL_ERROR_WANT_READ ? std::error_code{}
-                                                          : take_openssl_error(std::error_code(EPROTO, std::system_category()));
+      std::error_code ec = e == SSL_ERROR_WANT_READ ? std::error_code{}
+                                                    : take_openssl_error(std::error_code(EPROTO, std::system_category()));
+      // A server that refused the client's certificate: the verification's
+      // reason ("unable to get local issuer certificate"), not OpenSSL's
+      // "certificate verify failed".
+      if (ec && is_server_ && SSL_get_verify_result(ssl_) != X509_V_OK)
+        ec = make_verify_error(SSL_get_verify_result(ssl_));
       flush_records();  // the alert, if any, goes out before the FIN
       in_cycle_ = false;
       if (ec) fail(ec);
@@ -562,14 +577,59 @@ bool socket::flush_records() noexcept {
   return room;
 }
 
+// A write that fails with EPIPE or ECONNRESET may hide why the peer left: in
+// TLS 1.3 a server refuses the client's certificate after the client's
+// handshake is done, and a server that closes with the client's records
+// unread resets the connection. Its alert may still be unread: in the TCP
+// socket's buffer (paused while nobody reads the plaintext) or the kernel's.
+// It is read and decrypted here, before the fd is closed, and its error, if
+// any, becomes the socket's error in place of the reset (fail()).
+void socket::read_last_words(int fd, std::error_code err) noexcept {
+  if (!ssl_ || !is_reset(err) || in_cycle_) return;
+  char buf[16 * 1024];
+  std::string got;
+  // What the TCP socket read already and holds while it is paused, then
+  // what the kernel holds. Bounded: the last few records, not a stream.
+  while (got.size() < 64 * 1024) {
+    std::optional<std::string> c = tcp_->read();
+    if (!c) break;
+    got += *c;
+  }
+  while (got.size() < 64 * 1024) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  if (got.empty() && records_->in_empty()) return;
+  records_->feed(got);
+  clear_errors();
+  int e = SSL_ERROR_NONE;
+  for (int i = 0; i < 64 && e == SSL_ERROR_NONE; ++i) {
+    const int n = SSL_read(ssl_, buf, sizeof buf);  // plaintext dropped: the stream is failing
+    if (n <= 0) e = SSL_get_error(ssl_, n);
+  }
+  if (e == SSL_ERROR_SSL) peer_alert_ = take_openssl_error(std::error_code(EPROTO, std::system_category()));
+  records_->keep_unread();
+  records_->out.clear();  // nothing goes out any more
+}
+
+bool socket::is_reset(std::error_code ec) noexcept {
+  return ec == std::error_code(EPIPE, std::system_category()) || ec == std::error_code(ECONNRESET, std::system_category());
+}
+
 // Before the handshake is done on a server's side the error goes to the
 // server's 'tlsClientError', as in Node (the socket emits none); else it is
 // the socket's 'error'.
 void socket::fail(std::error_code ec) noexcept {
   if (writable::destroyed() && readable::destroyed()) return;
+  if (peer_alert_ && is_reset(ec)) ec = peer_alert_;  // why the peer reset
+  if (refusing_) {
+    destroy();  // the refused client reset, or the TCP socket went
+    return;
+  }
   if (server_ && !secure_) {
     server_->client_error(*this, ec);
-    destroy();
+    refuse();
     return;
   }
   if (server_ && secure_ && ec == authorization_error_ && reject_unauthorized_ && ec) {
@@ -578,6 +638,31 @@ void socket::fail(std::error_code ec) noexcept {
     return;
   }
   destroy(ec);
+}
+
+// In TLS 1.3 the client's handshake is over before the server has checked
+// the client's certificate, and the client may be writing already. Closing
+// now, with its records unread in the receive buffer, would send an RST,
+// which can reach the client before the alert and discard it there (the
+// client then sees only EPIPE or ECONNRESET). So, as a careful TLS server
+// does: the alert, then the FIN once the alert is out (end()), then what the
+// client still sends is read and dropped until its own FIN, for at most
+// refuse_linger; then the close. The connection keeps counting against the
+// server's max_connections meanwhile, so a flood of refused clients is held
+// to that limit, each for a bounded time.
+void socket::refuse() noexcept {
+  static constexpr std::chrono::milliseconds refuse_linger{1000};
+  if (handshake_timer_) event_loop().clear_timeout(handshake_timer_);
+  handshake_timer_ = 0;
+  if (tcp_gone_ || tcp_ended_ || tcp_->destroyed()) {
+    destroy();
+    return;
+  }
+  refusing_ = true;
+  flush_records();
+  tcp_->end();
+  if (tcp_->is_paused()) tcp_->resume();
+  event_loop().set_timeout(refuse_linger, [this] { destroy(); }, tag());
 }
 
 std::optional<certificate> socket::peer_certificate() const {

@@ -142,6 +142,13 @@ class socket : public duplex {
   // Moves the records OpenSSL made to the TCP socket; false when it is full.
   bool flush_records() noexcept;
   void fail(std::error_code ec) noexcept;
+  // A server's side refusing a client in the handshake: the alert, then a
+  // graceful close (see socket.cc).
+  void refuse() noexcept;
+  // A client's TCP socket is closing after a reset: reads the peer's last
+  // records from the kernel's buffer (see socket.cc).
+  void read_last_words(int fd, std::error_code err) noexcept;
+  static bool is_reset(std::error_code ec) noexcept;
   void arm_handshake_timeout(std::chrono::milliseconds ms);
   const void* tag() const noexcept { return &tag_; }
 
@@ -161,8 +168,10 @@ class socket : public duplex {
   bool tcp_ended_ = false;
   bool tcp_gone_ = false;
   bool in_cycle_ = false;
+  bool refusing_ = false;  // a server's side: alert sent, waiting for the peer's FIN
   char tag_ = 0;
   std::error_code authorization_error_;
+  std::error_code peer_alert_;  // the peer's alert, read after a reset
   std::vector<unsigned char> alpn_wire_;  // a server's ALPN list, in wire form
   std::chrono::milliseconds handshake_timeout_{0};
   timer_id handshake_timer_ = 0;
