@@ -291,6 +291,27 @@ TEST_CASE("add_abort_signal: a stream deleted first is never touched") {
   CHECK(t.log.str().empty());
 }
 
+// One token's listeners run in the order they were added, as an
+// AbortSignal's do, also when the stop comes from another thread.
+TEST_CASE("add_abort_signal: the streams of one token are aborted in the order they were added") {
+  for (const bool other_thread : {false, true}) {
+    world t;
+    std::stop_source s;
+    auto a = t.make_readable("a");
+    auto b = t.make_readable("b");
+    auto c = t.make_readable("c");
+    add_abort_signal(s.get_token(), *b);
+    add_abort_signal(s.get_token(), *a);
+    add_abort_signal(s.get_token(), *c);
+    if (other_thread)
+      std::thread([&s] { s.request_stop(); }).join();
+    else
+      s.request_stop();
+    t.loop.run_until_idle();
+    CHECK(t.log.str() == "error b ABORT_ERR; close b; error a ABORT_ERR; close a; error c ABORT_ERR; close c");
+  }
+}
+
 // Many stops racing with the loop's own close of the stream (for TSan).
 TEST_CASE("add_abort_signal: stops racing with the stream's close") {
   for (int i = 0; i < 200; ++i) {
