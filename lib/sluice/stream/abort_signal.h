@@ -34,8 +34,9 @@ class abort_registration {
 /// thread (Node's abort() dispatches synchronously), else posted to `l`
 /// (loop::post()) and run there as a tick, so a stream is never touched from
 /// the stopping thread. A token already stopped runs it as a microtask
-/// (Node: queueMicrotask). Call on `l`'s thread; `l` must outlive the
-/// registration.
+/// (Node: queueMicrotask). The listeners of one token on one loop run in the
+/// order they were added, as an AbortSignal's do. Call on `l`'s thread; `l`
+/// must outlive the registration.
 [[nodiscard]] abort_registration add_abort_listener(std::stop_token token, loop& l, task listener);
 
 /// Node: stream.addAbortSignal(signal, stream). When `token` is stopped, the
