@@ -15,7 +15,7 @@
 //                                                  run-random.sh checks without Node
 //
 // The family of a seed is FAMILIES[seed % 7] unless --family names one (or an API
-// family: from, pair, ops). A scenario is
+// family: from, pair, ops, abort). A scenario is
 // made valid against the oracle: a `complete` with nothing pending (which the
 // oracle rejects, as sluice-trace does) is dropped and the rest kept.
 // Needs Node v20, as oracle.mjs does. No npm dependencies.
@@ -30,7 +30,7 @@ export const FAMILIES = ['writable', 'readable', 'pipe', 'duplex', 'transform', 
 // one: they are not in the seeds' rotation, so every seed keeps its scenario
 // (random/corpus.txt), and `from` differs from Node by design in when 'close'
 // comes (docs/differences-from-node.md), which its mismatches show.
-export const API_FAMILIES = ['from', 'pair', 'ops'];
+export const API_FAMILIES = ['from', 'pair', 'ops', 'abort'];
 const ALL_FAMILIES = [...FAMILIES, ...API_FAMILIES];
 
 // mulberry32: small, seedable, the same on every Node.
@@ -124,7 +124,7 @@ function generate(seed, family) {
     if (roll < 14) return 'tick';
     if (roll < 30 && completable().length) return `complete ${R.pick(completable()).name}${R.chance(0.08) ? ' error=boom' : ''}`;
     if (roll < 33) return `destroy ${R.pick(streams).name}${R.chance(0.4) ? ' error=bang' : ''}`;
-    if (roll < 38 && (family === 'finished' || (family === 'pipeline' && roll < 35))) return finishedLine(R.pick(streams));
+    if (roll < 38 && (family === 'finished' || family === 'abort' || (family === 'pipeline' && roll < 35))) return finishedLine(R.pick(streams));
     if (roll < 42 && ['pipe', 'duplex', 'transform'].includes(family) && writables().length && readables().length) {
       const r = R.pick(readables()); const w = R.pick(writables().filter((s) => s !== r).concat([]));
       if (w) return `${R.chance(0.8) ? 'pipe' : 'unpipe'} ${r.name} ${w.name}`;
@@ -136,6 +136,7 @@ function generate(seed, family) {
   const finishedLine = (s) => {
     const words = ['finished', s.name];
     for (const o of ['readable', 'writable', 'error']) if (R.chance(0.25)) words.push(`${o}=${R.pick(['true', 'false'])}`);
+    if (family === 'abort' && R.chance(0.5)) words.push('signal=c');
     return words.join(' ');
   };
   const middle = (name) => add('duplex', name, R.pick(['transform', 'transform', 'passthrough', 'duplex']));
@@ -259,8 +260,12 @@ function generate(seed, family) {
       if (R.chance(0.4)) add('writable', 'w');
       break;
     case 'pipeline':
-    case 'finished': {
-      const shape = family === 'finished' ? R.int(0, 3) : 1;
+    case 'finished':
+    case 'abort': {
+      // abort: one controller, used by the pipeline's signal, finished()'s and
+      // addAbortSignal; `abort c` lands anywhere after it (below).
+      if (family === 'abort') lines.push('abort-controller c');
+      const shape = family === 'pipeline' ? 1 : R.int(0, 3);
       if (shape === 0) { // a lone stream
         const k = R.pick(['writable', 'readable', 'duplex']);
         if (k === 'duplex') middle('d'); else add(k, k[0]);
@@ -274,7 +279,8 @@ function generate(seed, family) {
       // Now and then the streams are used before they are connected.
       if (R.chance(0.25)) for (let k = R.int(1, 5); k > 0; k--) lines.push(anyOp());
       if (shape === 3) lines.push(`pipe r ${n ? 't1' : 'w'}`);
-      else if (shape !== 2) lines.push(`pipeline ${streams.map((s) => s.name).join(' ')}`);
+      else if (shape !== 2) lines.push(`pipeline ${streams.map((s) => s.name).join(' ')}${family === 'abort' && R.chance(0.7) ? ' signal=c' : ''}`);
+      if (family === 'abort') for (const s of streams) if (R.chance(0.4)) lines.push(`add-abort-signal c ${s.name}`);
       break;
     }
     default: throw new Error(`unknown family '${family}'`);
@@ -282,6 +288,7 @@ function generate(seed, family) {
   if (family === 'finished') for (let k = R.int(1, 2); k > 0; k--) lines.push(finishedLine(R.pick(streams)));
 
   for (let k = R.int(4, 22); k > 0; k--) lines.push(anyOp());
+  if (family === 'abort') lines.splice(R.int(1, lines.length), 0, 'abort c');
   // Let the pipeline or the pipes run to the end now and then.
   if (streams[0].name === 'r' && streams.length > 1 && R.chance(0.5)) {
     lines.push('tick', 'push r EOF');

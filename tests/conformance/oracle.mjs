@@ -11,7 +11,7 @@
 // Exit 0 after a run; 2 when the scenario is malformed or cannot be read, or
 // when Node is not v20 (message on stderr). No npm dependencies.
 import {
-  Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished,
+  Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished, addAbortSignal,
   getDefaultHighWaterMark, setDefaultHighWaterMark, duplexPair,
 } from 'node:stream';
 import { pipeline as pipelinePromise } from 'node:stream/promises';
@@ -44,6 +44,7 @@ const fail = (lineNo, msg) => { throw new ScenarioError(`line ${lineNo}: ${msg}`
 // name -> { kind: 'writable'|'readable'|'duplex', stream, pending: [sink callbacks, oldest first] }
 // A duplex (Duplex, Transform, PassThrough) is both a writable and a readable.
 const streams = new Map();
+const controllers = new Map(); // name -> AbortController (Extension, API.md)
 
 // Options shared by both kinds. Without hwm= a stream takes the default
 // high-water mark, which runScenario() pins to v20's 16384 bytes or 16
@@ -215,6 +216,7 @@ const COUNT = /^\d+$/;
 
 function parse(text) {
   const kinds = new Map(); // stream name -> kind, as declared so far
+  const signals = new Set(); // abort-controller names, as declared so far
   const steps = [];
   text.split('\n').forEach((raw, i) => {
     const n = i + 1;
@@ -227,6 +229,10 @@ function parse(text) {
       if (!kinds.has(name)) fail(n, `${cmd}: unknown stream '${name}'`);
       // Extension: a duplex is a writable and a readable.
       if (want && kinds.get(name) !== want && kinds.get(name) !== 'duplex') fail(n, `${cmd}: '${name}' is not a ${want}`);
+      return name;
+    };
+    const signal = (name) => { // must name an existing abort-controller
+      if (!signals.has(name)) fail(n, `${cmd}: unknown abort-controller '${name}'`);
       return name;
     };
     const chunk = (word) => { if (!CHUNK.test(word)) fail(n, `${cmd}: bad chunk '${word}'`); return word; };
@@ -399,8 +405,10 @@ function parse(text) {
         break;
       }
       case 'pipeline': {
-        // pipeline S1 S2 ... [end=false]: S1 readable, the last writable, the middle ones duplexes.
+        // pipeline S1 S2 ... [end=false] [signal=C]: S1 readable, the last writable, the middle ones duplexes.
         const rest = [...args];
+        let signalName;
+        if (rest.length > 0 && rest[rest.length - 1].startsWith('signal=')) signalName = signal(rest.pop().slice(7));
         const endFalse = rest.length > 0 && rest[rest.length - 1] === 'end=false';
         if (endFalse) rest.pop();
         if (rest.length < 2) fail(n, 'pipeline: expected at least 2 streams');
@@ -414,25 +422,61 @@ function parse(text) {
         const cb = (err) => emit(`pipeline-cb ${err ? what(err) : 'ok'}`);
         run = () => {
           const ss = names.map((name) => streams.get(name).stream);
-          // The callback form takes no options; end=false goes through the
-          // promise form, whose settling is reported one microtask later.
-          if (endFalse) pipelinePromise(...ss, { end: false }).then(() => cb(), cb);
+          // The callback form takes no options; end=false and signal= go
+          // through the promise form, whose settling is reported one
+          // microtask later.
+          const o = {};
+          if (endFalse) o.end = false;
+          if (signalName) o.signal = controllers.get(signalName).signal;
+          if (endFalse || signalName) pipelinePromise(...ss, o).then(() => cb(), cb);
           else pipeline(...ss, cb);
         };
         break;
       }
+      // Extension (API.md): AbortController / AbortSignal.
+      case 'abort-controller': {
+        // abort-controller C
+        arity(1, 1);
+        const c = args[0];
+        if (signals.has(c) || kinds.has(c)) fail(n, `abort-controller: '${c}' already exists`);
+        signals.add(c);
+        run = () => controllers.set(c, new AbortController());
+        break;
+      }
+      case 'abort': {
+        // abort C
+        arity(1, 1);
+        const c = signal(args[0]);
+        run = () => controllers.get(c).abort();
+        break;
+      }
+      case 'add-abort-signal': {
+        // add-abort-signal C S
+        arity(2, 2);
+        const c = signal(args[0]);
+        const s = stream(1);
+        run = () => addAbortSignal(controllers.get(c).signal, streams.get(s).stream);
+        break;
+      }
       case 'finished': {
-        // finished S [readable=B] [writable=B] [error=B]
-        arity(1, 4);
+        // finished S [readable=B] [writable=B] [error=B] [signal=C]
+        arity(1, 5);
         const s = stream(0);
         const o = {};
+        let signalName;
         for (const word of args.slice(1)) {
+          if (word.startsWith('signal=')) {
+            if (signalName) fail(n, "finished: option 'signal' given twice");
+            signalName = signal(word.slice(7));
+            continue;
+          }
           const m = /^(readable|writable|error)=(true|false)$/.exec(word);
           if (!m) fail(n, `finished: expected readable=B, writable=B or error=B, got '${word}'`);
           if (m[1] in o) fail(n, `finished: option '${m[1]}' given twice`);
           o[m[1]] = m[2] === 'true';
         }
-        run = () => finished(streams.get(s).stream, o, (err) => emit(`finished ${s} ${err ? what(err) : 'ok'}`));
+        run = () => finished(streams.get(s).stream,
+          signalName ? { ...o, signal: controllers.get(signalName).signal } : o, (err) => emit(`finished ${s} ${err ? what(err) : 'ok'}`));
         break;
       }
       case 'write': {
@@ -576,6 +620,7 @@ async function tick() {
 export async function runScenario(text) {
   trace.length = 0;
   streams.clear();
+  controllers.clear();
   setDefaultHighWaterMark(false, 16384);
   setDefaultHighWaterMark(true, 16);
   try {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "sluice/stream/abort_signal.h"
 #include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/operators.h"
@@ -82,6 +83,11 @@ class scenario_parser {
   step destroy();
   step state();
   step finished();
+  step abort_controller();
+  step abort();
+  step add_abort_signal();
+  // Names an existing abort-controller.
+  std::string signal(const std::string& name) const;
   step tick();
 
   step at(action a) const { return {line_, false, std::move(a)}; }
@@ -97,6 +103,7 @@ class scenario_parser {
   std::string create(stream_kind k);
 
   std::map<std::string, stream_kind> kinds_;
+  std::vector<std::string> signals_;  // abort-controller names, as declared so far
   int line_ = 0;
   std::string cmd_;
   std::vector<std::string> args_;
@@ -146,6 +153,10 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"destroy", &scenario_parser::destroy},
     {"state", &scenario_parser::state},
     {"finished", &scenario_parser::finished},
+    // Extension (API.md): AbortController / AbortSignal.
+    {"abort-controller", &scenario_parser::abort_controller},
+    {"abort", &scenario_parser::abort},
+    {"add-abort-signal", &scenario_parser::add_abort_signal},
     // The loop.
     {"tick", &scenario_parser::tick},
 };
@@ -632,9 +643,45 @@ step scenario_parser::pipe() {
   });
 }
 
-// Extension: pipeline S1 S2 ... [end=false].
+std::string scenario_parser::signal(const std::string& name) const {
+  if (std::find(signals_.begin(), signals_.end(), name) == signals_.end())
+    fail(cmd_ + ": unknown abort-controller '" + name + "'");
+  return name;
+}
+
+// Extension (API.md): abort-controller C, a std::stop_source.
+step scenario_parser::abort_controller() {
+  arity(1, 1);
+  const std::string c = args_[0];
+  if (std::find(signals_.begin(), signals_.end(), c) != signals_.end() || kinds_.count(c))
+    fail("abort-controller: '" + c + "' already exists");
+  signals_.push_back(c);
+  return at([c](trace_run& r) { r.controller(c); });
+}
+
+// Extension (API.md): abort C, request_stop() on the loop's thread.
+step scenario_parser::abort() {
+  arity(1, 1);
+  const std::string c = signal(args_[0]);
+  return at([c](trace_run& r) { r.controller(c).request_stop(); });
+}
+
+// Extension (API.md): add-abort-signal C S.
+step scenario_parser::add_abort_signal() {
+  arity(2, 2);
+  const std::string c = signal(args_[0]);
+  const std::string name = stream(1, std::nullopt);
+  return at([c, name](trace_run& r) { sluice::add_abort_signal(r.controller(c).get_token(), r[name].ref()); });
+}
+
+// Extension: pipeline S1 S2 ... [end=false] [signal=C].
 step scenario_parser::pipeline() {
   std::vector<std::string> names = args_;
+  std::string signal_name;
+  if (!names.empty() && names.back().rfind("signal=", 0) == 0) {
+    signal_name = signal(names.back().substr(7));
+    names.pop_back();
+  }
   const bool end_false = !names.empty() && names.back() == "end=false";
   if (end_false) names.pop_back();
   if (names.size() < 2) fail("pipeline: expected at least 2 streams");
@@ -646,11 +693,12 @@ step scenario_parser::pipeline() {
       fail("pipeline: '" + names[k] + "' is not a " +
            std::string(want == stream_kind::readable ? "readable" : want == stream_kind::writable ? "writable" : "duplex"));
   }
-  return at([names, end_false](trace_run& r) {
+  return at([names, end_false, signal_name](trace_run& r) {
     std::vector<sluice::stream_ref> refs;
     for (const auto& name : names) refs.push_back(r[name].ref());
     sluice::pipeline_options po;
     po.end = !end_false;
+    if (!signal_name.empty()) po.signal = r.controller(signal_name).get_token();
     sluice::pipeline(
         refs, [&r](std::error_code ec) { r.emit(std::string("pipeline-cb ") + what(ec)); }, po);
   });
@@ -683,14 +731,20 @@ step scenario_parser::state() {
   return at([name, k](trace_run& r) { r.state(name, k); });
 }
 
-// Extension: finished S [readable=B] [writable=B] [error=B].
+// Extension: finished S [readable=B] [writable=B] [error=B] [signal=C].
 step scenario_parser::finished() {
-  arity(1, 4);
+  arity(1, 5);
   const std::string name = stream(0, std::nullopt);
   sluice::finished_options fo;
   std::vector<std::string> seen;
+  std::string signal_name;
   for (std::size_t i = 1; i < args_.size(); ++i) {
     const std::string& w = args_[i];
+    if (w.rfind("signal=", 0) == 0) {
+      if (!signal_name.empty()) fail("finished: option 'signal' given twice");
+      signal_name = signal(w.substr(7));
+      continue;
+    }
     const auto eq = w.find('=');
     const std::string key = eq == std::string::npos ? "" : w.substr(0, eq);
     const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
@@ -706,7 +760,8 @@ step scenario_parser::finished() {
     else
       fo.error = b;
   }
-  return at([name, fo](trace_run& r) {
+  return at([name, fo, signal_name](trace_run& r) mutable {
+    if (!signal_name.empty()) fo.signal = r.controller(signal_name).get_token();
     sluice::finished(r[name].ref(), [&r, name](std::error_code ec) { r.emit("finished " + name + " " + what(ec)); },
                      fo);
   });

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <stop_token>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,8 @@ class trace_run {
 
   /// The stream a scenario calls `name`.
   stream_entry& operator[](const std::string& name) { return streams_[name]; }
+  /// The abort-controller a scenario calls `name` (Node's AbortController).
+  std::stop_source& controller(const std::string& name) { return controllers_[name]; }
 
   void add_writable(const std::string& name, const stream_options& o);
   void add_readable(const std::string& name, const stream_options& o);
@@ -92,6 +95,7 @@ class trace_run {
   // Declared first so that it outlives the streams: their destructors may
   // still print.
   std::vector<std::string> trace_;
+  std::map<std::string, std::stop_source> controllers_;
   std::map<std::string, stream_entry> streams_;  // a node never moves: sinks hold `pending`
 };
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sluice/errors.h"
+#include "sluice/stream/abort_signal.h"
 
 namespace sluice {
 
@@ -24,8 +25,10 @@ struct eos : std::enable_shared_from_this<eos> {
   bool closed = false;
   listener_id on_end_id = 0, on_finish_id = 0, on_error_id = 0, on_close_id = 0;
   listener_id legacy_end_id = 0, legacy_close_id = 0;
+  abort_registration abort_reg;  // Node: disposable, for options.signal
 
   void call(std::error_code ec) {
+    abort_reg.dispose();
     if (!callback) return;
     finished_cb cb = std::move(callback);
     callback = {};
@@ -81,9 +84,18 @@ struct eos : std::enable_shared_from_this<eos> {
     stream.event_loop().next_tick([self = shared_from_this(), step] { (self.get()->*step)(); }, stream.owner());
   }
 
-  // Node: cleanup().
+  // Node: abort(), for options.signal.
+  void on_abort() {
+    finished_cb cb = std::move(callback);  // kept: cleanup removes it
+    cleanup();
+    if (cb) cb(make_error_code(errc::aborted));
+  }
+
+  // Node: cleanup(). Node leaves the abort listener, calling a no-op; it
+  // goes here.
   void cleanup() {
     callback = {};
+    abort_reg.dispose();
     emitter& e = stream.events();
     e.off(event::finish, on_finish_id);
     e.off(event::end, on_end_id);
@@ -131,6 +143,15 @@ std::function<void()> finished(stream_ref stream, finished_cb cb, const finished
   } else if (!st->writable && (!st->will_emit_close || stream.is_writable().value_or(false)) &&
              (st->readable_finished || stream.is_readable() == false)) {
     st->next_tick(&eos::on_closed);
+  }
+
+  if (options.signal.stop_requested() && !st->closed) {
+    st->next_tick(&eos::on_abort);
+  } else if (options.signal.stop_possible() && !st->closed) {
+    // A weak_ptr: the registration is ours, and goes with the listeners.
+    st->abort_reg = add_abort_listener(options.signal, stream.event_loop(), [w = std::weak_ptr(st)] {
+      if (auto s = w.lock()) s->on_abort();
+    });
   }
 
   return [st] { st->cleanup(); };

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <optional>
+#include <stop_token>
 #include <system_error>
 
 #include "sluice/function.h"
@@ -21,6 +22,11 @@ struct finished_options {
   std::optional<bool> writable{};
   /// Report an 'error' as soon as it is emitted (Node: options.error).
   bool error = true;
+  /// Node: options.signal. Once stopped, `cb` is called with an AbortError
+  /// (errc::aborted, ABORT_ERR) and the listeners come off; the stream is
+  /// left as it is. A token stopped already calls `cb` on the next tick.
+  /// request_stop() may come from any thread (see add_abort_listener()).
+  std::stop_token signal{};
 };
 
 using finished_cb = inline_function<void(std::error_code), 16>;

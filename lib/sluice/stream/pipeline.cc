@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "sluice/errors.h"
+#include "sluice/stream/abort_signal.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/pipe_zero_copy.h"
 
@@ -22,6 +23,7 @@ struct pipeline_state : std::enable_shared_from_this<pipeline_state> {
   int finish_count = 0;
   std::deque<std::function<void(std::error_code)>> destroys;
   std::vector<std::function<void()>> last_stream_cleanup;
+  abort_registration abort_reg;  // Node: disposable, for options.signal
 
   // Node: finish(err).
   void finish(std::error_code err) { finish_impl(err, --finish_count == 0); }
@@ -36,6 +38,7 @@ struct pipeline_state : std::enable_shared_from_this<pipeline_state> {
       destroys.pop_front();
       destroy(error);
     }
+    abort_reg.dispose();
     if (final) {
       if (!error)
         for (auto& cleanup : last_stream_cleanup) cleanup();
@@ -141,6 +144,12 @@ void pipeline(const std::vector<stream_ref>& streams, pipeline_cb cb, const pipe
   auto st = std::make_shared<pipeline_state>();
   st->callback = std::move(cb);
   st->l = &streams.front().event_loop();
+  // Node: addAbortListener(outerSignal, abort), before the streams are wired.
+  // A weak_ptr: the registration is the state's, and goes with it.
+  if (options.signal.stop_possible() || options.signal.stop_requested())
+    st->abort_reg = add_abort_listener(options.signal, *st->l, [w = std::weak_ptr(st)] {
+      if (auto s = w.lock()) s->finish_impl(make_error_code(errc::aborted), false);
+    });
 
   std::optional<stream_ref> ret;
   for (std::size_t i = 0; i < streams.size(); ++i) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <stop_token>
 #include <system_error>
 #include <vector>
 
@@ -14,6 +15,11 @@ namespace sluice {
 struct pipeline_options {
   /// End the last stream when the one before it ends (Node: options.end).
   bool end = true;
+  /// Node: options.signal. Once stopped, every stream not yet done is
+  /// destroyed with an AbortError (errc::aborted, ABORT_ERR), which `cb`
+  /// gets. A token stopped already aborts on a microtask, as Node's does.
+  /// request_stop() may come from any thread (see add_abort_listener()).
+  std::stop_token signal{};
 };
 
 using pipeline_cb = inline_function<void(std::error_code), 16>;
