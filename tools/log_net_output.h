@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -61,9 +62,13 @@ class log_net_output final : public log_output {
     if (dest_.type != log_destination::kind::kafka) {
       sluice::syslog_options so = syslog_options_;
       so.on_connection_lost = [this](std::error_code ec, std::size_t n) {
+        // A reset is the kernel's word; anything else (a TLS alert, a
+        // timeout) is the receiver breaking off, said with its reason.
+        const bool reset = ec == std::errc::connection_reset || ec == std::errc::broken_pipe;
+        const std::string how = !ec ? "closed the connection"
+                                    : (reset ? "reset the connection (" : "broke off the connection (") + ec.message() + ")";
         std::fprintf(stderr, "sluice-log: %s: the receiver %s with up to %zu messages in flight: they may be lost\n",
-                     name_.c_str(),
-                     ec ? ("reset the connection (" + ec.message() + ")").c_str() : "closed the connection", n);
+                     name_.c_str(), how.c_str(), n);
       };
       if (so.fatal_error) so.fatal_error = say_fatal(so.fatal_error);
       auto w = std::make_unique<sluice::syslog_writable>(so);
