@@ -73,6 +73,7 @@ lines split(std::string_view data, const std::vector<std::size_t>& cuts = {},
     const std::string chunk(data.substr(from, to - from));
     s.feed(chunk);
     while (auto line = s.next(ec)) out.emplace_back(*line);
+    if (ec) break;  // a failed splitter takes no more chunks (feed()'s precondition)
     from = to;
   }
   if (!ec)
