@@ -5,8 +5,6 @@
 // it), and kafka:// (a module loaded only then, log_kafka.h).
 #pragma once
 
-#include <dlfcn.h>
-#include <limits.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "load_module.h"
 #include "log_dest.h"
 #include "log_output.h"
 #include "log_spool.h"
@@ -201,22 +200,8 @@ class log_net_output final : public log_output {
   // else where it is installed (SLUICE_LOG_KAFKA_MODULE, from $ORIGIN,
   // sluice-log's directory, as its RUNPATH). It stays loaded to the exit.
   static sluice_log_make_kafka_fn load_kafka_module(std::string& why) {
-    char exe[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("./sluice-log");
-    dir.erase(dir.rfind('/'));
-    std::string installed = SLUICE_LOG_KAFKA_MODULE;
-    if (installed.rfind("$ORIGIN", 0) == 0) installed.replace(0, 7, dir);
-    for (const std::string& path : {dir + "/sluice-log-kafka.so", installed}) {
-      void* module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!module) {
-        why = ::dlerror();
-        continue;
-      }
-      if (void* f = ::dlsym(module, "sluice_log_make_kafka")) return reinterpret_cast<sluice_log_make_kafka_fn>(f);
-      why = path + ": no sluice_log_make_kafka";
-    }
-    return nullptr;
+    return reinterpret_cast<sluice_log_make_kafka_fn>(
+        load_module_symbol("sluice-log-kafka.so", SLUICE_LOG_KAFKA_MODULE, "sluice_log_make_kafka", why));
   }
 #endif
 
