@@ -239,16 +239,17 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
     start_coalescing();
 
   if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
-    write_req* last = buffered_.last();
-    if (last && !state_.has(wf::object_mode) && r.size() != 0 && !r.owned && joins(*last, r.first, r.size(), r.cb)) {
-      // The chunk follows the newest request's run: it is counted there.
-      last->add_chunk();
-      buffered_.added_to_last(r.size());
+    if (r.size() == buffered_.open_size() && r.first == buffered_.open_end() && !r.owned &&
+        buffered_.open_req().cb.same_target(r.cb)) {
+      // The chunk was copied right after the open run's last one (print()
+      // formats in place there): it joins the run.
+      buffered_.join();
       r.set({});
       r.cb = nullptr;
       pool_.release(r);
     } else {
       buffered_.push_back(r);
+      if (may_open_run(r)) buffered_.open_run(r);
       state_.set(wf::buffered);
       if (r.cb) state_.clear(wf::all_noop);
     }
@@ -259,6 +260,15 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
   const bool ret = state_.length < state_.high_water_mark || state_.length == 0;
   if (!ret) state_.set(wf::need_drain);
   return ret && !state_.has(wf::destroyed | wf::errored);
+}
+
+// Can the chunks that follow `r`, just buffered, join it (see
+// joins_open_run())? Not in object mode, where `length` counts writes, nor
+// with max_buffered, which every write must be checked against; and only a
+// chunk in the arena, whose callback is empty or can be called once per
+// write (inline_function::copyable()).
+inline bool writable::may_open_run(const write_req& r) const noexcept {
+  return !state_.has(wf::object_mode | wf::capped) && !r.owned && r.size() != 0 && (!r.cb || r.cb.copyable());
 }
 
 // Node: the else branch of writeOrBuffer(): nothing in flight, so the sink
