@@ -14,6 +14,12 @@
 
 namespace sluice {
 
+namespace {
+// Made once: a default std::error_code calls std::system_category() out of
+// line, a call every message would pay twice (its write, its report).
+const std::error_code no_error{};
+}  // namespace
+
 // ---- the frame of a keyed message (kafka_options::framed)
 //
 // u32 key size, key, u32 header count, per header (u32 name size, name,
@@ -233,7 +239,7 @@ bool kafka_sink::produce(std::string_view chunk, write_done done) {
     s->cb.assign_empty(done.take_callback());  // a free slot holds no callback
     ++in_flight_;
     if (!armed_) arm();
-    done();
+    done(no_error);
     return true;
   }
   slots_->release(s);
@@ -365,9 +371,13 @@ std::error_code kafka_sink::settle_reports() {
           slot* s = static_cast<slot*>(m->_private);
           if (!s->in_use) continue;  // settled after the purge (see serve()); no slot is reused then
           --in_flight_;
-          const std::error_code ec = make_kafka_error(m->err);
-          if (ec && !failed) failed = ec;
-          slots_->settle(s, ec);
+          if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) [[likely]] {
+            slots_->settle(s, no_error);
+          } else {
+            const std::error_code ec = make_kafka_error(m->err);
+            if (!failed) failed = ec;
+            slots_->settle(s, ec);
+          }
         }
         break;
       case RD_KAFKA_EVENT_ERROR:
