@@ -10,8 +10,9 @@
 // first).
 //
 //   kafka_bench [--messages N] [--runs R] [--size BYTES] [--set PROPERTY=VALUE ...]
-//               [--only bare|producev|sluice]
-//   (--only: one side alone, for a profiler)
+//               [--only bare|producev|sluice|sink]
+//   (--only: one side alone, for a profiler; sink: the kafka_sink under a
+//   host of the bench's own, without the writable, to tell their costs apart)
 //   (SLUICE_BENCH_QUICK=1 in the environment: 200000 messages, 2 runs)
 #include <librdkafka/rdkafka.h>
 #include <sys/resource.h>
@@ -125,6 +126,79 @@ result sink(std::size_t n, const std::string& payload) {
   return {s, delivered, cpu_now() - c0};
 }
 
+// ---- the kafka_sink alone, under a host of the bench's own (no stream):
+// what the sink costs apart from the writable above it. The same pattern:
+// write until a write stays in flight (librdkafka's queue is full), again
+// when it completes; each write's callback taken by the sink, as the
+// writable's are.
+
+class sink_driver final : public sluice::sink_host {
+ public:
+  sink_driver(sluice::sink& s, std::size_t n, const std::string& payload, std::size_t& delivered)
+      : sink_(s), n_(n), payload_(payload), delivered_(delivered) {
+    host(s);
+  }
+
+  void pump() {
+    while (written_ < n_) {
+      ++written_;
+      cb_ = [this](std::error_code ec) { delivered_ += !ec; };
+      writing_ = true;
+      sync_ = true;
+      sink_.write(payload_, sluice::write_done(*this));
+      sync_ = false;
+      if (writing_) return;  // on_write() goes on
+    }
+    if (!ending_) {
+      ending_ = true;
+      sink_.final(sluice::final_done(*this));
+    }
+  }
+
+  void on_write(std::error_code ec, std::size_t) noexcept override {
+    if (ec) failed_ = true;
+    writing_ = false;
+    if (!sync_) pump();
+  }
+  void on_finish(std::error_code ec) noexcept override { failed_ = failed_ || ec; }
+  sluice::write_cb take_write_cb() noexcept override { return std::move(cb_); }
+  void on_sink_error(std::error_code) noexcept override { failed_ = true; }
+  bool failed() const noexcept { return failed_; }
+
+ private:
+  sluice::sink& sink_;
+  std::size_t n_;
+  const std::string& payload_;
+  std::size_t& delivered_;
+  std::size_t written_ = 0;
+  sluice::write_cb cb_;
+  bool writing_ = false;
+  bool sync_ = false;
+  bool ending_ = false;
+  bool failed_ = false;
+};
+
+result sink_alone(std::size_t n, const std::string& payload) {
+  sluice::loop& l = sluice::loop::current();
+  sluice::kafka_sink out({.topic = "bench", .config = config});
+  out.attach(l);
+  std::size_t delivered = 0;
+  {
+    sink_driver warm(out, 1, payload, delivered);  // warm-up: connections, metadata
+    warm.pump();
+    l.run();
+  }
+  delivered = 0;
+  sink_driver driver(out, n, payload, delivered);
+  const double c0 = cpu_now();
+  const auto t0 = clock_type::now();
+  driver.pump();
+  l.run();
+  const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  if (driver.failed()) delivered = 0;
+  return {s, delivered, cpu_now() - c0};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,14 +228,15 @@ int main(int argc, char** argv) {
   };
   side sides[] = {{"bare produce", 1e300, 1e300, only.empty() || only == "bare"},
                   {"bare producev", 1e300, 1e300, only.empty() || only == "producev"},
-                  {"sluice writable", 1e300, 1e300, only.empty() || only == "sluice"}};
+                  {"sluice writable", 1e300, 1e300, only.empty() || only == "sluice"},
+                  {"kafka_sink alone", 1e300, 1e300, only.empty() || only == "sink"}};
   for (int r = 0; r < runs; ++r) {
     // Alternated, so that a busy moment of the machine hits every side.
     std::printf("run %d:", r + 1);
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
       side& sd = sides[i];
       if (!sd.on) continue;
-      const result x = i == 2 ? sink(n, payload) : bare(n, payload, i == 1);
+      const result x = i == 3 ? sink_alone(n, payload) : i == 2 ? sink(n, payload) : bare(n, payload, i == 1);
       if (x.delivered != n) {
         std::fprintf(stderr, "kafka_bench: %s delivered %zu of %zu\n", sd.name, x.delivered, n);
         return 1;
@@ -173,18 +248,17 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   if (!only.empty()) return 0;
-  const side& k = sides[2];
-  for (int i = 0; i < 2; ++i) {
-    const side& b = sides[i];
-    std::printf("kafka %zu x %zu B, best of %d: %s %.0f msg/s, sluice writable %.0f msg/s, ratio %.2fx\n", n, size,
-                runs, b.name, n / b.best, n / k.best, b.best / k.best);
-  }
-  // CPU per message (process-wide, the mock brokers included) depends less
-  // on what else the machine runs than wall time does.
-  for (int i = 0; i < 2; ++i) {
-    const side& b = sides[i];
-    std::printf("kafka CPU per message, best of %d: %s %.2f us, sluice %.2f us, ratio %.2fx\n", runs, b.name,
-                b.cpu * 1e6 / n, k.cpu * 1e6 / n, b.cpu / k.cpu);
+  // Each sluice side against each bare loop. CPU per message (process-wide,
+  // the mock brokers included) depends less on what else the machine runs
+  // than wall time does.
+  for (int j = 2; j < 4; ++j) {
+    const side& k = sides[j];
+    for (int i = 0; i < 2; ++i) {
+      const side& b = sides[i];
+      std::printf("kafka %zu x %zu B, best of %d: %s %.0f msg/s, %s %.0f msg/s, ratio %.2fx; CPU %.2f us, %.2f us a message, ratio %.2fx\n",
+                  n, size, runs, b.name, n / b.best, k.name, n / k.best, b.best / k.best, b.cpu * 1e6 / n,
+                  k.cpu * 1e6 / n, b.cpu / k.cpu);
+    }
   }
   return 0;
 }
