@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "sluice/errors.h"
 #include "sluice/kafka/kafka_error.h"
@@ -15,6 +16,10 @@
 namespace sluice {
 
 namespace {
+// produce_framed()'s answer for a malformed frame: no rd_kafka_resp_err_t
+// (librdkafka's own errors are negative too, _QUEUE_FULL among them).
+constexpr int malformed_frame = std::numeric_limits<int>::min();
+
 // Made once: a default std::error_code calls std::system_category() out of
 // line, a call every message would pay twice (its write, its report).
 const std::error_code no_error{};
@@ -229,7 +234,7 @@ bool kafka_sink::produce(std::string_view chunk, write_done done) {
               : rd_kafka_last_error();
   } else {
     err = produce_framed(chunk, s);
-    if (err < 0) {
+    if (err == malformed_frame) {
       slots_->release(s);
       done(std::make_error_code(std::errc::invalid_argument));
       return true;
@@ -255,25 +260,25 @@ bool kafka_sink::produce(std::string_view chunk, write_done done) {
 }
 
 // A framed chunk (see encode_kafka_message()): returns librdkafka's error,
-// or -1 for a malformed frame.
+// or malformed_frame.
 int kafka_sink::produce_framed(std::string_view frame, slot* s) {
   std::string_view key;
   std::uint32_t count;
-  if (!take(frame, key) || frame.size() < sizeof count) return -1;
+  if (!take(frame, key) || frame.size() < sizeof count) return malformed_frame;
   std::memcpy(&count, frame.data(), sizeof count);
   frame.remove_prefix(sizeof count);
   // The message takes the headers on success; rd_kafka_header_add() takes
   // sizes, where the RD_KAFKA_VTYPE_HEADER entry wants a NUL-terminated name.
   rd_kafka_headers_t* headers = nullptr;
   if (count > 0) {
-    if (count > frame.size()) return -1;  // each header takes 8 bytes at least
+    if (count > frame.size()) return malformed_frame;  // each header takes 8 bytes at least
     headers = rd_kafka_headers_new(count);
     for (std::uint32_t i = 0; i < count; ++i) {
       std::string_view name;
       std::string_view value;
       if (!take(frame, name) || !take(frame, value)) {
         rd_kafka_headers_destroy(headers);
-        return -1;
+        return malformed_frame;
       }
       rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.data(),
                           static_cast<ssize_t>(value.size()));
