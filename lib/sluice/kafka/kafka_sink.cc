@@ -82,16 +82,18 @@ struct kafka_sink::slot_pool {
   slot* free = nullptr;
 
   slot* acquire() {
-    if (!free) {
-      blocks.push_back(std::make_unique<slot[]>(block_size));
-      slot* b = blocks.back().get();
-      for (std::size_t i = 0; i < block_size; ++i) b[i].next_free = i + 1 < block_size ? &b[i + 1] : nullptr;
-      free = b;
-    }
+    if (!free) [[unlikely]]
+      grow();
     slot* s = free;
     free = s->next_free;
     s->in_use = true;
     return s;
+  }
+  [[gnu::noinline]] void grow() {
+    blocks.push_back(std::make_unique<slot[]>(block_size));
+    slot* b = blocks.back().get();
+    for (std::size_t i = 0; i < block_size; ++i) b[i].next_free = i + 1 < block_size ? &b[i + 1] : nullptr;
+    free = b;
   }
   void release(slot* s) noexcept {
     s->in_use = false;
@@ -221,7 +223,7 @@ void kafka_sink::write(std::string_view chunk, write_done done) { produce(chunk,
 bool kafka_sink::produce(std::string_view chunk, write_done done) {
   slot* s = slots_->acquire();
   int err;
-  if (!framed_) {
+  if (!framed_) [[likely]] {
     // RD_KAFKA_MSG_F_COPY: the chunk lives in the stream's buffer, which
     // reuses it as soon as this write completes (below). librdkafka copies
     // the value into the allocation it makes for the message anyway, so
@@ -234,20 +236,25 @@ bool kafka_sink::produce(std::string_view chunk, write_done done) {
               : rd_kafka_last_error();
   } else {
     err = produce_framed(chunk, s);
-    if (err == malformed_frame) {
-      slots_->release(s);
-      done(std::make_error_code(std::errc::invalid_argument));
-      return true;
-    }
   }
-  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) [[likely]] {
     s->cb.assign_empty(done.take_callback());  // a free slot holds no callback
     ++in_flight_;
     if (!armed_) arm();
     done(no_error);
     return true;
   }
+  return not_produced(chunk, done, s, err);
+}
+
+// produce() when librdkafka did not take the message (`err`, or
+// malformed_frame). Out of line, so that the hot path stays short.
+[[gnu::noinline]] bool kafka_sink::not_produced(std::string_view chunk, write_done done, slot* s, int err) {
   slots_->release(s);
+  if (err == malformed_frame) {
+    done(std::make_error_code(std::errc::invalid_argument));
+    return true;
+  }
   // With nothing in flight no report will make room: the message can never
   // fit, and fails like any other.
   if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && in_flight_ > 0) {
