@@ -385,8 +385,8 @@ class mapper : public std::enable_shared_from_this<mapper> {
       pump_next();
       return run();
     }
-    // Resumed after `yield val`: the rest of a flattened batch first.
-    if (!batch_.empty()) return yield_front_of_batch();
+    // Resumed after flatMap's yield: its `yield*` goes on over the sequence.
+    if (flatten_) return flat_step();
     queue_.pop_front();
     maybe_resume();
     run();
@@ -522,30 +522,54 @@ class mapper : public std::enable_shared_from_this<mapper> {
     if (p.st == item_promise::state::rejected) return fail(p.error);
     if (p.eof) return end();
     if (signal_.stop_requested()) return fail(make_error_code(errc::aborted));
-    if (!p.items.empty()) {
+    if (flatten_) {
+      // Node: flatMap's `for await (const val of map(...))` has the
+      // sequence two microtasks after map's yield (its await, then the
+      // loop's).
       batch_.assign(std::make_move_iterator(p.items.begin()), std::make_move_iterator(p.items.end()));
       p.items.clear();
-      return yield_front_of_batch();
+      at_yield_ = true;
+      return after(2, [](mapper& self) { self.flat_step(); });
     }
-    // Node: kEmpty (filter rejected the chunk; forEach's), or flatMap's
-    // empty sequence.
+    if (!p.items.empty()) return yield(std::move(p.items.front()), 2);
+    // Node: kEmpty (filter rejected the chunk; forEach's).
     queue_.pop_front();
     maybe_resume();
     run();
   }
 
-  // Node: `yield val`, which awaits val: the reader has it two microtasks
-  // later (the yield's await, then nextAsync's). flatMap's `yield* val`
-  // over the batch costs the same per item.
-  void yield_front_of_batch() {
-    if (return_pending_) return finally_();
+  // Node: flatMap's `yield* val` over an array: each step of the
+  // (async-from-sync) iterator costs two microtasks; after the last, its
+  // loop asks map's generator for the next sequence.
+  void flat_step() {
+    if (batch_.empty()) {
+      return after(2, [](mapper& self) {
+        if (self.finished_) return;
+        self.queue_.pop_front();
+        self.maybe_resume();
+        self.run();
+      });
+    }
     std::string v = std::move(batch_.front());
     batch_.pop_front();
+    yield(std::move(v), 3);
+  }
+
+  // Node: `yield val`, which awaits val: the reader has it two microtasks
+  // later (the yield's await, then nextAsync's); flatMap's yield* one more
+  // hop per step (`hops`).
+  void yield(std::string v, int hops) {
+    if (return_pending_) return finally_();
     at_yield_ = true;
     auto sv = std::make_shared<std::string>(std::move(v));
-    l_.queue_microtask([self = shared_from_this(), sv] {
-      self->l_.queue_microtask([self, sv] { self->deliver({yielded::item, std::move(*sv), {}}); });
-    });
+    after(hops, [sv](mapper& self) { self.deliver({yielded::item, std::move(*sv), {}}); });
+  }
+
+  // Runs `f` `hops` microtasks from now.
+  void after(int hops, inline_function<void(mapper&), 32> f) {
+    if (hops == 0) return f(*this);
+    auto w = std::make_shared<inline_function<void(mapper&), 32>>(std::move(f));
+    l_.queue_microtask([self = shared_from_this(), hops, w] { self->after(hops - 1, std::move(*w)); });
   }
 
   void end() {
