@@ -242,8 +242,52 @@ function generate(seed, family) {
     return `${lines.join('\n')}\n`;
   };
 
+  // Extension (API.md): the helpers' options and flatMap, in half of the
+  // `ops` seeds (decided and generated with a stream of their own, so the
+  // other half keep their scenarios): an asynchronous helper whose calls
+  // are settled in any order (a `settle` with nothing in flight is dropped,
+  // as a `complete` is), a signal now and then.
+  const asyncOpsScenario = (A) => {
+    const ln = [`readable r objectMode${A.chance(0.3) ? ` hwm=${A.pick([1, 2, 4])}` : ''}`];
+    const pushed = [];
+    let no = 0;
+    const next = () => { no += 1; const c = String.fromCharCode(96 + no); pushed.push(c); return c; };
+    const signal = A.chance(0.3);
+    if (signal) ln.push('abort-controller c');
+    if (A.chance(0.3)) for (let k = A.int(1, 3); k > 0; k--) ln.push(`push r ${next()}`);
+    const o = [];
+    if (A.chance(0.7)) o.push(`concurrency=${A.int(1, 3)}`);
+    if (A.chance(0.3)) o.push(`hwm=${A.int(0, 3)}`);
+    if (signal && A.chance(0.8)) o.push('signal=c');
+    const helper = A.pick(['map-async m r', 'filter-async m r b', 'for-each-async r', 'flat-map m r']);
+    const made = helper.includes(' m r');
+    ln.push([helper, ...o].join(' '));
+    if (made) ln.push(A.chance(0.7) ? 'on m data' : 'read m');
+    const settle = () => `settle r ${A.pick(pushed)}${A.chance(0.1) ? ' error=bang' : ''}`;
+    for (let k = A.int(4, 14); k > 0; k--) {
+      const roll = A.int(0, 99);
+      if (roll < 20) ln.push('tick');
+      else if (roll < 45 && pushed.length) ln.push(settle());
+      else if (roll < 50) ln.push(`destroy ${A.pick(made ? ['r', 'm'] : ['r'])}${A.chance(0.4) ? ' error=bang' : ''}`);
+      else if (roll < 55) ln.push(`state ${A.pick(made ? ['r', 'm'] : ['r'])}`);
+      else if (roll < 60 && made) ln.push('read m');
+      else if (roll < 64 && signal) ln.push('abort c');
+      else ln.push(`push r ${next()}`);
+    }
+    if (A.chance(0.7)) ln.push('push r EOF');
+    // Let what is in flight complete, in any order.
+    for (const c of [...pushed].sort(() => A.int(-1, 1))) {
+      if (A.chance(0.5)) ln.push('tick');
+      ln.push(`settle r ${c}`);
+    }
+    return `${ln.join('\n')}\n`;
+  };
+
   switch (family) {
-    case 'ops': return opsScenario();
+    case 'ops': {
+      const A = rng(seed * 104729 + 17);
+      return A.chance(0.5) ? asyncOpsScenario(A) : opsScenario();
+    }
     case 'from': return fromScenario();
     case 'pair': return pairScenario();
     case 'writable': add('writable', 'w'); break;
@@ -313,12 +357,13 @@ function sluiceTrace(text, traceBin) {
   return spawnSync(traceBin, [scnFile], { encoding: 'utf8' });
 }
 
-// Node's trace of a scenario made valid: a rejected `complete` line is dropped.
+// Node's trace of a scenario made valid: a rejected `complete` (or `settle`)
+// line is dropped.
 async function validate(text) {
-  for (let tries = 0; tries < 50; tries++) {
+  for (let tries = 0; tries < 100; tries++) {
     const { trace, error } = await nodeTrace(text);
     if (!error) return { text, trace };
-    const m = /^line (\d+): complete: /.exec(error);
+    const m = /^line (\d+): (complete|settle): /.exec(error);
     if (!m) return null; // malformed otherwise: not a usable scenario
     const lines = text.split('\n');
     lines.splice(Number(m[1]) - 1, 1);

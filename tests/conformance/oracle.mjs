@@ -210,6 +210,92 @@ function stateLine2(name, kind, s) {
     ` endEmitted=${rs.endEmitted} destroyed=${s.destroyed} readable=${s.readable}`;
 }
 
+// ---- Extension (API.md): the helpers' options (concurrency, highWaterMark,
+// signal) and flatMap. An asynchronous helper's function prints its line and
+// returns a promise that the scenario settles with `settle R CHUNK`, so the
+// order of completions (and how many calls are in flight) is the scenario's.
+// name of the source readable -> [{ chunk, resolve, reject }], oldest first
+const inFlight = new Map();
+
+function operatorOptions(words, { signal, fail }) {
+  const o = {};
+  for (const w of words) {
+    const m = /^(concurrency|hwm|signal)=(.+)$/.exec(w);
+    if (!m) fail(`unknown option '${w}'`);
+    const key = m[1] === 'hwm' ? 'highWaterMark' : m[1];
+    if (key in o) fail(`option '${m[1]}' given twice`);
+    if (key === 'signal') o.signal = signal(m[2]);
+    else if (!COUNT.test(m[2])) fail(`${m[1]} wants a non-negative integer, got '${m[2]}'`);
+    else o[key] = Number(m[2]);
+  }
+  return o;
+}
+
+// map-async M R [OPTION]... | filter-async M R CHUNK [OPTION]... |
+// for-each-async R [OPTION]... | flat-map M R [OPTION]...
+function parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail }) {
+  const makes = cmd !== 'for-each-async';
+  const r = stream(makes ? 1 : 0, 'readable');
+  let first = makes ? 2 : 1;
+  let drop;
+  if (cmd === 'filter-async') {
+    if (args.length < 3) fail('filter-async: expected filter-async M R CHUNK [OPTION]...');
+    drop = chunk(args[2]);
+    first = 3;
+  }
+  const o = operatorOptions(args.slice(first), { signal, fail: (msg) => fail(`${cmd}: ${msg}`) });
+  const m = makes ? create('readable') : undefined;
+  const pending = (c) => new Promise((resolve, reject) => {
+    if (!inFlight.has(r)) inFlight.set(r, []);
+    inFlight.get(r).push({ chunk: c, resolve, reject });
+  });
+  const run = () => {
+    const s = streams.get(r).stream;
+    const opts = {};
+    if (o.concurrency !== undefined) opts.concurrency = o.concurrency;
+    if (o.highWaterMark !== undefined) opts.highWaterMark = o.highWaterMark;
+    if (o.signal !== undefined) opts.signal = controllers.get(o.signal).signal;
+    let out;
+    switch (cmd) {
+      case 'map-async':
+        out = s.map((c) => { emit(`map ${r} ${show(c)}`); return pending(show(c)).then(() => show(c).toUpperCase()); }, opts);
+        break;
+      case 'filter-async':
+        out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return pending(show(c)).then(() => show(c) !== drop); }, opts);
+        break;
+      case 'flat-map':
+        out = s.flatMap((c) => { emit(`flat-map ${r} ${show(c)}`); return [show(c), show(c).toUpperCase()]; }, opts);
+        break;
+      case 'for-each-async':
+        s.forEach((c) => { emit(`each ${r} ${show(c)}`); return pending(show(c)).then(() => {}); }, opts)
+          .then(() => emit(`for-each ${r} -> ok`), (err) => emit(`for-each ${r} ${what(err)}`));
+        return;
+    }
+    for (const ev of ['end', 'close', 'pause', 'resume']) out.on(ev, () => emit(`${ev} ${m}`));
+    out.on('error', (err) => emit(`error ${m} ${what(err)}`));
+    streams.set(m, { kind: 'readable', stream: out, pending: [] });
+  };
+  return { run };
+}
+
+// settle R CHUNK [error=MSG]: the oldest call in flight for CHUNK of a helper
+// over R completes (with error=MSG, fails with new Error(MSG)).
+function parseSettle(args, { stream, errorOpt, fail }) {
+  if (args.length < 2 || args.length > 3) fail(`settle: expected 2-3 arguments, got ${args.length}`);
+  const r = stream(0, 'readable');
+  const c = args[1];
+  const msg = errorOpt(args[2]);
+  const run = () => {
+    const calls = inFlight.get(r) ?? [];
+    const k = calls.findIndex((p) => p.chunk === c);
+    if (k < 0) fail(`settle: no call in flight for '${c}' over ${r}`);
+    const [p] = calls.splice(k, 1);
+    emit(`settle ${r} ${c}${msg === undefined ? '' : ` ${msg}`}`);
+    if (msg === undefined) p.resolve(); else p.reject(new Error(msg));
+  };
+  return { run };
+}
+
 // ---- parsing: every line is checked (syntax, stream names and kinds) before anything runs.
 const CHUNK = /^[\x21-\x7e]+$/; // one word of printable ASCII ('#' always starts a comment)
 const COUNT = /^\d+$/;
@@ -384,6 +470,15 @@ function parse(text) {
           out.on('error', (err) => emit(`error ${m} ${what(err)}`));
           streams.set(m, { kind: 'readable', stream: out, pending: [] });
         };
+        break;
+      }
+      // Extension (API.md): the helpers' options and flatMap (operators block).
+      case 'map-async': case 'filter-async': case 'for-each-async': case 'flat-map': {
+        ({ run } = parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail: (msg) => fail(n, msg) }));
+        break;
+      }
+      case 'settle': {
+        ({ run } = parseSettle(args, { stream, errorOpt, fail: (msg) => fail(n, msg) }));
         break;
       }
       case 'set-default-hwm': {
@@ -621,6 +716,7 @@ export async function runScenario(text) {
   trace.length = 0;
   streams.clear();
   controllers.clear();
+  inFlight.clear();
   setDefaultHighWaterMark(false, 16384);
   setDefaultHighWaterMark(true, 16);
   try {

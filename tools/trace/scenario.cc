@@ -50,6 +50,15 @@ bool is_count(const std::string& w) {
   return true;
 }
 
+// Extension (API.md): the calls in flight of the asynchronous helpers'
+// functions, per source readable, oldest first: the chunk and what
+// completes the call.
+struct operator_call {
+  std::string chunk;
+  std::function<void(std::error_code)> complete;
+};
+using operator_calls = std::map<std::string, std::vector<operator_call>>;
+
 // Parses a scenario one line at a time: each command family has its
 // function, which checks the line's arguments against the streams created
 // so far (kinds_) and returns the action that runs it.
@@ -67,6 +76,9 @@ class scenario_parser {
   step duplex_pair();
   step consuming_helper();
   step stream_helper();
+  // Extension (API.md): the helpers' options and flatMap.
+  step operator_helper();
+  step settle();
   step set_default_hwm();
   step get_default_hwm();
   step write();
@@ -104,6 +116,8 @@ class scenario_parser {
 
   std::map<std::string, stream_kind> kinds_;
   std::vector<std::string> signals_;  // abort-controller names, as declared so far
+  // The calls of the asynchronous helpers' functions that `settle` completes.
+  std::shared_ptr<operator_calls> calls_ = std::make_shared<operator_calls>();
   int line_ = 0;
   std::string cmd_;
   std::vector<std::string> args_;
@@ -130,6 +144,11 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"filter", &scenario_parser::stream_helper},
     {"take", &scenario_parser::stream_helper},
     {"drop", &scenario_parser::stream_helper},
+    {"map-async", &scenario_parser::operator_helper},
+    {"filter-async", &scenario_parser::operator_helper},
+    {"for-each-async", &scenario_parser::operator_helper},
+    {"flat-map", &scenario_parser::operator_helper},
+    {"settle", &scenario_parser::settle},
     {"set-default-hwm", &scenario_parser::set_default_hwm},
     {"get-default-hwm", &scenario_parser::get_default_hwm},
     // The writable side.
@@ -454,6 +473,126 @@ step scenario_parser::stream_helper() {
       out = sluice::drop(s, count);
     }
     r.add_made_readable(m, std::move(out));
+  });
+}
+
+// Extension (API.md): map-async M R [OPTION]... | filter-async M R CHUNK
+// [OPTION]... | for-each-async R [OPTION]... | flat-map M R [OPTION]...,
+// with concurrency=N, hwm=N (highWaterMark) and signal=C. The asynchronous
+// functions print `map R CHUNK`, `test R CHUNK` or `each R CHUNK` and wait
+// for `settle R CHUNK`; flat-map's gives the chunk and it upper-cased.
+step scenario_parser::operator_helper() {
+  const bool makes = cmd_ != "for-each-async";
+  const std::string src = stream(makes ? 1 : 0, stream_kind::readable);
+  std::size_t first = makes ? 2 : 1;
+  std::string drop;
+  if (cmd_ == "filter-async") {
+    if (args_.size() < 3) fail("filter-async: expected filter-async M R CHUNK [OPTION]...");
+    drop = chunk(args_[2]);
+    first = 3;
+  }
+  std::optional<std::size_t> concurrency, hwm;
+  std::optional<std::string> signal_name;
+  for (std::size_t i = first; i < args_.size(); ++i) {
+    const std::string& w = args_[i];
+    const auto eq = w.find('=');
+    const std::string key = eq == std::string::npos ? w : w.substr(0, eq);
+    const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if (eq == std::string::npos || v.empty() || (key != "concurrency" && key != "hwm" && key != "signal"))
+      fail(cmd_ + ": unknown option '" + w + "'");
+    if ((key == "concurrency" && concurrency) || (key == "hwm" && hwm) || (key == "signal" && signal_name))
+      fail(cmd_ + ": option '" + key + "' given twice");
+    if (key == "signal") {
+      signal_name = signal(v);
+      continue;
+    }
+    std::size_t n = 0;
+    if (!is_count(v) || std::from_chars(v.data(), v.data() + v.size(), n).ec != std::errc{})
+      fail(cmd_ + ": " + key + " wants a non-negative integer, got '" + v + "'");
+    (key == "hwm" ? hwm : concurrency) = n;
+  }
+  const std::string m = makes ? create(stream_kind::readable) : std::string();
+  const std::string cmd = cmd_;
+  auto calls = calls_;
+  return at([cmd, m, src, drop, concurrency, hwm, signal_name, calls](trace_run& r) {
+    sluice::operator_options o;
+    if (concurrency) o.concurrency = *concurrency;
+    o.high_water_mark = hwm;
+    if (signal_name) o.signal = r.controller(*signal_name).get_token();
+    auto& l = sluice::loop::current();
+    // The oracle's functions give `pending.then(...)`: the value a
+    // microtask after `settle`.
+    auto in_flight = [calls, src, &l](std::string_view c, std::function<void(std::error_code)> done) {
+      (*calls)[src].push_back({std::string(c), [&l, done = std::move(done)](std::error_code ec) {
+                                 l.queue_microtask([done, ec] { done(ec); });
+                               }});
+    };
+    auto upper = [](std::string_view c) {
+      std::string u(c);
+      for (char& ch : u)
+        if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+      return u;
+    };
+    auto& s = r[src].readable();
+    std::unique_ptr<sluice::readable> out;
+    if (cmd == "map-async") {
+      out = sluice::map(
+          s,
+          [&r, src, in_flight, upper](std::string_view c, sluice::map_done done) {
+            r.emit("map " + src + " " + std::string(c));
+            auto d = std::make_shared<sluice::map_done>(std::move(done));
+            in_flight(c, [d, v = upper(c)](std::error_code ec) { (*d)(ec, v); });
+          },
+          o);
+    } else if (cmd == "filter-async") {
+      out = sluice::filter(
+          s,
+          [&r, src, in_flight, drop](std::string_view c, sluice::predicate_done done) {
+            r.emit("test " + src + " " + std::string(c));
+            auto d = std::make_shared<sluice::predicate_done>(std::move(done));
+            in_flight(c, [d, keep = c != drop](std::error_code ec) { (*d)(ec, keep); });
+          },
+          o);
+    } else if (cmd == "flat-map") {
+      out = sluice::flat_map(
+          s,
+          [&r, src, upper](std::string_view c) {
+            r.emit("flat-map " + src + " " + std::string(c));
+            return std::vector<std::string>{std::string(c), upper(c)};
+          },
+          o);
+    } else {
+      sluice::for_each(
+          s,
+          [&r, src, in_flight](std::string_view c, sluice::item_done done) {
+            r.emit("each " + src + " " + std::string(c));
+            auto d = std::make_shared<sluice::item_done>(std::move(done));
+            in_flight(c, [d](std::error_code ec) { (*d)(ec); });
+          },
+          [&r, src](std::error_code ec) { r.emit("for-each " + src + (ec ? " " + what(ec) : " -> ok")); }, o);
+      return;
+    }
+    r.add_made_readable(m, std::move(out));
+  });
+}
+
+// Extension (API.md): settle R CHUNK [error=MSG]: the oldest call in flight
+// for CHUNK of a helper over R completes (with error=MSG, fails).
+step scenario_parser::settle() {
+  arity(2, 3);
+  const std::string src = stream(0, stream_kind::readable);
+  const std::string c = args_[1];
+  const auto msg = error_opt(2);
+  const int n = line_;
+  auto calls = calls_;
+  return at([src, c, msg, n, calls](trace_run& r) {
+    auto& list = (*calls)[src];
+    auto it = std::find_if(list.begin(), list.end(), [&c](const operator_call& k) { return k.chunk == c; });
+    if (it == list.end()) throw scenario_error{n, "settle: no call in flight for '" + c + "' over " + src};
+    auto complete = std::move(it->complete);
+    list.erase(it);
+    r.emit("settle " + src + " " + c + (msg ? " " + *msg : ""));
+    complete(msg ? sluice::user_error(*msg) : std::error_code{});
   });
 }
 
