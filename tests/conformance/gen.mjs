@@ -16,8 +16,9 @@
 //
 // The family of a seed is FAMILIES[seed % 7] unless --family names one (or an API
 // family: from, pair, ops, abort). A scenario is
-// made valid against the oracle: a `complete` with nothing pending (which the
-// oracle rejects, as sluice-trace does) is dropped and the rest kept.
+// made valid against the oracle: a `complete` (or an async `from`'s `settle`) with
+// nothing pending (which the oracle rejects, as sluice-trace does) is dropped and the
+// rest kept.
 // Needs Node v20, as oracle.mjs does. No npm dependencies.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, rmSync } from 'node:fs';
@@ -148,13 +149,13 @@ function generate(seed, family) {
     const n = R.int(0, 5);
     const chunks = [];
     for (let k = 0; k < n; k++) chunks.push(chunk());
-    const form = R.pick(['generator', 'generator', 'range', n === 1 ? 'string' : 'generator']);
+    const form = R.pick(['generator', 'generator', 'range', n === 1 ? 'string' : 'generator', 'async']);
     const words = ['from', 'r', n ? chunks.join(',') : '-'];
     if (R.chance(0.4)) words.push(hwm());
     const bytes = R.chance(0.25);
     if (bytes) words.push('bytes');
     if (form !== 'generator') words.push(form);
-    if (form === 'generator' && R.chance(0.25)) words.push('error=boom');
+    if ((form === 'generator' || form === 'async') && R.chance(0.25)) words.push('error=boom');
     if (R.chance(0.1)) words.push('noAutoDestroy');
     if (R.chance(0.1)) words.push('noEmitClose');
     lines.push(words.join(' '));
@@ -171,6 +172,7 @@ function generate(seed, family) {
     for (let k = R.int(3, 14); k > 0; k--) {
       const roll = R.int(0, 99);
       if (roll < 20) lines.push('tick');
+      else if (form === 'async' && R.chance(0.5)) lines.push('settle r'); // the oldest pull settles
       else if (roll < 35 && piped) lines.push('complete w');
       else if (roll < 40) lines.push(`destroy ${R.pick(streams).name}${R.chance(0.4) ? ' error=bang' : ''}`);
       else if (roll < 45 && piped) lines.push(`${R.chance(0.5) ? 'pipe' : 'unpipe'} r w`);

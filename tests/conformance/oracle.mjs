@@ -90,17 +90,40 @@ function makeReadable(name, o) {
 // Extension (API.md): Readable.from(iterable, options). The iterable is the
 // array of chunks itself with `range`, the one chunk with `string`, else a
 // generator that prints `next R` at each pull and, after the last chunk,
-// throws new Error(MSG) with `error=MSG`.
+// throws new Error(MSG) with `error=MSG`; with `async`, an async iterator
+// whose pulls `settle R` answers.
 function makeFrom(name, chunks, o) {
   const opts = {};
   if (o.hwm !== undefined) opts.highWaterMark = o.hwm;
   if (o.bytes) opts.objectMode = false;
   if (o.noAutoDestroy) opts.autoDestroy = false;
   if (o.noEmitClose) opts.emitClose = false;
+  const pending = [];
   let iterable;
   if (o.string) iterable = chunks[0];
   else if (o.range) iterable = chunks;
-  else {
+  else if (o.async) {
+    // An async iterator: next() prints `next R` and returns a promise that
+    // `settle R` settles (the next chunk, then done, or the rejection of
+    // error=MSG); return(), which Node's _destroy calls, prints `return R`.
+    // No throw(), so that a destroy with an error calls return() too.
+    let next = 0;
+    iterable = {
+      [Symbol.asyncIterator]() { return this; },
+      next() {
+        emit(`next ${name}`);
+        return new Promise((resolve, reject) => pending.push(() => {
+          if (next < chunks.length) resolve({ value: chunks[next++], done: false });
+          else if (o.error !== undefined) reject(new Error(o.error));
+          else resolve({ value: undefined, done: true });
+        }));
+      },
+      return() {
+        emit(`return ${name}`);
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  } else {
     iterable = (function* generate() {
       for (const c of chunks) {
         emit(`next ${name}`);
@@ -113,7 +136,7 @@ function makeFrom(name, chunks, o) {
   const r = Readable.from(iterable, opts);
   for (const ev of ['end', 'close', 'pause', 'resume']) r.on(ev, () => emit(`${ev} ${name}`));
   r.on('error', (err) => emit(`error ${name} ${what(err)}`));
-  streams.set(name, { kind: 'readable', stream: r, pending: [] });
+  streams.set(name, { kind: 'readable', stream: r, pending, async: !!o.async });
 }
 
 // Extension (API.md): duplexPair(options), two connected DuplexSides.
@@ -384,7 +407,7 @@ function parse(text) {
         break;
       }
       case 'from': {
-        // from R CHUNKS [hwm=N] [bytes] [range|string] [error=MSG] [noAutoDestroy] [noEmitClose]
+        // from R CHUNKS [hwm=N] [bytes] [range|string|async] [error=MSG] [noAutoDestroy] [noEmitClose]
         if (args.length < 2) fail(n, 'from: expected from R CHUNKS [OPTION]...');
         const list = args[1];
         const chunks = list === '-' ? [] : list.split(',');
@@ -393,12 +416,12 @@ function parse(text) {
         for (const w of args.slice(2)) {
           const m = /^(hwm|error)=(.+)$/.exec(w);
           const key = m ? m[1] : w;
-          if (!['hwm', 'error', 'bytes', 'range', 'string', 'noAutoDestroy', 'noEmitClose'].includes(key)) fail(n, `from: unknown option '${w}'`);
+          if (!['hwm', 'error', 'bytes', 'range', 'string', 'async', 'noAutoDestroy', 'noEmitClose'].includes(key)) fail(n, `from: unknown option '${w}'`);
           if (key in o) fail(n, `from: option '${key}' given twice`);
           if (key === 'hwm' && !COUNT.test(m[2])) fail(n, `from: hwm wants a non-negative integer, got '${m[2]}'`);
           o[key] = key === 'hwm' ? Number(m[2]) : m ? m[2] : true;
         }
-        if (o.range && o.string) fail(n, 'from: range and string exclude each other');
+        if ([o.range, o.string, o.async].filter(Boolean).length > 1) fail(n, 'from: range, string and async exclude each other');
         if (o.error !== undefined && (o.range || o.string)) fail(n, 'from: error= needs the generator (no range or string)');
         if (o.string && chunks.length !== 1) fail(n, 'from: string wants exactly one chunk');
         const name = create('readable');
@@ -478,6 +501,19 @@ function parse(text) {
         break;
       }
       case 'settle': {
+        // settle R: the oldest pull of an async `from` settles; settle R
+        // CHUNK [error=MSG]: a helper's call (parseSettle).
+        if (args.length === 1) {
+          const r = stream(0, 'readable');
+          run = () => {
+            const e = streams.get(r);
+            if (!e.async) fail(n, `settle: ${r} is not an async from`);
+            const settle = e.pending.shift();
+            if (!settle) fail(n, `settle: ${r} has no pending pull`);
+            settle();
+          };
+          break;
+        }
         ({ run } = parseSettle(args, { stream, errorOpt, fail: (msg) => fail(n, msg) }));
         break;
       }

@@ -85,6 +85,7 @@ class scenario_parser {
   step end();
   step cork();
   step complete();
+  step settle_pull();
   step push();
   step unshift();
   step read();
@@ -306,7 +307,7 @@ stream_options scenario_parser::creating_options() const {
   return o;
 }
 
-// Extension: from R CHUNKS [hwm=N] [bytes] [range|string] [error=MSG]
+// Extension: from R CHUNKS [hwm=N] [bytes] [range|string|async] [error=MSG]
 // [noAutoDestroy] [noEmitClose]; CHUNKS is `-` (none) or chunks joined by
 // commas.
 step scenario_parser::from() {
@@ -332,7 +333,7 @@ step scenario_parser::from() {
     const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
     const bool valued = key == "hwm" || key == "error";
     if ((valued && (eq == std::string::npos || v.empty())) ||
-        (!valued && (eq != std::string::npos || (key != "bytes" && key != "range" && key != "string" &&
+        (!valued && (eq != std::string::npos || (key != "bytes" && key != "range" && key != "string" && key != "async" &&
                                                   key != "noAutoDestroy" && key != "noEmitClose"))))
       fail("from: unknown option '" + w + "'");
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail("from: option '" + key + "' given twice");
@@ -351,13 +352,15 @@ step scenario_parser::from() {
       f.range = true;
     } else if (key == "string") {
       f.string = true;
+    } else if (key == "async") {
+      f.async = true;
     } else if (key == "noAutoDestroy") {
       f.no_auto_destroy = true;
     } else {
       f.no_emit_close = true;
     }
   }
-  if (f.range && f.string) fail("from: range and string exclude each other");
+  if (int{f.range} + int{f.string} + int{f.async} > 1) fail("from: range, string and async exclude each other");
   if (f.error && (f.range || f.string)) fail("from: error= needs the generator (no range or string)");
   if (f.string && f.chunks.size() != 1) fail("from: string wants exactly one chunk");
   const std::string name = create(stream_kind::readable);
@@ -577,8 +580,10 @@ step scenario_parser::operator_helper() {
 }
 
 // Extension (API.md): settle R CHUNK [error=MSG]: the oldest call in flight
-// for CHUNK of a helper over R completes (with error=MSG, fails).
+// for CHUNK of a helper over R completes (with error=MSG, fails). With R
+// alone, the pull of an async `from` (settle_pull()).
 step scenario_parser::settle() {
+  if (args_.size() == 1) return settle_pull();
   arity(2, 3);
   const std::string src = stream(0, stream_kind::readable);
   const std::string c = args_[1];
@@ -693,6 +698,22 @@ step scenario_parser::complete() {
 }
 
 // ---- The readable side
+
+// Extension (API.md): settle R: the oldest pull of an async `from` settles
+// (settle() hands it over: one command, told apart by its arguments).
+step scenario_parser::settle_pull() {
+  arity(1, 1);
+  const std::string name = stream(0, stream_kind::readable);
+  const int n = line_;
+  return at([name, n](trace_run& r) {
+    stream_entry& e = r[name];
+    if (!e.async_from) throw scenario_error{n, "settle: " + name + " is not an async from"};
+    if (e.pending.empty()) throw scenario_error{n, "settle: " + name + " has no pending pull"};
+    pending_call call = std::move(e.pending.front());
+    e.pending.pop_front();
+    call({});
+  });
+}
 
 // push R CHUNK|EOF
 step scenario_parser::push() {

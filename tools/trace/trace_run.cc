@@ -187,6 +187,27 @@ void trace_run::add_from(const std::string& name, const from_spec& f) {
     e.r = sluice::readable_from(f.chunks.at(0), fo);
   } else if (f.range) {
     e.r = sluice::readable_from(f.chunks, fo);
+  } else if (f.async) {
+    // The oracle's async iterator: a pull waits in `pending` for `settle`,
+    // whose answer comes in a microtask, as the continuation of Node's
+    // `await iterator.next()` does; the cancel hook is its return().
+    e.async_from = true;
+    auto next = std::make_shared<std::size_t>(0);
+    e.r = sluice::readable_from_async(
+        [this, name, chunks = f.chunks, error = f.error, next, &pending = e.pending](sluice::from_completion done) {
+          emit("next " + name);
+          pending.push_back([chunks, error, next, done](std::error_code) {
+            sluice::loop::current().queue_microtask([chunks, error, next, done] {
+              if (*next < chunks.size())
+                done.item(chunks[(*next)++]);
+              else if (error)
+                done.error(sluice::user_error(*error));
+              else
+                done.end();
+            });
+          });
+        },
+        [this, name](std::error_code) { emit("return " + name); }, fo);
   } else {
     e.r = sluice::readable_from(
         [this, name, chunks = f.chunks, error = f.error,

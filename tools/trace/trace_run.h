@@ -41,6 +41,7 @@ struct from_spec {
   std::vector<std::string> chunks;
   std::optional<std::size_t> hwm;
   bool bytes = false, range = false, string = false;
+  bool async = false;  // an async iterator: each pull waits for `settle`
   bool no_auto_destroy = false, no_emit_close = false;
   std::optional<std::string> error;  // the generator's throw after its items
 };
@@ -59,6 +60,7 @@ struct stream_entry {
   // tests/fuzz/scenario_run_fuzz: a wild jump when the run was deleted).
   std::shared_ptr<sluice::duplex> d;
   std::deque<pending_call> pending;
+  bool async_from = false;  // an async `from`: `pending` holds its pulls
 
   sluice::writable& writable() { return w ? *w : *d; }
   sluice::readable& readable() { return r ? *r : *d; }
