@@ -15,7 +15,7 @@
 //                                                  run-random.sh checks without Node
 //
 // The family of a seed is FAMILIES[seed % 7] unless --family names one (or an API
-// family: from, pair, ops, abort). A scenario is
+// family: from, pair, ops, abort, compose). A scenario is
 // made valid against the oracle: a `complete` (or an async `from`'s `settle`) with
 // nothing pending (which the oracle rejects, as sluice-trace does) is dropped and the
 // rest kept.
@@ -31,7 +31,7 @@ export const FAMILIES = ['writable', 'readable', 'pipe', 'duplex', 'transform', 
 // one: they are not in the seeds' rotation, so every seed keeps its scenario
 // (random/corpus.txt), and `from` differs from Node by design in when 'close'
 // comes (docs/differences-from-node.md), which its mismatches show.
-export const API_FAMILIES = ['from', 'pair', 'ops', 'abort'];
+export const API_FAMILIES = ['from', 'pair', 'ops', 'abort', 'compose'];
 const ALL_FAMILIES = [...FAMILIES, ...API_FAMILIES];
 
 // mulberry32: small, seedable, the same on every Node.
@@ -84,7 +84,7 @@ function generate(seed, family) {
         ['noEmitClose', 0.1], ['noHalfOpen', 0.2]])];
     }
     // objectMode must agree along a pipe; keep it off when streams are connected.
-    if (['pipe', 'pipeline', 'finished'].includes(family)) words = words.filter((w) => w !== 'objectMode');
+    if (['pipe', 'pipeline', 'finished', 'compose'].includes(family)) words = words.filter((w) => w !== 'objectMode');
     lines.push(words.join(' '));
     const s = { name, kind, flavour, async: words.includes('async') };
     streams.push(s);
@@ -285,7 +285,49 @@ function generate(seed, family) {
     return `${ln.join('\n')}\n`;
   };
 
+  // Extension (API.md): compose() over a chain of two to four streams (a
+  // readable or a duplex at the head, a writable or a duplex at the tail),
+  // written, ended, read and destroyed through the composite k, with the
+  // chain's sinks completed, and now and then a signal aborted.
+  const composeScenario = () => {
+    const signal = R.chance(0.3);
+    if (signal) lines.push('abort-controller x');
+    const chain = [];
+    chain.push(R.chance(0.3) ? add('readable', 'r') : middle('t0'));
+    for (let k = R.int(0, 2); k > 0; k--) chain.push(middle(`t${chain.length}`));
+    chain.push(R.chance(0.3) ? add('writable', 'w') : middle(`t${chain.length}`));
+    lines.push(`compose k ${chain.map((s) => s.name).join(' ')}${signal ? ' signal=x' : ''}`);
+    const k = { name: 'k', kind: 'duplex', flavour: 'composite' };
+    streams.push(k);
+    const headWritable = chain[0].kind !== 'readable';
+    const tailReadable = chain[chain.length - 1].kind !== 'writable';
+    for (let n = R.int(4, 22); n > 0; n--) {
+      const roll = R.int(0, 99);
+      if (roll < 15) lines.push('tick');
+      else if (roll < 30 && completable().length) lines.push(`complete ${R.pick(completable()).name}${R.chance(0.08) ? ' error=boom' : ''}`);
+      else if (roll < 33) lines.push(`destroy ${R.pick(streams).name}${R.chance(0.4) ? ' error=bang' : ''}`);
+      else if (roll < 40 && chain[0].kind === 'readable') lines.push(readableOp('r'));
+      else if (roll < 70 && headWritable) lines.push(writableOp('k'));
+      else if (roll < 90 && tailReadable) {
+        lines.push(R.pick([
+          () => `read k${R.chance(0.3) ? ` ${R.int(0, 4)}` : ''}`,
+          () => `on k ${R.pick(['data', 'readable'])}`,
+          () => 'pause k',
+          () => 'resume k',
+        ])());
+      } else lines.push(`state ${R.pick(streams).name}`);
+    }
+    if (signal) lines.splice(R.int(lines.indexOf(lines.find((l) => l.startsWith('compose '))) + 1, lines.length), 0, 'abort x');
+    if (R.chance(0.5)) {
+      lines.push('tick');
+      if (chain[0].kind === 'readable') lines.push('push r EOF');
+      if (headWritable) lines.push('end k');
+    }
+    return `${lines.join('\n')}\n`;
+  };
+
   switch (family) {
+    case 'compose': return composeScenario();
     case 'ops': {
       const A = rng(seed * 104729 + 17);
       return A.chance(0.5) ? asyncOpsScenario(A) : opsScenario();

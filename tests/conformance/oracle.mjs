@@ -12,7 +12,7 @@
 // when Node is not v20 (message on stderr). No npm dependencies.
 import {
   Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished, addAbortSignal,
-  getDefaultHighWaterMark, setDefaultHighWaterMark, duplexPair,
+  getDefaultHighWaterMark, setDefaultHighWaterMark, duplexPair, compose,
 } from 'node:stream';
 import { pipeline as pipelinePromise } from 'node:stream/promises';
 import { readFileSync } from 'node:fs';
@@ -561,6 +561,26 @@ function parse(text) {
           if (signalName) o.signal = controllers.get(signalName).signal;
           if (endFalse || signalName) pipelinePromise(...ss, o).then(() => cb(), cb);
           else pipeline(...ss, cb);
+        };
+        break;
+      }
+      // Extension (API.md): compose().
+      case 'compose': {
+        // compose C [S1 ... SN] [signal=X]: C, a new duplex, is compose(S1, ..., SN);
+        // compose() checks the kinds (and throws; a failed compose makes no C).
+        // signal=X is addAbortSignal(X.signal, C), as readable.compose's option.
+        const rest = [...args];
+        let signalName;
+        if (rest.length > 0 && rest[rest.length - 1].startsWith('signal=')) signalName = signal(rest.pop().slice(7));
+        if (rest.length < 1) fail(n, 'compose: expected compose C [S1 ... SN] [signal=X]');
+        const names = rest.slice(1);
+        for (const name of names) if (!kinds.has(name)) fail(n, `compose: unknown stream '${name}'`);
+        const c = create('duplex');
+        run = () => {
+          const d = compose(...names.map((name) => streams.get(name).stream));
+          listenDuplex(c, d);
+          streams.set(c, { kind: 'duplex', stream: d, pending: [] });
+          if (signalName) addAbortSignal(controllers.get(signalName).signal, d);
         };
         break;
       }

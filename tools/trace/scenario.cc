@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sluice/stream/abort_signal.h"
+#include "sluice/stream/compose.h"
 #include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/operators.h"
@@ -93,6 +94,7 @@ class scenario_parser {
   step pause();
   step pipe();
   step pipeline();
+  step compose();
   step destroy();
   step state();
   step finished();
@@ -169,6 +171,8 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"pipe", &scenario_parser::pipe},
     {"unpipe", &scenario_parser::pipe},
     {"pipeline", &scenario_parser::pipeline},
+    // Extension (API.md): compose().
+    {"compose", &scenario_parser::compose},
     // Any stream.
     {"destroy", &scenario_parser::destroy},
     {"state", &scenario_parser::state},
@@ -864,6 +868,30 @@ step scenario_parser::pipeline() {
   });
 }
 
+// Extension (API.md): compose C [S1 ... SN] [signal=X]. C names the
+// composite duplex; the kinds are left to compose() to check, which throws
+// as Node's does (a failed compose makes no C).
+step scenario_parser::compose() {
+  std::vector<std::string> names = args_;
+  std::string signal_name;
+  if (!names.empty() && names.back().rfind("signal=", 0) == 0) {
+    signal_name = signal(names.back().substr(7));
+    names.pop_back();
+  }
+  if (names.empty()) fail("compose: expected compose C [S1 ... SN] [signal=X]");
+  names.erase(names.begin());
+  for (const auto& name : names)
+    if (!kinds_.count(name)) fail("compose: unknown stream '" + name + "'");
+  const std::string c = create(stream_kind::duplex);
+  return at([c, names, signal_name](trace_run& r) {
+    std::vector<sluice::stream_ref> refs;
+    for (const auto& name : names) refs.push_back(r[name].ref());
+    sluice::compose_options co;
+    if (!signal_name.empty()) co.signal = r.controller(signal_name).get_token();
+    r.add_made_duplex(c, sluice::compose(refs, co));
+  });
+}
+
 // ---- Any stream
 
 // destroy S [error=MSG]
@@ -955,6 +983,9 @@ void run_scenario(const std::vector<step>& steps, trace_run& run) {
       s.run(run);
     } catch (const sluice::stream_error& e) {
       run.emit("throw " + what(e.code()));
+    } catch (const trace_run::missing_stream& m) {
+      // Extension (API.md): a name whose compose threw names no stream.
+      throw scenario_error{s.line, "'" + m.name + "' was never made (its compose threw)"};
     }
   }
   l.run_microtasks();

@@ -230,6 +230,15 @@ void trace_run::add_made_readable(const std::string& name, std::unique_ptr<sluic
   print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
 }
 
+void trace_run::add_made_duplex(const std::string& name, std::unique_ptr<sluice::duplex> d) {
+  stream_entry& e = streams_[name];
+  e.d = std::move(d);
+  using sluice::event;
+  print_events(*this, *e.d, name,
+               {event::drain, event::finish, event::end, event::close, event::pipe, event::unpipe, event::pause,
+                event::resume});
+}
+
 // Extension: duplexpair A B: both sides print a duplex's events.
 void trace_run::add_duplex_pair(const std::string& a, const std::string& b, const stream_options& o) {
   auto dop = common_options<sluice::duplex_options>(o);
@@ -272,7 +281,7 @@ void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_
 }
 
 void trace_run::state(const std::string& name, stream_kind k) {
-  stream_entry& e = streams_[name];
+  stream_entry& e = (*this)[name];
   switch (k) {
     case stream_kind::duplex:
       // Extension: the writable side's line, then the readable side's.
