@@ -27,6 +27,7 @@
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
+#include "support/readable_events.h"
 #include "support/recording_sink.h"
 #include "support/time_scale.h"
 
@@ -87,17 +88,6 @@ struct timed_items {
   }
 };
 
-struct collected {
-  std::vector<std::string> chunks;
-  std::vector<std::string> events;
-};
-
-void record(readable& r, collected& c) {
-  r.on(event::data, [&c](std::string_view chunk) { c.chunks.emplace_back(chunk); });
-  r.on(event::end, [&c] { c.events.emplace_back("end"); });
-  r.on(event::error, [&c](std::error_code ec) { c.events.push_back("error " + ec.message()); });
-  r.on(event::close, [&c] { c.events.emplace_back("close"); });
-}
 
 }  // namespace
 
@@ -105,8 +95,8 @@ TEST_CASE("asio::readable_from: the coroutines' items in order, one at a time, t
   fixture f;
   timed_items src{f.ctx, 5};
   auto r = asio::readable_from(f.ctx.get_executor(), src.pull(), f.fo());
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   f.run_until([&] { return r->closed(); });
   CHECK(c.chunks == std::vector<std::string>{"item 0", "item 1", "item 2", "item 3", "item 4"});
   CHECK(c.events == std::vector<std::string>{"end", "close"});
@@ -124,8 +114,8 @@ TEST_CASE("asio::readable_from: items of any type a string is made from") {
         co_return n++ == 0 ? "x" : "y";
       },
       f.fo());
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   f.run_until([&] { return r->closed(); });
   CHECK(c.chunks == std::vector<std::string>{"x", "y"});
 }
@@ -134,8 +124,8 @@ TEST_CASE("asio::readable_from: loop::run() on the attached loop waits for the c
   fixture f;
   timed_items src{f.ctx, 3, milliseconds(5)};
   auto r = asio::readable_from(f.ctx.get_executor(), src.pull(), f.fo());
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   f.l.run();  // the driver's run(): returns when the loop has nothing left
   CHECK(c.chunks.size() == 3);
   CHECK(c.events == std::vector<std::string>{"end", "close"});
@@ -192,8 +182,8 @@ TEST_CASE("asio::readable_from: a coroutine that throws destroys the stream: 'er
           co_return "first";
         },
         f.fo());
-    collected c;
-    record(*r, c);
+    test::readable_events c;
+    c.attach(*r);
     f.run_until([&] { return r->closed(); });
     CHECK(c.chunks == std::vector<std::string>{"first"});
     CHECK(c.events ==
@@ -208,8 +198,8 @@ TEST_CASE("asio::readable_from: a coroutine that throws destroys the stream: 'er
           co_return std::nullopt;
         },
         f.fo());
-    collected c;
-    record(*r, c);
+    test::readable_events c;
+    c.attach(*r);
     f.run_until([&] { return r->closed(); });
     CHECK(c.events == std::vector<std::string>{"error bad row", "close"});
     CHECK(r->errored() == user_error("bad row"));
@@ -237,8 +227,8 @@ TEST_CASE("asio::readable_from: destroy mid-pull stops the token at once; the co
         co_return "too late";
       },
       f.fo());
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   r->read(0);
   f.run_until([&] { return calls == 1; }, milliseconds(1000));
   REQUIRE(calls == 1);

@@ -17,6 +17,7 @@
 
 #include "sluice/sluice.h"
 #include "support/must_call.h"
+#include "support/readable_events.h"
 #include "support/recording_sink.h"
 
 using namespace sluice;
@@ -65,17 +66,18 @@ struct async_items {
   }
 };
 
-struct collected {
-  std::vector<std::string> chunks;
-  std::vector<std::string> events;  // "end", "error CODE", "close"
-};
 
-void record(readable& r, collected& c) {
-  r.on(event::data, [&c](std::string_view chunk) { c.chunks.emplace_back(chunk); });
-  r.on(event::end, [&c] { c.events.emplace_back("end"); });
-  r.on(event::error, [&c](std::error_code ec) { c.events.push_back("error " + ec.message()); });
-  r.on(event::close, [&c] { c.events.emplace_back("close"); });
-}
+/// What the cancel hook was told: how often, and the error of the last call.
+struct cancel_log {
+  int calls = 0;
+  std::error_code error;
+  auto hook() {
+    return [this](std::error_code ec) {
+      ++calls;
+      error = ec;
+    };
+  }
+};
 
 }  // namespace
 
@@ -85,8 +87,8 @@ TEST_CASE("readable_from_async: items in order, one pull in flight, then 'end' a
   auto r = readable_from_async(src.next());
   CHECK(r->readable_object_mode());
   CHECK(r->readable_high_water_mark() == 1);  // Node's Readable.from default
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   loop::current().run();
   CHECK(c.chunks == std::vector<std::string>{"a", "b", "c", "d"});
   CHECK(c.events == std::vector<std::string>{"end", "close"});
@@ -156,22 +158,18 @@ TEST_CASE("readable_from_async: error() destroys the stream: 'error' then 'close
   async_items src;
   src.items = {"a", "b"};
   src.fail_at_end = make_error_code(std::errc::io_error);
-  int cancels = 0;
-  std::error_code cancel_error;
-  auto r = readable_from_async(src.next(), [&](std::error_code ec) {
-    ++cancels;
-    cancel_error = ec;
-  });
-  collected c;
-  record(*r, c);
+  cancel_log cancel;
+  auto r = readable_from_async(src.next(), cancel.hook());
+  test::readable_events c;
+  c.attach(*r);
   loop::current().run();
   CHECK(c.chunks == std::vector<std::string>{"a", "b"});
   CHECK(c.events == std::vector<std::string>{"error " + make_error_code(std::errc::io_error).message(), "close"});
   CHECK(r->errored() == std::errc::io_error);
   CHECK(src.pulls == 3);
   // Node's close(error): iterator.throw(error), once.
-  CHECK(cancels == 1);
-  CHECK(cancel_error == std::errc::io_error);
+  CHECK(cancel.calls == 1);
+  CHECK(cancel.error == std::errc::io_error);
 }
 
 TEST_CASE("readable_from_async: an exception thrown by the pull destroys the stream with it") {
@@ -179,8 +177,8 @@ TEST_CASE("readable_from_async: an exception thrown by the pull destroys the str
   auto r = readable_from_async([&pulls](from_completion) {
     if (++pulls == 1) throw std::runtime_error("no connection");
   });
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   loop::current().run();
   CHECK(pulls == 1);
   CHECK(c.events == std::vector<std::string>{"error no connection", "close"});
@@ -190,8 +188,8 @@ TEST_CASE("readable_from_async: error() without a code closes without 'error', a
   auto r = readable_from_async([](from_completion done) {
     loop::current().set_immediate([done] { done.error({}); });
   });
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   loop::current().run();
   CHECK(c.events == std::vector<std::string>{"close"});
   CHECK(r->readable_aborted());
@@ -201,14 +199,10 @@ TEST_CASE("readable_from_async: destroy while a pull is in flight: 'close', canc
   async_items src;
   src.items = {"a", "b", "c"};
   src.hold = true;
-  int cancels = 0;
-  std::error_code cancel_error;
-  auto r = readable_from_async(src.next(), [&](std::error_code ec) {
-    ++cancels;
-    cancel_error = ec;
-  });
-  collected c;
-  record(*r, c);
+  cancel_log cancel;
+  auto r = readable_from_async(src.next(), cancel.hook());
+  test::readable_events c;
+  c.attach(*r);
   loop::current().run_until_idle();
   REQUIRE(src.held.size() == 1);
   src.held[0].item("a");
@@ -217,8 +211,8 @@ TEST_CASE("readable_from_async: destroy while a pull is in flight: 'close', canc
   CHECK(!src.held[1].cancelled());
   CHECK(src.held[0].cancelled());  // answered
   r->destroy(make_error_code(std::errc::operation_canceled));
-  CHECK(cancels == 1);  // at once, as Node calls iterator.throw()/return() from _destroy
-  CHECK(cancel_error == std::errc::operation_canceled);
+  CHECK(cancel.calls == 1);  // at once, as Node calls iterator.throw()/return() from _destroy
+  CHECK(cancel.error == std::errc::operation_canceled);
   CHECK(src.held[1].cancelled());
   loop::current().run_until_idle();
   CHECK(c.events == std::vector<std::string>{"error " + make_error_code(std::errc::operation_canceled).message(), "close"});
@@ -228,7 +222,7 @@ TEST_CASE("readable_from_async: destroy while a pull is in flight: 'close', canc
   CHECK(c.chunks == std::vector<std::string>{"a"});
   CHECK(c.events.size() == 2);
   CHECK(src.held.size() == 2);  // no pull after the destroy
-  CHECK(cancels == 1);
+  CHECK(cancel.calls == 1);
 }
 
 TEST_CASE("readable_from_async: an answer after the stream was deleted touches nothing") {
@@ -250,8 +244,8 @@ TEST_CASE("readable_from_async: an answer after the stream was deleted touches n
 TEST_CASE("readable_from_async: a second answer to one pull is dropped") {
   std::vector<from_completion> held;
   auto r = readable_from_async([&held](from_completion done) { held.push_back(done); });
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   loop::current().run_until_idle();
   REQUIRE(held.size() == 1);
   held[0].item("a");
@@ -290,8 +284,8 @@ TEST_CASE("readable_from_async: the cancel hook runs at every destroy, also afte
     CHECK(!ec);
     ++cancels;
   });
-  collected c;
-  record(*r, c);
+  test::readable_events c;
+  c.attach(*r);
   loop::current().run();
   CHECK(c.events == std::vector<std::string>{"end", "close"});
   CHECK(cancels == 1);  // autoDestroy after 'end'
