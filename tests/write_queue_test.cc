@@ -38,6 +38,17 @@ write_req& make(req_pool& pool, std::string_view chunk) {
 
 byte_arena::block* block_of(const write_req& r) { return byte_arena::block_of(r.first); }
 
+// What writable::write() does with a chunk that joins `q`'s open run: a copy
+// at the arena's bump pointer, where the run ends.
+void join(write_queue& q, req_pool& pool, std::string_view chunk) {
+  REQUIRE(chunk.size() == q.open_size());
+  REQUIRE(chunk.size() <= pool.arena.room());
+  REQUIRE(reinterpret_cast<const char*>(pool.arena.next()) == q.open_end());
+  std::byte* p = pool.arena.bump(chunk.size());
+  byte_arena::copy_to(p, chunk.data(), chunk.size());
+  q.join();
+}
+
 // Each chunk of each request, comma-separated, with '|' between requests.
 std::string chunks(write_queue& q) {
   std::string out;
@@ -57,6 +68,14 @@ std::string contents(write_queue& q) {
     if (!out.empty()) out += ',';
     out += r.run();
   }
+  return out;
+}
+
+// Pops the oldest request and returns its bytes.
+std::string drain_one(write_queue& q, req_pool& pool) {
+  write_req& r = q.pop_front();
+  std::string out(r.run());
+  pool.release(r);
   return out;
 }
 
@@ -256,18 +275,125 @@ TEST_CASE("a run request holds its chunks side by side and counts them as writes
   CHECK(q.front().size() == 2);
   CHECK(q.front().chunk(2) == "ab");
   CHECK(chunks(q) == "ab,ab,ab|xyz");
-  // A chunk joins the newest request in place.
+  // A chunk copied right after the newest request's last one joins it, as
+  // writable::write() does: the request is the open run.
   write_req* last = q.last();
   REQUIRE(last != nullptr);
-  std::byte* p = pool.arena.allocate(3);
-  std::memcpy(p, "uvw", 3);
-  REQUIRE(reinterpret_cast<const char*>(p) == last->first + last->bytes());
-  last->add_chunk();
-  q.added_to_last(3);
+  q.open_run(*last);
+  join(q, pool, "uvw");
   CHECK(q.size() == 5);
   CHECK(q.bytes() == 12);
   CHECK(chunks(q) == "ab,ab,ab|xyz,uvw");
   CHECK(drain(q, pool) == "ababab,xyzuvw");
+}
+
+TEST_CASE("an open run takes chunks of its size at its end, counted by the first read of the queue") {
+  req_pool pool;
+  write_queue q;
+  CHECK(q.open_size() == SIZE_MAX);  // none open: no chunk has that size
+  CHECK(q.open_end() == nullptr);
+  q.push_back(make(pool, "0"));
+  write_req& run = make(pool, "ab");
+  q.push_back(run);
+  q.open_run(run);
+  CHECK(q.open_size() == 2);
+  CHECK(&q.open_req() == &run);
+  CHECK(q.open_end() == reinterpret_cast<const char*>(pool.arena.next()));
+  join(q, pool, "cd");
+  join(q, pool, "ef");
+  // The queue's end moved with the arena's bump pointer.
+  CHECK(q.open_end() == reinterpret_cast<const char*>(pool.arena.next()));
+
+  SUBCASE("each read settles the count: size(), bytes(), front(), first(), last(), begin()") {
+    CHECK(q.size() == 4);
+    join(q, pool, "gh");
+    CHECK(q.bytes() == 9);
+    join(q, pool, "ij");
+    CHECK(q.last()->count() == 5);
+    join(q, pool, "kl");
+    CHECK(write_queue::next(*q.first())->count() == 6);
+    join(q, pool, "mn");
+    CHECK(write_queue::next(q.front())->bytes() == 14);
+    join(q, pool, "op");
+    CHECK(std::next(q.begin())->count() == 8);
+    CHECK(q.size() == 9);
+    CHECK(q.bytes() == 17);
+    CHECK(chunks(q) == "0|ab,cd,ef,gh,ij,kl,mn,op");
+    CHECK(drain(q, pool) == "0,abcdefghijklmnop");
+  }
+  SUBCASE("a push closes the run, counting what joined it") {
+    q.push_back(make(pool, "xy"));
+    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(q.open_end() == nullptr);
+    CHECK(q.size() == 5);
+    CHECK(q.bytes() == 9);
+    CHECK(chunks(q) == "0|ab,cd,ef|xy");
+    CHECK(drain(q, pool) == "0,abcdef,xy");
+  }
+  SUBCASE("popping the run's request closes it") {
+    CHECK(drain_one(q, pool) == "0");
+    CHECK(q.open_size() == 2);  // still open: its request is still queued
+    CHECK(drain_one(q, pool) == "abcdef");
+    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(q.open_end() == nullptr);
+    CHECK(q.empty());
+    CHECK(q.size() == 0);
+    CHECK(q.bytes() == 0);
+  }
+  SUBCASE("splicing either way closes both queues' runs") {
+    write_queue to;
+    write_req& other = make(pool, "uv");
+    to.push_back(other);
+    to.open_run(other);
+    join(to, pool, "wx");  // an arena shared by both queues: only the test does that
+    to.splice_back(q);
+    CHECK(q.empty());
+    CHECK(q.size() == 0);
+    CHECK(q.bytes() == 0);
+    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(to.open_size() == SIZE_MAX);
+    CHECK(to.size() == 6);
+    CHECK(to.bytes() == 11);
+    CHECK(chunks(to) == "uv,wx|0|ab,cd,ef");
+    CHECK(drain(to, pool) == "uvwx,0,abcdef");
+  }
+  SUBCASE("move_front_to with the whole queue counts what joined") {
+    write_queue to;
+    q.move_front_to(to, 4);
+    CHECK(q.empty());
+    CHECK(to.size() == 4);
+    CHECK(to.bytes() == 7);
+    CHECK(drain(to, pool) == "0,abcdef");
+  }
+  SUBCASE("split_at inside the run, which stays open") {
+    q.split_at(2, [&]() -> write_req& { return pool.acquire(); });  // chunk 2 is "cd"
+    CHECK(chunks(q) == "0|ab|cd,ef");
+    CHECK(q.size() == 4);
+    CHECK(q.bytes() == 7);
+    join(q, pool, "gh");
+    CHECK(chunks(q) == "0|ab|cd,ef,gh");
+    CHECK(q.size() == 5);
+    write_queue to;
+    pool.move_front(q, to, 2);
+    CHECK(chunks(to) == "0|ab");
+    CHECK(chunks(q) == "cd,ef,gh");
+    join(q, pool, "ij");
+    CHECK(q.size() == 4);
+    CHECK(q.bytes() == 8);
+    CHECK(drain(to, pool) == "0,ab");
+    CHECK(drain(q, pool) == "cdefghij");
+  }
+  SUBCASE("clear_and_dispose closes the run") {
+    std::size_t n = 0;
+    q.clear_and_dispose([&](write_req* r) {
+      n += r->count();
+      pool.release(*r);
+    });
+    CHECK(n == 4);  // what joined was counted in the request first
+    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(q.size() == 0);
+    CHECK(q.bytes() == 0);
+  }
 }
 
 TEST_CASE("split_at makes a chunk inside a run the first of a request, copying the callback") {
