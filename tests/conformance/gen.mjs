@@ -68,14 +68,18 @@ function generate(seed, family) {
     let words;
     if (kind === 'writable') {
       words = ['writable', name, ...opts([[hwm, 0.5], ['writev', 0.3], ['final', 0.3], ['sync', 0.4],
-        ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1]])];
+        ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1],
+        // A _destroy that waits for `complete` (API.md), in the compose family only, last
+        // so that the other families' seeds draw as they did.
+        ...(family === 'compose' ? [['destroy', 0.25]] : [])])];
     } else if (kind === 'readable') {
       words = ['readable', name, ...opts([[hwm, 0.5], ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1]])];
     } else if (flavour === 'duplex') {
       words = ['duplex', name, ...opts([[hwm, 0.4], ['writev', 0.2], ['final', 0.3], ['sync', 0.5],
         ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1], ['noHalfOpen', 0.2],
         // A pipeline stage must be readable or writable as its place asks (sluice checks that first).
-        ...(family === 'duplex' ? [['noReadable', 0.1], ['noWritable', 0.1]] : [])])];
+        ...(family === 'duplex' ? [['noReadable', 0.1], ['noWritable', 0.1]] : []),
+        ...(family === 'compose' ? [['destroy', 0.25]] : [])])];
     } else if (flavour === 'transform') {
       words = ['transform', name, ...opts([[hwm, 0.4], ['flush', 0.4], ['async', 0.4],
         ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1], ['noHalfOpen', 0.2]])];

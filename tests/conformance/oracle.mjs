@@ -57,6 +57,14 @@ const baseOptions = (o) => ({
   emitClose: !o.noEmitClose,
 });
 
+// Extension (API.md): `destroy`: a _destroy(err, cb) that prints its call
+// and waits in the sink's queue; `complete` calls cb(err), passing the
+// destroy's error on, and `complete error=MSG` cb(new Error(MSG)).
+const destroyHook = (name, o, entry) => (err, cb) => {
+  emit(`_destroy ${name}${err ? ` ${what(err)}` : ''}`);
+  if (o.sync) cb(err); else entry.pending.push((e) => cb(e ?? err));
+};
+
 function makeWritable(name, o) {
   const entry = { kind: 'writable', pending: [] };
   // Every sink call prints its line, then completes at once (sync) or waits for `complete`.
@@ -70,6 +78,7 @@ function makeWritable(name, o) {
   };
   if (o.writev) opts.writev = (chunks, cb) => sink(`_writev ${name} ${chunks.map((c) => show(c.chunk)).join(',')}`, cb);
   if (o.final) opts.final = (cb) => sink(`_final ${name}`, cb);
+  if (o.destroy) opts.destroy = destroyHook(name, o, entry);
   const w = new Writable(opts);
   for (const ev of ['drain', 'finish', 'close', 'pipe', 'unpipe']) w.on(ev, () => emit(`${ev} ${name}`));
   w.on('error', (err) => emit(`error ${name} ${what(err)}`));
@@ -178,6 +187,7 @@ function makeDuplex(name, o) {
   };
   if (o.writev) opts.writev = (chunks, cb) => sink(`_writev ${name} ${chunks.map((c) => show(c.chunk)).join(',')}`, cb);
   if (o.final) opts.final = (cb) => sink(`_final ${name}`, cb);
+  if (o.destroy) opts.destroy = destroyHook(name, o, entry);
   const d = new Duplex(opts);
   listenDuplex(name, d);
   entry.stream = d;
@@ -376,7 +386,7 @@ function parse(text) {
     let run;
     switch (cmd) {
       case 'writable': {
-        const o = options(['hwm', 'writev', 'final', 'sync', 'objectMode', 'noAutoDestroy', 'noEmitClose']);
+        const o = options(['hwm', 'writev', 'final', 'sync', 'objectMode', 'noAutoDestroy', 'noEmitClose', 'destroy']);
         const name = create('writable');
         run = () => makeWritable(name, o);
         break;
@@ -389,7 +399,7 @@ function parse(text) {
       }
       case 'duplex': {
         const o = options(['hwm', 'writev', 'final', 'sync', 'objectMode', 'noAutoDestroy', 'noEmitClose',
-          'noHalfOpen', 'noReadable', 'noWritable']);
+          'noHalfOpen', 'noReadable', 'noWritable', 'destroy']);
         const name = create('duplex');
         run = () => makeDuplex(name, o);
         break;

@@ -264,10 +264,10 @@ step scenario_parser::create_stream() {
 // The options of a creating command, checked against those it allows.
 stream_options scenario_parser::creating_options() const {
   static const std::map<std::string, std::vector<std::string>> allowed_by_cmd = {
-      {"writable", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose"}},
+      {"writable", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose", "destroy"}},
       {"readable", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose"}},
       {"duplex", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen",
-                  "noReadable", "noWritable"}},
+                  "noReadable", "noWritable", "destroy"}},
       {"transform", {"hwm", "flush", "async", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
       {"passthrough", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
       {"duplexpair", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
@@ -284,6 +284,7 @@ stream_options scenario_parser::creating_options() const {
       {"noWritable", &stream_options::no_writable},
       {"flush", &stream_options::flush},
       {"async", &stream_options::async},
+      {"destroy", &stream_options::destroy},
   };
   const auto& allowed = allowed_by_cmd.at(cmd_);
   stream_options o;
