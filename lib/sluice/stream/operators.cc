@@ -225,8 +225,10 @@ using step_fn = inline_function<step_result(std::string&& item), 32>;
 
 class helper_source final : public source {
  public:
-  helper_source(readable& r, step_fn step) : r_(r), step_(std::move(step)) {}
+  helper_source(readable& r, step_fn step, std::stop_token before = {})
+      : r_(r), step_(std::move(step)), before_(std::move(before)) {}
   ~helper_source() override {
+    r_.event_loop().cancel(this);
     if (it_) it_->close();
   }
 
@@ -235,7 +237,16 @@ class helper_source final : public source {
   void read(std::size_t) override {
     if (reading_) return;
     reading_ = true;
-    if (!it_) it_ = iteration::start(r_);
+    if (!it_) {
+      // Node: take's and drop's generators throw an AbortError before
+      // their loop when the signal is aborted: `r` is never iterated, and
+      // from's nextAsync has the rejection after its await.
+      if (before_.stop_requested()) {
+        r_.event_loop().queue_microtask([this] { report_error(make_error_code(errc::aborted)); }, this);
+        return;
+      }
+      it_ = iteration::start(r_);
+    }
     pump();
   }
 
@@ -301,15 +312,16 @@ class helper_source final : public source {
   readable& r_;
   std::shared_ptr<iteration> it_;
   step_fn step_;
+  std::stop_token before_;
   bool reading_ = false;
 };
 
-std::unique_ptr<readable> helper_stream(readable& r, step_fn step) {
+std::unique_ptr<readable> helper_stream(readable& r, step_fn step, std::stop_token before = {}) {
   readable_options o;
   o.object_mode = true;
   o.high_water_mark = 1;
   o.event_loop = &r.event_loop();
-  return std::make_unique<readable>(std::make_unique<helper_source>(r, std::move(step)), o);
+  return std::make_unique<readable>(std::make_unique<helper_source>(r, std::move(step), std::move(before)), o);
 }
 
 // ---- Node's map() with its options: the machinery behind every helper
@@ -777,6 +789,89 @@ async_predicate_fn sync_predicate(predicate_fn fn) {
   };
 }
 
+// Node: reduce(reducer, initial, { signal }): `for await (const value of
+// this)`, the signal looked at for each chunk, then `initialValue = await
+// reducer(initialValue, value, { signal })`: the next read waits for the
+// call.
+class reduction : public std::enable_shared_from_this<reduction> {
+ public:
+  reduction(readable& r, async_reduce_fn fn, std::optional<std::string> acc, reduce_cb cb, std::stop_token signal)
+      : it_(iteration::start(r)), l_(r.event_loop()), fn_(std::move(fn)), acc_(std::move(acc)), cb_(std::move(cb)),
+        signal_(std::move(signal)) {}
+
+  void pump() {
+    pulled p = it_->pull();
+    if (p.kind == pulled::pending) {
+      it_->wait([self = shared_from_this()] { self->pump(); });
+      return;
+    }
+    it_->after_await([self = shared_from_this(), p = std::make_shared<pulled>(std::move(p))] { self->handle(*p); });
+  }
+
+ private:
+  void handle(pulled& p) {
+    switch (p.kind) {
+      case pulled::pending:
+        return;
+      case pulled::end:
+        if (!acc_) return finish(make_error_code(errc::reduce_empty));
+        return finish({});
+      case pulled::error:
+        return finish(p.ec);
+      case pulled::chunk:
+        break;
+    }
+    if (signal_.stop_requested()) return fail(make_error_code(errc::aborted));
+    if (!acc_) {
+      acc_ = std::move(p.item);
+      return pump();
+    }
+    // The call's completion: a second one is ignored, as a promise settles
+    // once. The loop resumes where Node's `await` on the promise would: a
+    // microtask after it settles.
+    auto called = std::make_shared<bool>(false);
+    std::string acc = std::move(*acc_);
+    acc_.reset();
+    try {
+      fn_(std::move(acc), p.item, reduce_done([self = shared_from_this(), called](std::error_code ec, std::string v) {
+            if (*called) return;
+            *called = true;
+            auto sv = std::make_shared<std::string>(std::move(v));
+            self->l_.queue_microtask([self, ec, sv] {
+              if (ec) return self->fail(ec);
+              self->acc_ = std::move(*sv);
+              self->pump();
+            });
+          }));
+    } catch (...) {
+      *called = true;
+      fail(thrown());
+    }
+  }
+
+  // Leaving the loop with an error (Node: the throw, whose for-await
+  // returns the iterator and so destroys `r`).
+  void fail(std::error_code ec) {
+    it_->close();
+    finish(ec);
+  }
+
+  void finish(std::error_code ec) {
+    auto cb = std::move(cb_);
+    cb_ = nullptr;
+    if (!cb) return;
+    if (ec) return cb(ec, std::string());
+    cb({}, std::move(*acc_));
+  }
+
+  std::shared_ptr<iteration> it_;
+  loop& l_;
+  async_reduce_fn fn_;
+  std::optional<std::string> acc_;
+  reduce_cb cb_;
+  std::stop_token signal_;
+};
+
 // Node: some(fn, options): `for await (const unused of filter(fn, options))
 // return true;`, over the filter's generator.
 void first_match(readable& r, async_predicate_fn fn, operator_options o,
@@ -1023,10 +1118,11 @@ void to_array(readable& r, to_array_cb cb, operator_options o) {
       });
 }
 
-// Node: take's and drop's generators look at the signal at each chunk (and
-// before their loop: see docs/differences-from-node.md).
+// Node: take's and drop's generators look at the signal before their loop
+// and at each chunk.
 namespace {
 std::unique_ptr<readable> signalled(readable& r, std::size_t n, std::stop_token signal, bool taking) {
+  std::stop_token before = signal;
   return helper_stream(r, [n, signal = std::move(signal), taking](std::string&& item) mutable {
     if (signal.stop_requested()) throw stream_error(make_error_code(errc::aborted));
     step_result s;
@@ -1038,7 +1134,7 @@ std::unique_ptr<readable> signalled(readable& r, std::size_t n, std::stop_token 
     }
     if (taking) s.go_on = n > 0;
     return s;
-  });
+  }, std::move(before));
 }
 }  // namespace
 
@@ -1048,6 +1144,34 @@ std::unique_ptr<readable> take(readable& r, std::size_t n, operator_options o) {
 
 std::unique_ptr<readable> drop(readable& r, std::size_t n, operator_options o) {
   return signalled(r, n, std::move(o.signal), false);
+}
+
+// Node: reduce(fn, initial, { signal }). An already aborted signal
+// destroys the stream with the AbortError and fails once it has finished
+// (`await finished(this.destroy(err)); throw err`), without reading it.
+void reduce(readable& r, async_reduce_fn fn, std::optional<std::string> initial, reduce_cb cb, operator_options o) {
+  if (o.signal.stop_requested()) {
+    const std::error_code err = make_error_code(errc::aborted);
+    r.destroy(err);
+    auto& l = r.event_loop();
+    auto shared = std::make_shared<reduce_cb>(std::move(cb));
+    finished(stream_ref(r), [&l, shared, err](std::error_code) {
+      // finished()'s promise rejects, and reduce's await throws: a microtask.
+      l.queue_microtask([shared, err] { (*shared)(err, std::string()); });
+    });
+    return;
+  }
+  std::make_shared<reduction>(r, std::move(fn), std::move(initial), std::move(cb), std::move(o.signal))->pump();
+}
+
+void reduce(readable& r, reduce_fn fn, std::optional<std::string> initial, reduce_cb cb, operator_options o) {
+  reduce(
+      r,
+      [fn = std::move(fn)](std::string acc, std::string_view item, reduce_done done) mutable {
+        std::string v = fn(std::move(acc), item);
+        done({}, std::move(v));
+      },
+      std::move(initial), std::move(cb), std::move(o));
 }
 
 }  // namespace sluice

@@ -1,0 +1,278 @@
+// reduce() with options and an asynchronous reducer, and take()/drop()'s
+// signal before their first read. Node's traces pin the order of events
+// (conformance/api/op-reduce-async*, op-reduce-signal-*, op-take-signal-*,
+// op-drop-signal-before); these tests pin the counts and the outcomes: each
+// reducer call and each helper callback once, one call in flight at a time,
+// and what is left of the source after an abort or an error.
+#include <doctest/doctest.h>
+
+#include <deque>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "sluice/sluice.h"
+
+namespace {
+
+std::vector<std::string> numbers(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(std::to_string(i));
+  return v;
+}
+
+// A source of n chunks "0".."n-1". The helpers destroy it with an
+// AbortError when they stop early; the test listens for that error.
+std::unique_ptr<sluice::readable> source(int n) {
+  auto r = sluice::readable_from(numbers(n));
+  r->on(sluice::event::error, [](std::error_code) {});
+  return r;
+}
+
+// The reducer's calls in flight, which the test completes when it likes.
+struct reducer_calls {
+  struct call {
+    std::string acc;
+    std::string item;
+    sluice::reduce_done done;
+  };
+  std::deque<call> pending;
+  int started = 0;
+  std::size_t peak = 0;
+
+  sluice::async_reduce_fn fn() {
+    return [this](std::string acc, std::string_view item, sluice::reduce_done done) {
+      ++started;
+      pending.push_back({std::move(acc), std::string(item), std::move(done)});
+      peak = std::max(peak, pending.size());
+    };
+  }
+  // Completes the oldest call with its sum (or `ec`).
+  bool complete(std::error_code ec = {}) {
+    if (pending.empty()) return false;
+    auto c = std::move(pending.front());
+    pending.pop_front();
+    c.done(ec, std::to_string(std::stoi(c.acc) + std::stoi(c.item)));
+    return true;
+  }
+};
+
+struct outcome {
+  int calls = 0;
+  std::error_code ec;
+  std::string value;
+  sluice::reduce_cb cb() {
+    return [this](std::error_code e, std::string v) {
+      ++calls;
+      ec = e;
+      value = std::move(v);
+    };
+  }
+};
+
+void drive(reducer_calls& k) {
+  auto& l = sluice::loop::current();
+  l.run_until_idle();
+  while (k.complete()) l.run_until_idle();
+}
+
+}  // namespace
+
+TEST_CASE("reduce with an asynchronous reducer reads the next chunk only once the call completes") {
+  auto src = source(100);
+  reducer_calls k;
+  outcome out;
+  sluice::reduce(*src, k.fn(), std::string("0"), out.cb(), sluice::operator_options{});
+  drive(k);
+  CHECK(k.started == 100);
+  CHECK(k.peak == 1);  // Node's `await reducer(...)`: one call at a time
+  CHECK(out.calls == 1);
+  CHECK_FALSE(out.ec);
+  CHECK(out.value == std::to_string(99 * 100 / 2));
+}
+
+TEST_CASE("reduce with options and no initial value starts from the first chunk") {
+  auto src = source(4);
+  reducer_calls k;
+  outcome out;
+  sluice::reduce(*src, k.fn(), std::nullopt, out.cb(), sluice::operator_options{});
+  drive(k);
+  CHECK(k.started == 3);
+  CHECK(out.calls == 1);
+  CHECK(out.value == "6");
+}
+
+TEST_CASE("reduce with options over an empty stream: the initial value, or ERR_MISSING_ARGS without one") {
+  {
+    auto src = source(0);
+    reducer_calls k;
+    outcome out;
+    sluice::reduce(*src, k.fn(), std::string("7"), out.cb(), sluice::operator_options{});
+    drive(k);
+    CHECK(k.started == 0);
+    CHECK(out.calls == 1);
+    CHECK_FALSE(out.ec);
+    CHECK(out.value == "7");
+  }
+  {
+    auto src = source(0);
+    reducer_calls k;
+    outcome out;
+    sluice::reduce(*src, k.fn(), std::nullopt, out.cb(), sluice::operator_options{});
+    drive(k);
+    CHECK(out.calls == 1);
+    CHECK(out.ec == sluice::make_error_code(sluice::errc::reduce_empty));
+  }
+}
+
+TEST_CASE("an asynchronous reducer's error fails reduce, destroys the source and stops the calls") {
+  auto src = source(10);
+  reducer_calls k;
+  outcome out;
+  sluice::reduce(*src, k.fn(), std::string("0"), out.cb(), sluice::operator_options{});
+  auto& l = sluice::loop::current();
+  l.run_until_idle();
+  REQUIRE(k.complete());
+  l.run_until_idle();
+  REQUIRE(k.complete(sluice::user_error("boom")));
+  l.run_until_idle();
+  CHECK(k.started == 2);
+  CHECK(k.pending.empty());
+  CHECK(out.calls == 1);
+  CHECK(out.ec == sluice::user_error("boom"));
+  CHECK(src->destroyed());
+}
+
+TEST_CASE("a reducer's second completion is ignored, as a promise settles once") {
+  auto src = source(3);
+  outcome out;
+  int calls = 0;
+  sluice::reduce(
+      *src,
+      [&calls](std::string acc, std::string_view item, sluice::reduce_done done) {
+        ++calls;
+        done({}, acc + std::string(item));
+        done({}, "again");
+        done(sluice::user_error("late"), "");
+      },
+      std::string("x"), out.cb(), sluice::operator_options{});
+  sluice::loop::current().run_until_idle();
+  CHECK(calls == 3);
+  CHECK(out.calls == 1);
+  CHECK_FALSE(out.ec);
+  CHECK(out.value == "x012");
+}
+
+TEST_CASE("a synchronous reducer that throws, in the overload with options, fails reduce") {
+  auto src = source(5);
+  outcome out;
+  int called = 0;
+  sluice::reduce(
+      *src,
+      [&called](std::string acc, std::string_view item) -> std::string {
+        if (++called == 2) throw std::runtime_error("bad item");
+        return acc + std::string(item);
+      },
+      std::string(""), out.cb(), sluice::operator_options{});
+  sluice::loop::current().run_until_idle();
+  CHECK(called == 2);
+  CHECK(out.calls == 1);
+  CHECK(out.ec == sluice::user_error("bad item"));
+  CHECK(src->destroyed());
+}
+
+TEST_CASE("reduce with a signal stopped before the call destroys the source unread and fails after its close") {
+  auto src = source(3);
+  std::stop_source stop;
+  stop.request_stop();
+  sluice::operator_options o;
+  o.signal = stop.get_token();
+  reducer_calls k;
+  outcome out;
+  bool closed_first = false;
+  src->on(sluice::event::close, [&] { closed_first = out.calls == 0; });
+  sluice::reduce(*src, k.fn(), std::string("0"), out.cb(), o);
+  CHECK(src->destroyed());
+  CHECK(out.calls == 0);  // not before the stream has closed
+  drive(k);
+  CHECK(k.started == 0);
+  CHECK(out.calls == 1);
+  CHECK(out.ec == sluice::make_error_code(sluice::errc::aborted));
+  CHECK(closed_first);
+}
+
+TEST_CASE("reduce's signal stopped while a call is in flight: that call completes, the next chunk fails") {
+  auto src = source(10);
+  std::stop_source stop;
+  sluice::operator_options o;
+  o.signal = stop.get_token();
+  reducer_calls k;
+  outcome out;
+  sluice::reduce(*src, k.fn(), std::string("0"), out.cb(), o);
+  auto& l = sluice::loop::current();
+  l.run_until_idle();
+  REQUIRE(k.pending.size() == 1);
+  stop.request_stop();
+  l.run_until_idle();
+  CHECK(out.calls == 0);  // looked at only when a chunk is read
+  drive(k);
+  CHECK(k.started == 1);
+  CHECK(out.calls == 1);
+  CHECK(out.ec == sluice::make_error_code(sluice::errc::aborted));
+  CHECK(src->destroyed());
+}
+
+TEST_CASE("take and drop with a signal stopped before the first read fail and leave the source as it is") {
+  for (bool taking : {true, false}) {
+    CAPTURE(taking);
+    auto src = source(3);
+    std::stop_source stop;
+    stop.request_stop();
+    sluice::operator_options o;
+    o.signal = stop.get_token();
+    auto m = taking ? sluice::take(*src, 2, o) : sluice::drop(*src, 1, o);
+    std::error_code error;
+    int errors = 0, datas = 0, closes = 0;
+    m->on(sluice::event::error, [&](std::error_code ec) {
+      error = ec;
+      ++errors;
+    });
+    m->on(sluice::event::data, [&](std::string_view) { ++datas; });
+    m->on(sluice::event::close, [&] { ++closes; });
+    sluice::loop::current().run_until_idle();
+    CHECK(errors == 1);
+    CHECK(error == sluice::make_error_code(sluice::errc::aborted));
+    CHECK(datas == 0);
+    CHECK(closes == 1);
+    CHECK_FALSE(src->destroyed());
+    // The source was never iterated: another helper reads all of it.
+    std::vector<std::string> all;
+    int done = 0;
+    sluice::to_array(*src, [&](std::error_code ec, std::vector<std::string> v) {
+      CHECK_FALSE(ec);
+      all = std::move(v);
+      ++done;
+    });
+    sluice::loop::current().run_until_idle();
+    CHECK(done == 1);
+    CHECK(all == numbers(3));
+  }
+}
+
+TEST_CASE("take and drop with a signal not stopped read as without one") {
+  auto src = source(5);
+  std::stop_source stop;
+  sluice::operator_options o;
+  o.signal = stop.get_token();
+  auto m = sluice::take(*src, 2, o);
+  std::vector<std::string> got;
+  int done = 0;
+  sluice::to_array(*m, [&](std::error_code ec, std::vector<std::string> v) {
+    CHECK_FALSE(ec);
+    got = std::move(v);
+    ++done;
+  });
+  sluice::loop::current().run_until_idle();
+  CHECK(done == 1);
+  CHECK(got == std::vector<std::string>{"0", "1"});
+}
