@@ -276,3 +276,25 @@ TEST_CASE("take and drop with a signal not stopped read as without one") {
   CHECK(done == 1);
   CHECK(got == std::vector<std::string>{"0", "1"});
 }
+
+TEST_CASE("take's last chunk in a full result: the source is let go only when the result is read again") {
+  auto src = source(5);
+  auto m = sluice::take(*src, 1);
+  int ends = 0;
+  m->on(sluice::event::end, [&] { ++ends; });
+  auto& l = sluice::loop::current();
+  CHECK_FALSE(m->read());  // starts the helper; its chunk fills the result
+  l.run_until_idle();
+  CHECK(m->readable_length() == 1);
+  // Node's generator waits at its yield: it has not returned, so the
+  // source is still there.
+  CHECK_FALSE(src->destroyed());
+  auto c = m->read();
+  REQUIRE(c);
+  CHECK(*c == "0");
+  l.run_until_idle();
+  CHECK(src->destroyed());
+  CHECK_FALSE(m->read());
+  l.run_until_idle();
+  CHECK(ends == 1);
+}

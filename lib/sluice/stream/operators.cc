@@ -186,9 +186,12 @@ class consumer : public std::enable_shared_from_this<consumer> {
         if (!go_on) {
           // Node: some, every and find stop a filter() (a map()) whose
           // pump has started its next read of the stream: the stream is
-          // let go once that read has its chunk, or the end.
-          finish({});
+          // let go once that read has its chunk, or the end. That read
+          // starts before the result is out (the result's promise is
+          // several microtasks behind the pump).
           lingering_ = true;
+          pump();
+          return finish({});
         }
         return pump();
       }
@@ -237,6 +240,14 @@ class helper_source final : public source {
   void read(std::size_t) override {
     if (reading_) return;
     reading_ = true;
+    if (returning_) {
+      // Resumed from _read: the generator returns now (destroying `r`), and
+      // nextAsync has the end after its await.
+      returning_ = false;
+      it_->close();
+      r_.event_loop().queue_microtask([this] { push_eof(); }, this);
+      return;
+    }
     if (!it_) {
       // Node: take's and drop's generators throw an AbortError before
       // their loop when the signal is aborted: `r` is never iterated, and
@@ -296,9 +307,15 @@ class helper_source final : public source {
         bool room = true;
         if (s.out) room = stream().push(std::move(*s.out));
         if (!s.go_on) {
-          it_->close();
-          push_eof();
-          return;
+          // Node: take's generator returns (ending its loop over `r`, which
+          // destroys it) when it is resumed after its last yield: at once
+          // if push() had room, else at the next _read.
+          if (!room) {
+            returning_ = true;
+            reading_ = false;
+            return;
+          }
+          return finish();
         }
         if (!room) {
           reading_ = false;
@@ -309,11 +326,17 @@ class helper_source final : public source {
     }
   }
 
+  void finish() {
+    it_->close();
+    push_eof();
+  }
+
   readable& r_;
   std::shared_ptr<iteration> it_;
   step_fn step_;
   std::stop_token before_;
   bool reading_ = false;
+  bool returning_ = false;  // the generator waits at its last yield
 };
 
 std::unique_ptr<readable> helper_stream(readable& r, step_fn step, std::stop_token before = {}) {
