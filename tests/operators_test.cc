@@ -298,3 +298,128 @@ TEST_CASE("take's last chunk in a full result: the source is let go only when th
   l.run_until_idle();
   CHECK(ends == 1);
 }
+
+// ---- flat_map whose function gives a stream (Node's flatMap over streams).
+
+TEST_CASE("flat_map over streams reads each through, in input order, with concurrency 3") {
+  auto src = source(20);
+  sluice::operator_options o;
+  o.concurrency = 3;
+  int made = 0;
+  auto m = sluice::flat_map(
+      *src,
+      [&made](std::string_view c) {
+        ++made;
+        std::string s(c);
+        return sluice::readable_from(std::vector<std::string>{s + "a", s + "b", s + "c"});
+      },
+      o);
+  std::vector<std::string> got;
+  int done = 0;
+  sluice::to_array(*m, [&](std::error_code ec, std::vector<std::string> v) {
+    CHECK_FALSE(ec);
+    got = std::move(v);
+    ++done;
+  });
+  sluice::loop::current().run_until_idle();
+  CHECK(made == 20);
+  CHECK(done == 1);
+  std::vector<std::string> want;
+  for (int i = 0; i < 20; ++i)
+    for (const char* x : {"a", "b", "c"}) want.push_back(std::to_string(i) + x);
+  CHECK(got == want);
+}
+
+// Inner streams whose items come later, answered by the test: the helper
+// waits on the first stream while later ones are made ahead.
+struct late_streams {
+  std::vector<std::deque<sluice::from_completion>> pulls;  // per stream, pulls in flight
+  int closed = 0;                                          // 'close' of the streams made
+  sluice::flat_map_stream_fn fn() {
+    return [this](std::string_view) {
+      const std::size_t k = pulls.size();
+      pulls.emplace_back();
+      auto s = sluice::readable_from_async([this, k](sluice::from_completion done) { pulls[k].push_back(done); });
+      // flat_map destroys a stream it stops reading with ABORT_ERR.
+      s->on(sluice::event::error, [](std::error_code) {});
+      s->on(sluice::event::close, [this] { ++closed; });
+      return s;
+    };
+  }
+};
+
+TEST_CASE("flat_map over streams whose items come later keeps the order, and a stream's error fails it") {
+  auto src = source(3);
+  late_streams ls;
+  sluice::operator_options o;
+  o.concurrency = 2;
+  auto m = sluice::flat_map(*src, ls.fn(), o);
+  std::vector<std::string> chunks;
+  std::error_code error;
+  int errors = 0, closes = 0;
+  m->on(sluice::event::data, [&](std::string_view c) { chunks.emplace_back(c); });
+  m->on(sluice::event::error, [&](std::error_code ec) {
+    error = ec;
+    ++errors;
+  });
+  m->on(sluice::event::close, [&] { ++closes; });
+  auto& l = sluice::loop::current();
+  l.run_until_idle();
+  // Made ahead: concurrency 2 plus the default high-water mark of 1.
+  REQUIRE(ls.pulls.size() == 3);
+  CHECK(ls.pulls[1].empty());  // the later ones are not read before the first ends
+  CHECK(ls.pulls[2].empty());
+  REQUIRE(ls.pulls[0].size() == 1);
+  ls.pulls[0].front().item("x");
+  ls.pulls[0].pop_front();
+  l.run_until_idle();
+  CHECK(chunks == std::vector<std::string>{"x"});
+  REQUIRE(ls.pulls[0].size() == 1);
+  ls.pulls[0].front().end();
+  ls.pulls[0].pop_front();
+  l.run_until_idle();
+  REQUIRE(ls.pulls[1].size() == 1);  // now the second is read
+  ls.pulls[1].front().error(sluice::user_error("inner"));
+  ls.pulls[1].pop_front();
+  l.run_until_idle();
+  CHECK(errors == 1);
+  CHECK(error == sluice::user_error("inner"));
+  CHECK(closes == 1);
+  CHECK(chunks == std::vector<std::string>{"x"});
+  CHECK(src->destroyed());
+}
+
+TEST_CASE("destroying flat_map's result destroys the stream it reads; a null stream fails it") {
+  {
+    auto src = source(3);
+    late_streams ls;
+    auto m = sluice::flat_map(*src, ls.fn());
+    m->on(sluice::event::data, [](std::string_view) {});
+    auto& l = sluice::loop::current();
+    l.run_until_idle();
+    REQUIRE(ls.pulls.size() == 1);
+    ls.pulls[0].front().item("x");
+    ls.pulls[0].pop_front();
+    l.run_until_idle();
+    REQUIRE(ls.pulls[0].size() == 1);
+    sluice::from_completion pending = ls.pulls[0].front();
+    m->destroy();
+    l.run_until_idle();
+    // Node's generator returns at its next yield: once the stream it waits on
+    // gives its item, the return reaches that stream, which is destroyed.
+    pending.item("y");
+    l.run_until_idle();
+    CHECK(ls.closed == 1);  // destroyed by the helper, which (with m) still owns it
+    CHECK(src->destroyed());
+  }
+  {
+    auto src = source(2);
+    auto m = sluice::flat_map(*src, [](std::string_view) { return std::unique_ptr<sluice::readable>(); });
+    std::error_code error;
+    m->on(sluice::event::error, [&](std::error_code ec) { error = ec; });
+    m->on(sluice::event::data, [](std::string_view) {});
+    sluice::loop::current().run_until_idle();
+    CHECK(error == sluice::user_error("flat_map: the function gave no stream"));
+    CHECK(src->destroyed());
+  }
+}

@@ -285,8 +285,9 @@ function generate(seed, family) {
     return `${ln.join('\n')}\n`;
   };
 
-  // Extension (API.md): reduce's asynchronous reducer and signal, and
-  // take's and drop's signal (aborted before the first read now and then),
+  // Extension (API.md): reduce's asynchronous reducer and signal, take's
+  // and drop's signal (aborted before the first read now and then), and
+  // flatMap over streams,
   // in a quarter of the `ops` seeds (decided with a stream of their own).
   const signalOpsScenario = (B) => {
     const ln = [`readable r objectMode${B.chance(0.3) ? ` hwm=${B.pick([1, 2, 4])}` : ''}`, 'abort-controller c'];
@@ -296,7 +297,8 @@ function generate(seed, family) {
     if (B.chance(0.3)) for (let k = B.int(1, 3); k > 0; k--) ln.push(`push r ${next()}`);
     if (B.chance(0.3)) ln.push('abort c');
     const helper = B.pick(['reduce-async r', 'reduce-async r x', 'reduce-async r x signal=c',
-      `take m r ${B.int(0, 3)} signal=c`, `drop m r ${B.int(0, 3)} signal=c`]);
+      `take m r ${B.int(0, 3)} signal=c`, `drop m r ${B.int(0, 3)} signal=c`,
+      `flat-map m r stream${B.chance(0.5) ? ` concurrency=${B.int(1, 3)}` : ''}${B.chance(0.3) ? ' signal=c' : ''}`]);
     const made = helper.includes(' m r');
     ln.push(helper);
     if (made) ln.push(B.chance(0.7) ? 'on m data' : 'read m');

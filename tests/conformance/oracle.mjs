@@ -266,6 +266,9 @@ function parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail }
     drop = chunk(args[2]);
     first = 3;
   }
+  // flat-map M R stream: fn returns Readable.from([CHUNK, CHUNK upper-cased]).
+  const streamForm = cmd === 'flat-map' && args[first] === 'stream';
+  if (streamForm) first += 1;
   const o = operatorOptions(args.slice(first), { signal, fail: (msg) => fail(`${cmd}: ${msg}`) });
   const m = makes ? create('readable') : undefined;
   const pending = (c) => new Promise((resolve, reject) => {
@@ -287,7 +290,11 @@ function parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail }
         out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return pending(show(c)).then(() => show(c) !== drop); }, opts);
         break;
       case 'flat-map':
-        out = s.flatMap((c) => { emit(`flat-map ${r} ${show(c)}`); return [show(c), show(c).toUpperCase()]; }, opts);
+        out = s.flatMap((c) => {
+          emit(`flat-map ${r} ${show(c)}`);
+          const items = [show(c), show(c).toUpperCase()];
+          return streamForm ? Readable.from(items) : items;
+        }, opts);
         break;
       case 'for-each-async':
         s.forEach((c) => { emit(`each ${r} ${show(c)}`); return pending(show(c)).then(() => {}); }, opts)

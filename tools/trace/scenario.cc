@@ -510,6 +510,9 @@ step scenario_parser::operator_helper() {
     drop = chunk(args_[2]);
     first = 3;
   }
+  // flat-map M R stream: the function gives readable_from({CHUNK, CHUNK upper-cased}).
+  const bool stream_form = cmd_ == "flat-map" && args_.size() > first && args_[first] == "stream";
+  if (stream_form) ++first;
   std::optional<std::size_t> concurrency, hwm;
   std::optional<std::string> signal_name;
   for (std::size_t i = first; i < args_.size(); ++i) {
@@ -533,7 +536,7 @@ step scenario_parser::operator_helper() {
   const std::string m = makes ? create(stream_kind::readable) : std::string();
   const std::string cmd = cmd_;
   auto calls = calls_;
-  return at([cmd, m, src, drop, concurrency, hwm, signal_name, calls](trace_run& r) {
+  return at([cmd, m, src, drop, concurrency, hwm, signal_name, calls, stream_form](trace_run& r) {
     sluice::operator_options o;
     if (concurrency) o.concurrency = *concurrency;
     o.high_water_mark = hwm;
@@ -570,6 +573,14 @@ step scenario_parser::operator_helper() {
             r.emit("test " + src + " " + std::string(c));
             auto d = std::make_shared<sluice::predicate_done>(std::move(done));
             in_flight(c, [d, keep = c != drop](std::error_code ec) { (*d)(ec, keep); });
+          },
+          o);
+    } else if (cmd == "flat-map" && stream_form) {
+      out = sluice::flat_map(
+          s,
+          [&r, src, upper](std::string_view c) -> std::unique_ptr<sluice::readable> {
+            r.emit("flat-map " + src + " " + std::string(c));
+            return sluice::readable_from(std::vector<std::string>{std::string(c), upper(c)});
           },
           o);
     } else if (cmd == "flat-map") {

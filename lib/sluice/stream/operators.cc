@@ -357,6 +357,7 @@ std::unique_ptr<readable> helper_stream(readable& r, step_fn step, std::stop_tok
 struct item_promise {
   enum class state { pending, fulfilled, rejected } st = state::pending;
   std::vector<std::string> items;
+  std::unique_ptr<readable> stream;  // flatMap's function gave a stream
   bool eof = false;  // Node: kEof, the end of the source
   std::error_code error;
   std::vector<inline_function<void(), 32>> reactions;
@@ -561,7 +562,13 @@ class mapper : public std::enable_shared_from_this<mapper> {
       // Node: flatMap's `for await (const val of map(...))` has the
       // sequence two microtasks after map's yield (its await, then the
       // loop's).
-      batch_.assign(std::make_move_iterator(p.items.begin()), std::make_move_iterator(p.items.end()));
+      if (p.stream) {
+        // Node: `yield*` over the stream's own async iterator.
+        inner_ = std::move(p.stream);
+        inner_it_ = iteration::start(*inner_);
+      } else {
+        batch_.assign(std::make_move_iterator(p.items.begin()), std::make_move_iterator(p.items.end()));
+      }
       p.items.clear();
       at_yield_ = true;
       return after(2, [](mapper& self) { self.flat_step(); });
@@ -577,6 +584,7 @@ class mapper : public std::enable_shared_from_this<mapper> {
   // (async-from-sync) iterator costs two microtasks; after the last, its
   // loop asks map's generator for the next sequence.
   void flat_step() {
+    if (inner_it_) return inner_step();
     if (batch_.empty()) {
       return after(2, [](mapper& self) {
         if (self.finished_) return;
@@ -589,6 +597,29 @@ class mapper : public std::enable_shared_from_this<mapper> {
     batch_.pop_front();
     yield(std::move(v), 3);
   }
+
+  // Node: flatMap's `yield*` over a stream's iterator: each chunk as the
+  // stream has it (waiting for it at an await, not a yield), the stream's
+  // error as the generator's, and after its end the next sequence.
+  void inner_step() {
+    at_yield_ = false;
+    pulled q = inner_it_->pull();
+    if (q.kind == pulled::pending) {
+      inner_it_->wait([self = shared_from_this()] { self->l_.queue_microtask([self] { self->inner_step(); }); });
+      return;
+    }
+    if (q.kind == pulled::chunk) return yield(std::move(q.item), inner_hops);
+    inner_it_.reset();
+    inner_.reset();
+    if (q.kind == pulled::error) return fail(q.ec);
+    return after(2, [](mapper& self) {
+      if (self.finished_) return;
+      self.queue_.pop_front();
+      self.maybe_resume();
+      self.run();
+    });
+  }
+  static constexpr int inner_hops = 3;
 
   // Node: `yield val`, which awaits val: the reader has it two microtasks
   // later (the yield's await, then nextAsync's); flatMap's yield* one more
@@ -629,6 +660,9 @@ class mapper : public std::enable_shared_from_this<mapper> {
   void finally_() {
     if (finished_) return;
     finished_ = true;
+    // Node: the generator's return goes through `yield*` to the stream's
+    // iterator, whose `finally` destroys it.
+    if (inner_it_) inner_it_->close();
     at_yield_ = false;
     done_ = true;
     if (!started_) return;
@@ -649,6 +683,8 @@ class mapper : public std::enable_shared_from_this<mapper> {
   std::shared_ptr<iteration> it_;
   std::deque<promise_ptr> queue_;
   std::deque<std::string> batch_;
+  std::unique_ptr<readable> inner_;  // the stream `yield*` reads; before inner_it_ (destroyed after it)
+  std::shared_ptr<iteration> inner_it_;
   std::size_t cnt_ = 0;  // calls in flight
   bool done_ = false;
   bool started_ = false;
@@ -1061,6 +1097,22 @@ std::unique_ptr<readable> flat_map(readable& r, async_flat_map_fn fn, operator_o
         fn(item, flat_map_done([&l, p](std::error_code ec, std::vector<std::string> v) {
           p->settle(l, ec, ec ? std::vector<std::string>{} : std::move(v));
         }));
+      },
+      std::move(o), true);
+}
+
+// Node: flatMap(fn) whose fn returns a stream: `yield*` reads it through
+// before the next one (made ahead, up to `concurrency` of them, as map's
+// results are).
+std::unique_ptr<readable> flat_map(readable& r, flat_map_stream_fn fn, operator_options o) {
+  auto& l = r.event_loop();
+  return mapper_stream(
+      r,
+      [&l, fn = std::move(fn)](std::string&& item, promise_ptr p) mutable {
+        std::unique_ptr<readable> s = fn(item);
+        if (!s) return p->settle(l, user_error("flat_map: the function gave no stream"), {});
+        p->stream = std::move(s);
+        p->settle(l, {}, {});
       },
       std::move(o), true);
 }

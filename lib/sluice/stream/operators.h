@@ -70,6 +70,7 @@ using async_map_fn = inline_function<void(std::string_view item, map_done done),
 using async_predicate_fn = inline_function<void(std::string_view item, predicate_done done), 32>;
 using async_item_fn = inline_function<void(std::string_view item, item_done done), 32>;
 using flat_map_fn = inline_function<std::vector<std::string>(std::string_view item), 32>;
+using flat_map_stream_fn = inline_function<std::unique_ptr<readable>(std::string_view item), 32>;
 using async_flat_map_fn = inline_function<void(std::string_view item, flat_map_done done), 32>;
 using async_reduce_fn = inline_function<void(std::string accumulator, std::string_view item, reduce_done done), 32>;
 
@@ -144,6 +145,11 @@ std::unique_ptr<readable> filter(readable& r, predicate_fn fn, operator_options 
 /// another in input order.
 std::unique_ptr<readable> flat_map(readable& r, flat_map_fn fn, operator_options o = {});
 std::unique_ptr<readable> flat_map(readable& r, async_flat_map_fn fn, operator_options o = {});
+/// Node: flatMap(fn) whose fn returns a stream: each stream (on `r`'s loop)
+/// is read through, in input order, before the next one; the helper owns
+/// it, and destroys it when it stops early. A stream's error fails the
+/// helper; a null stream fails it (Node: `yield*` of a non-iterable throws).
+std::unique_ptr<readable> flat_map(readable& r, flat_map_stream_fn fn, operator_options o = {});
 
 /// Node: readable.forEach(fn, options), some, every and find with options:
 /// forEach is map() over fn, the others read a filter() (Node's own
