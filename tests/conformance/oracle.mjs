@@ -276,6 +276,9 @@ function parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail }
     drop = chunk(args[2]);
     first = 3;
   }
+  // flat-map M R stream: fn returns Readable.from([CHUNK, CHUNK upper-cased]).
+  const streamForm = cmd === 'flat-map' && args[first] === 'stream';
+  if (streamForm) first += 1;
   const o = operatorOptions(args.slice(first), { signal, fail: (msg) => fail(`${cmd}: ${msg}`) });
   const m = makes ? create('readable') : undefined;
   const pending = (c) => new Promise((resolve, reject) => {
@@ -297,7 +300,11 @@ function parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail }
         out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return pending(show(c)).then(() => show(c) !== drop); }, opts);
         break;
       case 'flat-map':
-        out = s.flatMap((c) => { emit(`flat-map ${r} ${show(c)}`); return [show(c), show(c).toUpperCase()]; }, opts);
+        out = s.flatMap((c) => {
+          emit(`flat-map ${r} ${show(c)}`);
+          const items = [show(c), show(c).toUpperCase()];
+          return streamForm ? Readable.from(items) : items;
+        }, opts);
         break;
       case 'for-each-async':
         s.forEach((c) => { emit(`each ${r} ${show(c)}`); return pending(show(c)).then(() => {}); }, opts)
@@ -480,14 +487,20 @@ function parse(text) {
         break;
       }
       case 'map': case 'filter': case 'take': case 'drop': {
-        // map M R | filter M R CHUNK | take M R N | drop M R N: M is a new readable
-        if (cmd === 'map') arity(2, 2); else arity(3, 3);
+        // map M R | filter M R CHUNK | take M R N [signal=C] | drop M R N [signal=C]: M is a new readable
+        const counted = cmd === 'take' || cmd === 'drop';
+        if (cmd === 'map') arity(2, 2); else arity(3, counted ? 4 : 3);
         const r = stream(1, 'readable');
         let arg;
+        let sig;
         if (cmd === 'filter') arg = chunk(args[2]);
-        if (cmd === 'take' || cmd === 'drop') {
+        if (counted) {
           if (!COUNT.test(args[2])) fail(n, `${cmd}: N must be a non-negative integer, got '${args[2]}'`);
           arg = Number(args[2]);
+          if (args.length === 4) {
+            if (!args[3].startsWith('signal=')) fail(n, `${cmd}: unknown option '${args[3]}'`);
+            sig = signal(args[3].slice(7));
+          }
         }
         const m = create('readable');
         run = () => {
@@ -496,8 +509,8 @@ function parse(text) {
           switch (cmd) {
             case 'map': out = s.map((c) => { emit(`map ${r} ${show(c)}`); return show(c).toUpperCase(); }); break;
             case 'filter': out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return show(c) !== arg; }); break;
-            case 'take': out = s.take(arg); break;
-            case 'drop': out = s.drop(arg); break;
+            case 'take': out = sig ? s.take(arg, { signal: controllers.get(sig).signal }) : s.take(arg); break;
+            case 'drop': out = sig ? s.drop(arg, { signal: controllers.get(sig).signal }) : s.drop(arg); break;
           }
           for (const ev of ['end', 'close', 'pause', 'resume']) out.on(ev, () => emit(`${ev} ${m}`));
           out.on('error', (err) => emit(`error ${m} ${what(err)}`));
@@ -508,6 +521,40 @@ function parse(text) {
       // Extension (API.md): the helpers' options and flatMap (operators block).
       case 'map-async': case 'filter-async': case 'for-each-async': case 'flat-map': {
         ({ run } = parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail: (msg) => fail(n, msg) }));
+        break;
+      }
+      case 'reduce-async': {
+        // reduce-async R [INITIAL] [signal=C]: the reducer prints `reduce R CHUNK`
+        // and its promise, which `settle R CHUNK` settles, gives ACC+CHUNK.
+        arity(1, 3);
+        const r = stream(0, 'readable');
+        let initial;
+        let sig;
+        for (const w of args.slice(1)) {
+          if (w.startsWith('signal=')) {
+            if (sig !== undefined) fail(n, "reduce-async: option 'signal' given twice");
+            sig = signal(w.slice(7));
+          } else if (initial !== undefined || sig !== undefined) {
+            fail(n, 'reduce-async: expected reduce-async R [INITIAL] [signal=C]');
+          } else {
+            initial = chunk(w);
+          }
+        }
+        // Node's options come after initialValue, whose presence (arguments.length) counts.
+        if (sig !== undefined && initial === undefined) fail(n, 'reduce-async: signal=C needs an INITIAL');
+        run = () => {
+          const s = streams.get(r).stream;
+          const fn = (acc, c) => {
+            emit(`reduce ${r} ${show(c)}`);
+            return new Promise((resolve, reject) => {
+              if (!inFlight.has(r)) inFlight.set(r, []);
+              inFlight.get(r).push({ chunk: show(c), resolve, reject });
+            }).then(() => `${show(acc)}+${show(c)}`);
+          };
+          const opts = sig === undefined ? undefined : { signal: controllers.get(sig).signal };
+          const p = initial === undefined ? s.reduce(fn) : s.reduce(fn, initial, opts);
+          p.then((v) => emit(`reduce-async ${r} -> ${show(v)}`), (err) => emit(`reduce-async ${r} ${what(err)}`));
+        };
         break;
       }
       case 'settle': {
