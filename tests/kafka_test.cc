@@ -456,6 +456,30 @@ TEST_CASE("produce() sends a key and headers on a framed stream; write() a bare 
   CHECK(value(got[2]) == "framed by hand");
 }
 
+TEST_CASE("produce() past a full queue: keyed messages wait in the stream like bare ones, and all land") {
+  constexpr std::size_t n = 300;
+  reports r(n);
+  {
+    auto options = mock_options({{"queue.buffering.max.messages", "5"}});
+    options.framed = true;
+    auto out = make_kafka_writable(options);
+    out->on(event::error, [](std::error_code ec) { FAIL("unexpected error: " << ec.message()); });
+    bool refused = false;
+    bool waited_for_room = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      refused = !produce(*out, "key " + std::to_string(i % 7), message(i), {{"n", "1"}}, r.cb(i)) || refused;
+      waited_for_room = waited_for_room || sink_of(*out).waiting_for_room();
+    }
+    CHECK(refused);
+    CHECK(waited_for_room);
+    out->end();
+    loop::current().run();
+    CHECK(out->writable_finished());
+  }
+  CHECK(r.each_once());
+  CHECK(r.count({}) == n);
+}
+
 TEST_CASE("a chunk that is no frame fails on a framed stream, and produce() refuses an unframed one") {
   must_call bad;
   {

@@ -37,7 +37,11 @@ namespace sluice {
   X(server_not_running, "ERR_SERVER_NOT_RUNNING", "Server is not running.")                 \
   X(tls_cert_altname_invalid, "ERR_TLS_CERT_ALTNAME_INVALID",                                 \
     "Hostname/IP does not match certificate's altnames")                                      \
-  X(tls_handshake_timeout, "ERR_TLS_HANDSHAKE_TIMEOUT", "TLS handshake timeout")
+  X(tls_handshake_timeout, "ERR_TLS_HANDSHAKE_TIMEOUT", "TLS handshake timeout")             \
+  X(compose_not_readable, "ERR_INVALID_ARG_VALUE",                                           \
+    "The argument 'streams' is invalid: every stream but the last must be readable")         \
+  X(compose_not_writable, "ERR_INVALID_ARG_VALUE",                                           \
+    "The argument 'streams' is invalid: every stream but the first must be writable")
 
 /// Errors a stream reports through callbacks and the `error` event.
 /// Zero is success, as for every error_code.

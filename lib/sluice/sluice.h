@@ -32,6 +32,7 @@
 #include "sluice/spool/spool_writable.h"
 #include "sluice/sources/source.h"
 #include "sluice/stream/abort_signal.h"
+#include "sluice/stream/compose.h"
 #include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/duplex.h"
 #include "sluice/stream/duplex_pair.h"

@@ -15,9 +15,10 @@
 //                                                  run-random.sh checks without Node
 //
 // The family of a seed is FAMILIES[seed % 7] unless --family names one (or an API
-// family: from, pair, ops, abort). A scenario is
-// made valid against the oracle: a `complete` with nothing pending (which the
-// oracle rejects, as sluice-trace does) is dropped and the rest kept.
+// family: from, pair, ops, abort, compose). A scenario is
+// made valid against the oracle: a `complete` (or an async `from`'s `settle`) with
+// nothing pending (which the oracle rejects, as sluice-trace does) is dropped and the
+// rest kept.
 // Needs Node v20, as oracle.mjs does. No npm dependencies.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, rmSync } from 'node:fs';
@@ -30,7 +31,7 @@ export const FAMILIES = ['writable', 'readable', 'pipe', 'duplex', 'transform', 
 // one: they are not in the seeds' rotation, so every seed keeps its scenario
 // (random/corpus.txt), and `from` differs from Node by design in when 'close'
 // comes (docs/differences-from-node.md), which its mismatches show.
-export const API_FAMILIES = ['from', 'pair', 'ops', 'abort'];
+export const API_FAMILIES = ['from', 'pair', 'ops', 'abort', 'compose'];
 const ALL_FAMILIES = [...FAMILIES, ...API_FAMILIES];
 
 // mulberry32: small, seedable, the same on every Node.
@@ -83,7 +84,7 @@ function generate(seed, family) {
         ['noEmitClose', 0.1], ['noHalfOpen', 0.2]])];
     }
     // objectMode must agree along a pipe; keep it off when streams are connected.
-    if (['pipe', 'pipeline', 'finished'].includes(family)) words = words.filter((w) => w !== 'objectMode');
+    if (['pipe', 'pipeline', 'finished', 'compose'].includes(family)) words = words.filter((w) => w !== 'objectMode');
     lines.push(words.join(' '));
     const s = { name, kind, flavour, async: words.includes('async') };
     streams.push(s);
@@ -148,13 +149,13 @@ function generate(seed, family) {
     const n = R.int(0, 5);
     const chunks = [];
     for (let k = 0; k < n; k++) chunks.push(chunk());
-    const form = R.pick(['generator', 'generator', 'range', n === 1 ? 'string' : 'generator']);
+    const form = R.pick(['generator', 'generator', 'range', n === 1 ? 'string' : 'generator', 'async']);
     const words = ['from', 'r', n ? chunks.join(',') : '-'];
     if (R.chance(0.4)) words.push(hwm());
     const bytes = R.chance(0.25);
     if (bytes) words.push('bytes');
     if (form !== 'generator') words.push(form);
-    if (form === 'generator' && R.chance(0.25)) words.push('error=boom');
+    if ((form === 'generator' || form === 'async') && R.chance(0.25)) words.push('error=boom');
     if (R.chance(0.1)) words.push('noAutoDestroy');
     if (R.chance(0.1)) words.push('noEmitClose');
     lines.push(words.join(' '));
@@ -171,6 +172,7 @@ function generate(seed, family) {
     for (let k = R.int(3, 14); k > 0; k--) {
       const roll = R.int(0, 99);
       if (roll < 20) lines.push('tick');
+      else if (form === 'async' && R.chance(0.5)) lines.push('settle r'); // the oldest pull settles
       else if (roll < 35 && piped) lines.push('complete w');
       else if (roll < 40) lines.push(`destroy ${R.pick(streams).name}${R.chance(0.4) ? ' error=bang' : ''}`);
       else if (roll < 45 && piped) lines.push(`${R.chance(0.5) ? 'pipe' : 'unpipe'} r w`);
@@ -242,8 +244,94 @@ function generate(seed, family) {
     return `${lines.join('\n')}\n`;
   };
 
+  // Extension (API.md): the helpers' options and flatMap, in half of the
+  // `ops` seeds (decided and generated with a stream of their own, so the
+  // other half keep their scenarios): an asynchronous helper whose calls
+  // are settled in any order (a `settle` with nothing in flight is dropped,
+  // as a `complete` is), a signal now and then.
+  const asyncOpsScenario = (A) => {
+    const ln = [`readable r objectMode${A.chance(0.3) ? ` hwm=${A.pick([1, 2, 4])}` : ''}`];
+    const pushed = [];
+    let no = 0;
+    const next = () => { no += 1; const c = String.fromCharCode(96 + no); pushed.push(c); return c; };
+    const signal = A.chance(0.3);
+    if (signal) ln.push('abort-controller c');
+    if (A.chance(0.3)) for (let k = A.int(1, 3); k > 0; k--) ln.push(`push r ${next()}`);
+    const o = [];
+    if (A.chance(0.7)) o.push(`concurrency=${A.int(1, 3)}`);
+    if (A.chance(0.3)) o.push(`hwm=${A.int(0, 3)}`);
+    if (signal && A.chance(0.8)) o.push('signal=c');
+    const helper = A.pick(['map-async m r', 'filter-async m r b', 'for-each-async r', 'flat-map m r']);
+    const made = helper.includes(' m r');
+    ln.push([helper, ...o].join(' '));
+    if (made) ln.push(A.chance(0.7) ? 'on m data' : 'read m');
+    const settle = () => `settle r ${A.pick(pushed)}${A.chance(0.1) ? ' error=bang' : ''}`;
+    for (let k = A.int(4, 14); k > 0; k--) {
+      const roll = A.int(0, 99);
+      if (roll < 20) ln.push('tick');
+      else if (roll < 45 && pushed.length) ln.push(settle());
+      else if (roll < 50) ln.push(`destroy ${A.pick(made ? ['r', 'm'] : ['r'])}${A.chance(0.4) ? ' error=bang' : ''}`);
+      else if (roll < 55) ln.push(`state ${A.pick(made ? ['r', 'm'] : ['r'])}`);
+      else if (roll < 60 && made) ln.push('read m');
+      else if (roll < 64 && signal) ln.push('abort c');
+      else ln.push(`push r ${next()}`);
+    }
+    if (A.chance(0.7)) ln.push('push r EOF');
+    // Let what is in flight complete, in any order.
+    for (const c of [...pushed].sort(() => A.int(-1, 1))) {
+      if (A.chance(0.5)) ln.push('tick');
+      ln.push(`settle r ${c}`);
+    }
+    return `${ln.join('\n')}\n`;
+  };
+
+  // Extension (API.md): compose() over a chain of two to four streams (a
+  // readable or a duplex at the head, a writable or a duplex at the tail),
+  // written, ended, read and destroyed through the composite k, with the
+  // chain's sinks completed, and now and then a signal aborted.
+  const composeScenario = () => {
+    const signal = R.chance(0.3);
+    if (signal) lines.push('abort-controller x');
+    const chain = [];
+    chain.push(R.chance(0.3) ? add('readable', 'r') : middle('t0'));
+    for (let k = R.int(0, 2); k > 0; k--) chain.push(middle(`t${chain.length}`));
+    chain.push(R.chance(0.3) ? add('writable', 'w') : middle(`t${chain.length}`));
+    lines.push(`compose k ${chain.map((s) => s.name).join(' ')}${signal ? ' signal=x' : ''}`);
+    const k = { name: 'k', kind: 'duplex', flavour: 'composite' };
+    streams.push(k);
+    const headWritable = chain[0].kind !== 'readable';
+    const tailReadable = chain[chain.length - 1].kind !== 'writable';
+    for (let n = R.int(4, 22); n > 0; n--) {
+      const roll = R.int(0, 99);
+      if (roll < 15) lines.push('tick');
+      else if (roll < 30 && completable().length) lines.push(`complete ${R.pick(completable()).name}${R.chance(0.08) ? ' error=boom' : ''}`);
+      else if (roll < 33) lines.push(`destroy ${R.pick(streams).name}${R.chance(0.4) ? ' error=bang' : ''}`);
+      else if (roll < 40 && chain[0].kind === 'readable') lines.push(readableOp('r'));
+      else if (roll < 70 && headWritable) lines.push(writableOp('k'));
+      else if (roll < 90 && tailReadable) {
+        lines.push(R.pick([
+          () => `read k${R.chance(0.3) ? ` ${R.int(0, 4)}` : ''}`,
+          () => `on k ${R.pick(['data', 'readable'])}`,
+          () => 'pause k',
+          () => 'resume k',
+        ])());
+      } else lines.push(`state ${R.pick(streams).name}`);
+    }
+    if (signal) lines.splice(R.int(lines.indexOf(lines.find((l) => l.startsWith('compose '))) + 1, lines.length), 0, 'abort x');
+    if (R.chance(0.5)) {
+      lines.push('tick');
+      if (chain[0].kind === 'readable') lines.push('push r EOF');
+      if (headWritable) lines.push('end k');
+    }
+    return `${lines.join('\n')}\n`;
+  };
+
   switch (family) {
-    case 'ops': return opsScenario();
+    case 'compose': return composeScenario();
+    case 'ops': {
+      const A = rng(seed * 104729 + 17);
+      return A.chance(0.5) ? asyncOpsScenario(A) : opsScenario();
+    }
     case 'from': return fromScenario();
     case 'pair': return pairScenario();
     case 'writable': add('writable', 'w'); break;
@@ -313,12 +401,13 @@ function sluiceTrace(text, traceBin) {
   return spawnSync(traceBin, [scnFile], { encoding: 'utf8' });
 }
 
-// Node's trace of a scenario made valid: a rejected `complete` line is dropped.
+// Node's trace of a scenario made valid: a rejected `complete` (or `settle`)
+// line is dropped.
 async function validate(text) {
-  for (let tries = 0; tries < 50; tries++) {
+  for (let tries = 0; tries < 100; tries++) {
     const { trace, error } = await nodeTrace(text);
     if (!error) return { text, trace };
-    const m = /^line (\d+): complete: /.exec(error);
+    const m = /^line (\d+): (complete|settle): /.exec(error);
     if (!m) return null; // malformed otherwise: not a usable scenario
     const lines = text.split('\n');
     lines.splice(Number(m[1]) - 1, 1);

@@ -12,7 +12,7 @@
 // when Node is not v20 (message on stderr). No npm dependencies.
 import {
   Writable, Readable, Duplex, Transform, PassThrough, pipeline, finished, addAbortSignal,
-  getDefaultHighWaterMark, setDefaultHighWaterMark, duplexPair,
+  getDefaultHighWaterMark, setDefaultHighWaterMark, duplexPair, compose,
 } from 'node:stream';
 import { pipeline as pipelinePromise } from 'node:stream/promises';
 import { readFileSync } from 'node:fs';
@@ -90,17 +90,40 @@ function makeReadable(name, o) {
 // Extension (API.md): Readable.from(iterable, options). The iterable is the
 // array of chunks itself with `range`, the one chunk with `string`, else a
 // generator that prints `next R` at each pull and, after the last chunk,
-// throws new Error(MSG) with `error=MSG`.
+// throws new Error(MSG) with `error=MSG`; with `async`, an async iterator
+// whose pulls `settle R` answers.
 function makeFrom(name, chunks, o) {
   const opts = {};
   if (o.hwm !== undefined) opts.highWaterMark = o.hwm;
   if (o.bytes) opts.objectMode = false;
   if (o.noAutoDestroy) opts.autoDestroy = false;
   if (o.noEmitClose) opts.emitClose = false;
+  const pending = [];
   let iterable;
   if (o.string) iterable = chunks[0];
   else if (o.range) iterable = chunks;
-  else {
+  else if (o.async) {
+    // An async iterator: next() prints `next R` and returns a promise that
+    // `settle R` settles (the next chunk, then done, or the rejection of
+    // error=MSG); return(), which Node's _destroy calls, prints `return R`.
+    // No throw(), so that a destroy with an error calls return() too.
+    let next = 0;
+    iterable = {
+      [Symbol.asyncIterator]() { return this; },
+      next() {
+        emit(`next ${name}`);
+        return new Promise((resolve, reject) => pending.push(() => {
+          if (next < chunks.length) resolve({ value: chunks[next++], done: false });
+          else if (o.error !== undefined) reject(new Error(o.error));
+          else resolve({ value: undefined, done: true });
+        }));
+      },
+      return() {
+        emit(`return ${name}`);
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  } else {
     iterable = (function* generate() {
       for (const c of chunks) {
         emit(`next ${name}`);
@@ -113,7 +136,7 @@ function makeFrom(name, chunks, o) {
   const r = Readable.from(iterable, opts);
   for (const ev of ['end', 'close', 'pause', 'resume']) r.on(ev, () => emit(`${ev} ${name}`));
   r.on('error', (err) => emit(`error ${name} ${what(err)}`));
-  streams.set(name, { kind: 'readable', stream: r, pending: [] });
+  streams.set(name, { kind: 'readable', stream: r, pending, async: !!o.async });
 }
 
 // Extension (API.md): duplexPair(options), two connected DuplexSides.
@@ -210,6 +233,92 @@ function stateLine2(name, kind, s) {
     ` endEmitted=${rs.endEmitted} destroyed=${s.destroyed} readable=${s.readable}`;
 }
 
+// ---- Extension (API.md): the helpers' options (concurrency, highWaterMark,
+// signal) and flatMap. An asynchronous helper's function prints its line and
+// returns a promise that the scenario settles with `settle R CHUNK`, so the
+// order of completions (and how many calls are in flight) is the scenario's.
+// name of the source readable -> [{ chunk, resolve, reject }], oldest first
+const inFlight = new Map();
+
+function operatorOptions(words, { signal, fail }) {
+  const o = {};
+  for (const w of words) {
+    const m = /^(concurrency|hwm|signal)=(.+)$/.exec(w);
+    if (!m) fail(`unknown option '${w}'`);
+    const key = m[1] === 'hwm' ? 'highWaterMark' : m[1];
+    if (key in o) fail(`option '${m[1]}' given twice`);
+    if (key === 'signal') o.signal = signal(m[2]);
+    else if (!COUNT.test(m[2])) fail(`${m[1]} wants a non-negative integer, got '${m[2]}'`);
+    else o[key] = Number(m[2]);
+  }
+  return o;
+}
+
+// map-async M R [OPTION]... | filter-async M R CHUNK [OPTION]... |
+// for-each-async R [OPTION]... | flat-map M R [OPTION]...
+function parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail }) {
+  const makes = cmd !== 'for-each-async';
+  const r = stream(makes ? 1 : 0, 'readable');
+  let first = makes ? 2 : 1;
+  let drop;
+  if (cmd === 'filter-async') {
+    if (args.length < 3) fail('filter-async: expected filter-async M R CHUNK [OPTION]...');
+    drop = chunk(args[2]);
+    first = 3;
+  }
+  const o = operatorOptions(args.slice(first), { signal, fail: (msg) => fail(`${cmd}: ${msg}`) });
+  const m = makes ? create('readable') : undefined;
+  const pending = (c) => new Promise((resolve, reject) => {
+    if (!inFlight.has(r)) inFlight.set(r, []);
+    inFlight.get(r).push({ chunk: c, resolve, reject });
+  });
+  const run = () => {
+    const s = streams.get(r).stream;
+    const opts = {};
+    if (o.concurrency !== undefined) opts.concurrency = o.concurrency;
+    if (o.highWaterMark !== undefined) opts.highWaterMark = o.highWaterMark;
+    if (o.signal !== undefined) opts.signal = controllers.get(o.signal).signal;
+    let out;
+    switch (cmd) {
+      case 'map-async':
+        out = s.map((c) => { emit(`map ${r} ${show(c)}`); return pending(show(c)).then(() => show(c).toUpperCase()); }, opts);
+        break;
+      case 'filter-async':
+        out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return pending(show(c)).then(() => show(c) !== drop); }, opts);
+        break;
+      case 'flat-map':
+        out = s.flatMap((c) => { emit(`flat-map ${r} ${show(c)}`); return [show(c), show(c).toUpperCase()]; }, opts);
+        break;
+      case 'for-each-async':
+        s.forEach((c) => { emit(`each ${r} ${show(c)}`); return pending(show(c)).then(() => {}); }, opts)
+          .then(() => emit(`for-each ${r} -> ok`), (err) => emit(`for-each ${r} ${what(err)}`));
+        return;
+    }
+    for (const ev of ['end', 'close', 'pause', 'resume']) out.on(ev, () => emit(`${ev} ${m}`));
+    out.on('error', (err) => emit(`error ${m} ${what(err)}`));
+    streams.set(m, { kind: 'readable', stream: out, pending: [] });
+  };
+  return { run };
+}
+
+// settle R CHUNK [error=MSG]: the oldest call in flight for CHUNK of a helper
+// over R completes (with error=MSG, fails with new Error(MSG)).
+function parseSettle(args, { stream, errorOpt, fail }) {
+  if (args.length < 2 || args.length > 3) fail(`settle: expected 2-3 arguments, got ${args.length}`);
+  const r = stream(0, 'readable');
+  const c = args[1];
+  const msg = errorOpt(args[2]);
+  const run = () => {
+    const calls = inFlight.get(r) ?? [];
+    const k = calls.findIndex((p) => p.chunk === c);
+    if (k < 0) fail(`settle: no call in flight for '${c}' over ${r}`);
+    const [p] = calls.splice(k, 1);
+    emit(`settle ${r} ${c}${msg === undefined ? '' : ` ${msg}`}`);
+    if (msg === undefined) p.resolve(); else p.reject(new Error(msg));
+  };
+  return { run };
+}
+
 // ---- parsing: every line is checked (syntax, stream names and kinds) before anything runs.
 const CHUNK = /^[\x21-\x7e]+$/; // one word of printable ASCII ('#' always starts a comment)
 const COUNT = /^\d+$/;
@@ -298,7 +407,7 @@ function parse(text) {
         break;
       }
       case 'from': {
-        // from R CHUNKS [hwm=N] [bytes] [range|string] [error=MSG] [noAutoDestroy] [noEmitClose]
+        // from R CHUNKS [hwm=N] [bytes] [range|string|async] [error=MSG] [noAutoDestroy] [noEmitClose]
         if (args.length < 2) fail(n, 'from: expected from R CHUNKS [OPTION]...');
         const list = args[1];
         const chunks = list === '-' ? [] : list.split(',');
@@ -307,12 +416,12 @@ function parse(text) {
         for (const w of args.slice(2)) {
           const m = /^(hwm|error)=(.+)$/.exec(w);
           const key = m ? m[1] : w;
-          if (!['hwm', 'error', 'bytes', 'range', 'string', 'noAutoDestroy', 'noEmitClose'].includes(key)) fail(n, `from: unknown option '${w}'`);
+          if (!['hwm', 'error', 'bytes', 'range', 'string', 'async', 'noAutoDestroy', 'noEmitClose'].includes(key)) fail(n, `from: unknown option '${w}'`);
           if (key in o) fail(n, `from: option '${key}' given twice`);
           if (key === 'hwm' && !COUNT.test(m[2])) fail(n, `from: hwm wants a non-negative integer, got '${m[2]}'`);
           o[key] = key === 'hwm' ? Number(m[2]) : m ? m[2] : true;
         }
-        if (o.range && o.string) fail(n, 'from: range and string exclude each other');
+        if ([o.range, o.string, o.async].filter(Boolean).length > 1) fail(n, 'from: range, string and async exclude each other');
         if (o.error !== undefined && (o.range || o.string)) fail(n, 'from: error= needs the generator (no range or string)');
         if (o.string && chunks.length !== 1) fail(n, 'from: string wants exactly one chunk');
         const name = create('readable');
@@ -386,6 +495,28 @@ function parse(text) {
         };
         break;
       }
+      // Extension (API.md): the helpers' options and flatMap (operators block).
+      case 'map-async': case 'filter-async': case 'for-each-async': case 'flat-map': {
+        ({ run } = parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail: (msg) => fail(n, msg) }));
+        break;
+      }
+      case 'settle': {
+        // settle R: the oldest pull of an async `from` settles; settle R
+        // CHUNK [error=MSG]: a helper's call (parseSettle).
+        if (args.length === 1) {
+          const r = stream(0, 'readable');
+          run = () => {
+            const e = streams.get(r);
+            if (!e.async) fail(n, `settle: ${r} is not an async from`);
+            const settle = e.pending.shift();
+            if (!settle) fail(n, `settle: ${r} has no pending pull`);
+            settle();
+          };
+          break;
+        }
+        ({ run } = parseSettle(args, { stream, errorOpt, fail: (msg) => fail(n, msg) }));
+        break;
+      }
       case 'set-default-hwm': {
         // set-default-hwm [objectMode] N
         arity(1, 2);
@@ -430,6 +561,26 @@ function parse(text) {
           if (signalName) o.signal = controllers.get(signalName).signal;
           if (endFalse || signalName) pipelinePromise(...ss, o).then(() => cb(), cb);
           else pipeline(...ss, cb);
+        };
+        break;
+      }
+      // Extension (API.md): compose().
+      case 'compose': {
+        // compose C [S1 ... SN] [signal=X]: C, a new duplex, is compose(S1, ..., SN);
+        // compose() checks the kinds (and throws; a failed compose makes no C).
+        // signal=X is addAbortSignal(X.signal, C), as readable.compose's option.
+        const rest = [...args];
+        let signalName;
+        if (rest.length > 0 && rest[rest.length - 1].startsWith('signal=')) signalName = signal(rest.pop().slice(7));
+        if (rest.length < 1) fail(n, 'compose: expected compose C [S1 ... SN] [signal=X]');
+        const names = rest.slice(1);
+        for (const name of names) if (!kinds.has(name)) fail(n, `compose: unknown stream '${name}'`);
+        const c = create('duplex');
+        run = () => {
+          const d = compose(...names.map((name) => streams.get(name).stream));
+          listenDuplex(c, d);
+          streams.set(c, { kind: 'duplex', stream: d, pending: [] });
+          if (signalName) addAbortSignal(controllers.get(signalName).signal, d);
         };
         break;
       }
@@ -621,6 +772,7 @@ export async function runScenario(text) {
   trace.length = 0;
   streams.clear();
   controllers.clear();
+  inFlight.clear();
   setDefaultHighWaterMark(false, 16384);
   setDefaultHighWaterMark(true, 16);
   try {

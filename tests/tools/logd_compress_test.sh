@@ -9,17 +9,7 @@
 #   tests/tools/logd_compress_test.sh SLUICE_LOGD
 set -euo pipefail
 logd=$1
-scale=${SLUICE_TIME_SCALE:-1}
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-pass=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
 
 # --- usage
 st=0
@@ -28,24 +18,6 @@ st=0
 grep -q "sluice-logd: --compress wants none, gzip or zstd, got 'xz'" "$dir/uerr" || fail "--compress xz: $(cat "$dir/uerr")"
 ok "--compress xz: exit 2 with the reason"
 
-# Starts sluice-logd with "$@"; sets $lp (pid) and $port.
-start() {
-  : > "$dir/err"
-  "$logd" "$@" 2>> "$dir/err" &
-  lp=$!
-  pids+=("$lp")
-  for _ in $(seq $((200 * scale))); do grep -q "listening on 127.0.0.1:" "$dir/err" && break; sleep 0.05; done
-  port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/err" | tail -1)
-  [ -n "$port" ] || fail "no listening line: $(cat "$dir/err")"
-}
-stop() {
-  kill -TERM "$lp"
-  local st=0
-  for _ in $(seq $((600 * scale))); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "$lp" 2>/dev/null && fail "sluice-logd still running after SIGTERM: $(tail -3 "$dir/err")"
-  wait "$lp" || st=$?
-  [ "$st" -eq 0 ] || fail "sluice-logd exited $st: $(cat "$dir/err")"
-}
 # Sends N octet-counted messages over one connection, in order, and waits
 # for sluice-logd to close it after the sender's FIN (every message read).
 send() {  # count, tag

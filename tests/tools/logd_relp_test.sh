@@ -13,38 +13,8 @@
 set -euo pipefail
 logd=$1
 fsync_log=$(realpath "$2")
-scale=${SLUICE_TIME_SCALE:-1}
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-pass=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
-
-# Starts sluice-logd with "$@" (its stderr appended to $dir/err unless
-# ERR is set); sets $lp (pid) and $port (the RELP port).
-start() {
-  local err=${ERR:-$dir/err}
-  : > "$err"
-  "$logd" "$@" 2>> "$err" &
-  lp=$!
-  pids+=("$lp")
-  for _ in $(seq $((200 * scale))); do grep -q "listening on 127.0.0.1:.* (RELP)" "$err" && break; sleep 0.05; done
-  port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$err" | tail -1)
-  [ -n "$port" ] || fail "no listening line: $(cat "$err")"
-}
-stop() {
-  kill -TERM "$lp"
-  local st=0
-  for _ in $(seq $((600 * scale))); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "$lp" 2>/dev/null && fail "sluice-logd still running after SIGTERM: $(tail -3 "$dir/err")"
-  wait "$lp" || st=$?
-  [ "$st" -eq 0 ] || fail "sluice-logd exited $st: $(cat "$dir/err")"
-}
+listen_kind=RELP
+. "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
 
 # A small RELP sender for the cases below: frames, a reader of answers.
 cat > "$dir/relp.py" <<'PY'

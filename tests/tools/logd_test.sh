@@ -8,37 +8,9 @@
 #   tests/tools/logd_test.sh SLUICE_LOGD
 set -euo pipefail
 logd=$1
-dir=$(mktemp -d)
-pids=()
+. "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
 mounted=
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [ -z "$mounted" ] || umount "$mounted" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-pass=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
-
-# Starts sluice-logd with "$@"; sets $lp (pid) and $port (the TCP port).
-start() {
-  : > "$dir/err"
-  "$logd" "$@" 2> "$dir/err" &
-  lp=$!
-  pids+=("$lp")
-  for _ in $(seq $((200 * ${SLUICE_TIME_SCALE:-1}))); do grep -q "listening on 127.0.0.1" "$dir/err" && break; sleep 0.05; done
-  port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/err" | head -1)
-  [ -n "$port" ] || fail "no listening line: $(cat "$dir/err")"
-}
-stop() {
-  kill -TERM "$lp"
-  local st=0
-  for _ in $(seq 600); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "$lp" 2>/dev/null && fail "sluice-logd still running 30 s after SIGTERM: $(tail -3 "$dir/err")"
-  wait "$lp" || st=$?
-  [ "$st" -eq 0 ] || fail "sluice-logd exited $st: $(cat "$dir/err")"
-}
+cleanup_more() { [ -z "$mounted" ] || umount "$mounted" 2>/dev/null || true; }
 
 # --- usage
 st=0; "$logd" out.log 2>/dev/null || st=$?; [ "$st" -eq 2 ] || fail "no --listen: exit $st"

@@ -12,6 +12,8 @@
 set -euo pipefail
 logd=$1
 make_ca=$(realpath "$2")
+listen_kind=TLS
+. "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/tls_check.sh"
 
 # --- usage: exit 2, with the reason
@@ -36,24 +38,6 @@ usage "--listen-tls wants HOST:PORT" --listen-tls unix:/tmp/x --tls-cert "$pki/s
 usage "key values mismatch" --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/client.key"
 ok "usage: --tls-cert/--tls-key missing, a missing file, a mismatched key: exit 2 with the reason"
 
-# Starts sluice-logd with "$@"; sets $lp (pid) and $port (the TLS port).
-start() {
-  : > "$dir/err"
-  "$logd" "$@" 2>> "$dir/err" &
-  lp=$!
-  pids+=("$lp")
-  for _ in $(seq $((200 * scale))); do grep -q "listening on 127.0.0.1:.* (TLS)" "$dir/err" && break; sleep 0.05; done
-  port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (TLS)$/\1/p' "$dir/err" | tail -1)
-  [ -n "$port" ] || fail "no listening line: $(cat "$dir/err")"
-}
-stop() {
-  kill -TERM "$lp"
-  local st=0
-  for _ in $(seq $((600 * scale))); do kill -0 "$lp" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "$lp" 2>/dev/null && fail "sluice-logd still running after SIGTERM: $(tail -3 "$dir/err")"
-  wait "$lp" || st=$?
-  [ "$st" -eq 0 ] || fail "sluice-logd exited $st: $(cat "$dir/err")"
-}
 lines() { cat "$1" 2>/dev/null | wc -l; }
 # N octet-counted frames: "LEN <14>1 ... TAG I".
 frames() {  # tag, count

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sluice/stream/abort_signal.h"
+#include "sluice/stream/compose.h"
 #include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/operators.h"
@@ -50,6 +51,15 @@ bool is_count(const std::string& w) {
   return true;
 }
 
+// Extension (API.md): the calls in flight of the asynchronous helpers'
+// functions, per source readable, oldest first: the chunk and what
+// completes the call.
+struct operator_call {
+  std::string chunk;
+  std::function<void(std::error_code)> complete;
+};
+using operator_calls = std::map<std::string, std::vector<operator_call>>;
+
 // Parses a scenario one line at a time: each command family has its
 // function, which checks the line's arguments against the streams created
 // so far (kinds_) and returns the action that runs it.
@@ -67,12 +77,16 @@ class scenario_parser {
   step duplex_pair();
   step consuming_helper();
   step stream_helper();
+  // Extension (API.md): the helpers' options and flatMap.
+  step operator_helper();
+  step settle();
   step set_default_hwm();
   step get_default_hwm();
   step write();
   step end();
   step cork();
   step complete();
+  step settle_pull();
   step push();
   step unshift();
   step read();
@@ -80,6 +94,7 @@ class scenario_parser {
   step pause();
   step pipe();
   step pipeline();
+  step compose();
   step destroy();
   step state();
   step finished();
@@ -104,6 +119,8 @@ class scenario_parser {
 
   std::map<std::string, stream_kind> kinds_;
   std::vector<std::string> signals_;  // abort-controller names, as declared so far
+  // The calls of the asynchronous helpers' functions that `settle` completes.
+  std::shared_ptr<operator_calls> calls_ = std::make_shared<operator_calls>();
   int line_ = 0;
   std::string cmd_;
   std::vector<std::string> args_;
@@ -130,6 +147,11 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"filter", &scenario_parser::stream_helper},
     {"take", &scenario_parser::stream_helper},
     {"drop", &scenario_parser::stream_helper},
+    {"map-async", &scenario_parser::operator_helper},
+    {"filter-async", &scenario_parser::operator_helper},
+    {"for-each-async", &scenario_parser::operator_helper},
+    {"flat-map", &scenario_parser::operator_helper},
+    {"settle", &scenario_parser::settle},
     {"set-default-hwm", &scenario_parser::set_default_hwm},
     {"get-default-hwm", &scenario_parser::get_default_hwm},
     // The writable side.
@@ -149,6 +171,8 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"pipe", &scenario_parser::pipe},
     {"unpipe", &scenario_parser::pipe},
     {"pipeline", &scenario_parser::pipeline},
+    // Extension (API.md): compose().
+    {"compose", &scenario_parser::compose},
     // Any stream.
     {"destroy", &scenario_parser::destroy},
     {"state", &scenario_parser::state},
@@ -287,7 +311,7 @@ stream_options scenario_parser::creating_options() const {
   return o;
 }
 
-// Extension: from R CHUNKS [hwm=N] [bytes] [range|string] [error=MSG]
+// Extension: from R CHUNKS [hwm=N] [bytes] [range|string|async] [error=MSG]
 // [noAutoDestroy] [noEmitClose]; CHUNKS is `-` (none) or chunks joined by
 // commas.
 step scenario_parser::from() {
@@ -313,7 +337,7 @@ step scenario_parser::from() {
     const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
     const bool valued = key == "hwm" || key == "error";
     if ((valued && (eq == std::string::npos || v.empty())) ||
-        (!valued && (eq != std::string::npos || (key != "bytes" && key != "range" && key != "string" &&
+        (!valued && (eq != std::string::npos || (key != "bytes" && key != "range" && key != "string" && key != "async" &&
                                                   key != "noAutoDestroy" && key != "noEmitClose"))))
       fail("from: unknown option '" + w + "'");
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail("from: option '" + key + "' given twice");
@@ -332,13 +356,15 @@ step scenario_parser::from() {
       f.range = true;
     } else if (key == "string") {
       f.string = true;
+    } else if (key == "async") {
+      f.async = true;
     } else if (key == "noAutoDestroy") {
       f.no_auto_destroy = true;
     } else {
       f.no_emit_close = true;
     }
   }
-  if (f.range && f.string) fail("from: range and string exclude each other");
+  if (int{f.range} + int{f.string} + int{f.async} > 1) fail("from: range, string and async exclude each other");
   if (f.error && (f.range || f.string)) fail("from: error= needs the generator (no range or string)");
   if (f.string && f.chunks.size() != 1) fail("from: string wants exactly one chunk");
   const std::string name = create(stream_kind::readable);
@@ -457,6 +483,128 @@ step scenario_parser::stream_helper() {
   });
 }
 
+// Extension (API.md): map-async M R [OPTION]... | filter-async M R CHUNK
+// [OPTION]... | for-each-async R [OPTION]... | flat-map M R [OPTION]...,
+// with concurrency=N, hwm=N (highWaterMark) and signal=C. The asynchronous
+// functions print `map R CHUNK`, `test R CHUNK` or `each R CHUNK` and wait
+// for `settle R CHUNK`; flat-map's gives the chunk and it upper-cased.
+step scenario_parser::operator_helper() {
+  const bool makes = cmd_ != "for-each-async";
+  const std::string src = stream(makes ? 1 : 0, stream_kind::readable);
+  std::size_t first = makes ? 2 : 1;
+  std::string drop;
+  if (cmd_ == "filter-async") {
+    if (args_.size() < 3) fail("filter-async: expected filter-async M R CHUNK [OPTION]...");
+    drop = chunk(args_[2]);
+    first = 3;
+  }
+  std::optional<std::size_t> concurrency, hwm;
+  std::optional<std::string> signal_name;
+  for (std::size_t i = first; i < args_.size(); ++i) {
+    const std::string& w = args_[i];
+    const auto eq = w.find('=');
+    const std::string key = eq == std::string::npos ? w : w.substr(0, eq);
+    const std::string v = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if (eq == std::string::npos || v.empty() || (key != "concurrency" && key != "hwm" && key != "signal"))
+      fail(cmd_ + ": unknown option '" + w + "'");
+    if ((key == "concurrency" && concurrency) || (key == "hwm" && hwm) || (key == "signal" && signal_name))
+      fail(cmd_ + ": option '" + key + "' given twice");
+    if (key == "signal") {
+      signal_name = signal(v);
+      continue;
+    }
+    std::size_t n = 0;
+    if (!is_count(v) || std::from_chars(v.data(), v.data() + v.size(), n).ec != std::errc{})
+      fail(cmd_ + ": " + key + " wants a non-negative integer, got '" + v + "'");
+    (key == "hwm" ? hwm : concurrency) = n;
+  }
+  const std::string m = makes ? create(stream_kind::readable) : std::string();
+  const std::string cmd = cmd_;
+  auto calls = calls_;
+  return at([cmd, m, src, drop, concurrency, hwm, signal_name, calls](trace_run& r) {
+    sluice::operator_options o;
+    if (concurrency) o.concurrency = *concurrency;
+    o.high_water_mark = hwm;
+    if (signal_name) o.signal = r.controller(*signal_name).get_token();
+    auto& l = sluice::loop::current();
+    // The oracle's functions give `pending.then(...)`: the value a
+    // microtask after `settle`.
+    auto in_flight = [calls, src, &l](std::string_view c, std::function<void(std::error_code)> done) {
+      (*calls)[src].push_back({std::string(c), [&l, done = std::move(done)](std::error_code ec) {
+                                 l.queue_microtask([done, ec] { done(ec); });
+                               }});
+    };
+    auto upper = [](std::string_view c) {
+      std::string u(c);
+      for (char& ch : u)
+        if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+      return u;
+    };
+    auto& s = r[src].readable();
+    std::unique_ptr<sluice::readable> out;
+    if (cmd == "map-async") {
+      out = sluice::map(
+          s,
+          [&r, src, in_flight, upper](std::string_view c, sluice::map_done done) {
+            r.emit("map " + src + " " + std::string(c));
+            auto d = std::make_shared<sluice::map_done>(std::move(done));
+            in_flight(c, [d, v = upper(c)](std::error_code ec) { (*d)(ec, v); });
+          },
+          o);
+    } else if (cmd == "filter-async") {
+      out = sluice::filter(
+          s,
+          [&r, src, in_flight, drop](std::string_view c, sluice::predicate_done done) {
+            r.emit("test " + src + " " + std::string(c));
+            auto d = std::make_shared<sluice::predicate_done>(std::move(done));
+            in_flight(c, [d, keep = c != drop](std::error_code ec) { (*d)(ec, keep); });
+          },
+          o);
+    } else if (cmd == "flat-map") {
+      out = sluice::flat_map(
+          s,
+          [&r, src, upper](std::string_view c) {
+            r.emit("flat-map " + src + " " + std::string(c));
+            return std::vector<std::string>{std::string(c), upper(c)};
+          },
+          o);
+    } else {
+      sluice::for_each(
+          s,
+          [&r, src, in_flight](std::string_view c, sluice::item_done done) {
+            r.emit("each " + src + " " + std::string(c));
+            auto d = std::make_shared<sluice::item_done>(std::move(done));
+            in_flight(c, [d](std::error_code ec) { (*d)(ec); });
+          },
+          [&r, src](std::error_code ec) { r.emit("for-each " + src + (ec ? " " + what(ec) : " -> ok")); }, o);
+      return;
+    }
+    r.add_made_readable(m, std::move(out));
+  });
+}
+
+// Extension (API.md): settle R CHUNK [error=MSG]: the oldest call in flight
+// for CHUNK of a helper over R completes (with error=MSG, fails). With R
+// alone, the pull of an async `from` (settle_pull()).
+step scenario_parser::settle() {
+  if (args_.size() == 1) return settle_pull();
+  arity(2, 3);
+  const std::string src = stream(0, stream_kind::readable);
+  const std::string c = args_[1];
+  const auto msg = error_opt(2);
+  const int n = line_;
+  auto calls = calls_;
+  return at([src, c, msg, n, calls](trace_run& r) {
+    auto& list = (*calls)[src];
+    auto it = std::find_if(list.begin(), list.end(), [&c](const operator_call& k) { return k.chunk == c; });
+    if (it == list.end()) throw scenario_error{n, "settle: no call in flight for '" + c + "' over " + src};
+    auto complete = std::move(it->complete);
+    list.erase(it);
+    r.emit("settle " + src + " " + c + (msg ? " " + *msg : ""));
+    complete(msg ? sluice::user_error(*msg) : std::error_code{});
+  });
+}
+
 // Extension: set-default-hwm [objectMode] N
 step scenario_parser::set_default_hwm() {
   arity(1, 2);
@@ -554,6 +702,22 @@ step scenario_parser::complete() {
 }
 
 // ---- The readable side
+
+// Extension (API.md): settle R: the oldest pull of an async `from` settles
+// (settle() hands it over: one command, told apart by its arguments).
+step scenario_parser::settle_pull() {
+  arity(1, 1);
+  const std::string name = stream(0, stream_kind::readable);
+  const int n = line_;
+  return at([name, n](trace_run& r) {
+    stream_entry& e = r[name];
+    if (!e.async_from) throw scenario_error{n, "settle: " + name + " is not an async from"};
+    if (e.pending.empty()) throw scenario_error{n, "settle: " + name + " has no pending pull"};
+    pending_call call = std::move(e.pending.front());
+    e.pending.pop_front();
+    call({});
+  });
+}
 
 // push R CHUNK|EOF
 step scenario_parser::push() {
@@ -704,6 +868,30 @@ step scenario_parser::pipeline() {
   });
 }
 
+// Extension (API.md): compose C [S1 ... SN] [signal=X]. C names the
+// composite duplex; the kinds are left to compose() to check, which throws
+// as Node's does (a failed compose makes no C).
+step scenario_parser::compose() {
+  std::vector<std::string> names = args_;
+  std::string signal_name;
+  if (!names.empty() && names.back().rfind("signal=", 0) == 0) {
+    signal_name = signal(names.back().substr(7));
+    names.pop_back();
+  }
+  if (names.empty()) fail("compose: expected compose C [S1 ... SN] [signal=X]");
+  names.erase(names.begin());
+  for (const auto& name : names)
+    if (!kinds_.count(name)) fail("compose: unknown stream '" + name + "'");
+  const std::string c = create(stream_kind::duplex);
+  return at([c, names, signal_name](trace_run& r) {
+    std::vector<sluice::stream_ref> refs;
+    for (const auto& name : names) refs.push_back(r[name].ref());
+    sluice::compose_options co;
+    if (!signal_name.empty()) co.signal = r.controller(signal_name).get_token();
+    r.add_made_duplex(c, sluice::compose(refs, co));
+  });
+}
+
 // ---- Any stream
 
 // destroy S [error=MSG]
@@ -795,6 +983,9 @@ void run_scenario(const std::vector<step>& steps, trace_run& run) {
       s.run(run);
     } catch (const sluice::stream_error& e) {
       run.emit("throw " + what(e.code()));
+    } catch (const trace_run::missing_stream& m) {
+      // Extension (API.md): a name whose compose threw names no stream.
+      throw scenario_error{s.line, "'" + m.name + "' was never made (its compose threw)"};
     }
   }
   l.run_microtasks();

@@ -187,6 +187,27 @@ void trace_run::add_from(const std::string& name, const from_spec& f) {
     e.r = sluice::readable_from(f.chunks.at(0), fo);
   } else if (f.range) {
     e.r = sluice::readable_from(f.chunks, fo);
+  } else if (f.async) {
+    // The oracle's async iterator: a pull waits in `pending` for `settle`,
+    // whose answer comes in a microtask, as the continuation of Node's
+    // `await iterator.next()` does; the cancel hook is its return().
+    e.async_from = true;
+    auto next = std::make_shared<std::size_t>(0);
+    e.r = sluice::readable_from_async(
+        [this, name, chunks = f.chunks, error = f.error, next, &pending = e.pending](sluice::from_completion done) {
+          emit("next " + name);
+          pending.push_back([chunks, error, next, done](std::error_code) {
+            sluice::loop::current().queue_microtask([chunks, error, next, done] {
+              if (*next < chunks.size())
+                done.item(chunks[(*next)++]);
+              else if (error)
+                done.error(sluice::user_error(*error));
+              else
+                done.end();
+            });
+          });
+        },
+        [this, name](std::error_code) { emit("return " + name); }, fo);
   } else {
     e.r = sluice::readable_from(
         [this, name, chunks = f.chunks, error = f.error,
@@ -207,6 +228,15 @@ void trace_run::add_made_readable(const std::string& name, std::unique_ptr<sluic
   e.r = std::move(r);
   using sluice::event;
   print_events(*this, *e.r, name, {event::end, event::close, event::pause, event::resume});
+}
+
+void trace_run::add_made_duplex(const std::string& name, std::unique_ptr<sluice::duplex> d) {
+  stream_entry& e = streams_[name];
+  e.d = std::move(d);
+  using sluice::event;
+  print_events(*this, *e.d, name,
+               {event::drain, event::finish, event::end, event::close, event::pipe, event::unpipe, event::pause,
+                event::resume});
 }
 
 // Extension: duplexpair A B: both sides print a duplex's events.
@@ -251,7 +281,7 @@ void trace_run::add_duplex(const std::string& name, duplex_kind k, const stream_
 }
 
 void trace_run::state(const std::string& name, stream_kind k) {
-  stream_entry& e = streams_[name];
+  stream_entry& e = (*this)[name];
   switch (k) {
     case stream_kind::duplex:
       // Extension: the writable side's line, then the readable side's.

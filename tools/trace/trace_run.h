@@ -41,6 +41,7 @@ struct from_spec {
   std::vector<std::string> chunks;
   std::optional<std::size_t> hwm;
   bool bytes = false, range = false, string = false;
+  bool async = false;  // an async iterator: each pull waits for `settle`
   bool no_auto_destroy = false, no_emit_close = false;
   std::optional<std::string> error;  // the generator's throw after its items
 };
@@ -59,6 +60,7 @@ struct stream_entry {
   // tests/fuzz/scenario_run_fuzz: a wild jump when the run was deleted).
   std::shared_ptr<sluice::duplex> d;
   std::deque<pending_call> pending;
+  bool async_from = false;  // an async `from`: `pending` holds its pulls
 
   sluice::writable& writable() { return w ? *w : *d; }
   sluice::readable& readable() { return r ? *r : *d; }
@@ -70,8 +72,16 @@ class trace_run {
   void emit(std::string line) { trace_.push_back(std::move(line)); }
   const std::vector<std::string>& lines() const noexcept { return trace_; }
 
-  /// The stream a scenario calls `name`.
-  stream_entry& operator[](const std::string& name) { return streams_[name]; }
+  /// The stream a scenario calls `name`. Throws missing_stream for a name
+  /// whose stream was never made (its compose threw).
+  stream_entry& operator[](const std::string& name) {
+    stream_entry& e = streams_[name];
+    if (!e.w && !e.r && !e.d) throw missing_stream{name};
+    return e;
+  }
+  struct missing_stream {
+    std::string name;
+  };
   /// The abort-controller a scenario calls `name` (Node's AbortController).
   std::stop_source& controller(const std::string& name) { return controllers_[name]; }
 
@@ -81,6 +91,8 @@ class trace_run {
   void add_from(const std::string& name, const from_spec& f);
   /// A readable made by a helper (map, filter, take, drop), named `name`.
   void add_made_readable(const std::string& name, std::unique_ptr<sluice::readable> r);
+  /// A duplex made by compose(), named `name`.
+  void add_made_duplex(const std::string& name, std::unique_ptr<sluice::duplex> d);
   void add_duplex_pair(const std::string& a, const std::string& b, const stream_options& o);
 
   /// `state NAME`: one line for a writable or a readable; a duplex's

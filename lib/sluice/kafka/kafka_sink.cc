@@ -7,12 +7,23 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "sluice/errors.h"
 #include "sluice/kafka/kafka_error.h"
 #include "sluice/loop.h"
 
 namespace sluice {
+
+namespace {
+// produce_framed()'s answer for a malformed frame: no rd_kafka_resp_err_t
+// (librdkafka's own errors are negative too, _QUEUE_FULL among them).
+constexpr int malformed_frame = std::numeric_limits<int>::min();
+
+// Made once: a default std::error_code calls std::system_category() out of
+// line, a call every message would pay twice (its write, its report).
+const std::error_code no_error{};
+}  // namespace
 
 // ---- the frame of a keyed message (kafka_options::framed)
 //
@@ -71,16 +82,18 @@ struct kafka_sink::slot_pool {
   slot* free = nullptr;
 
   slot* acquire() {
-    if (!free) {
-      blocks.push_back(std::make_unique<slot[]>(block_size));
-      slot* b = blocks.back().get();
-      for (std::size_t i = 0; i < block_size; ++i) b[i].next_free = i + 1 < block_size ? &b[i + 1] : nullptr;
-      free = b;
-    }
+    if (!free) [[unlikely]]
+      grow();
     slot* s = free;
     free = s->next_free;
     s->in_use = true;
     return s;
+  }
+  [[gnu::noinline]] void grow() {
+    blocks.push_back(std::make_unique<slot[]>(block_size));
+    slot* b = blocks.back().get();
+    for (std::size_t i = 0; i < block_size; ++i) b[i].next_free = i + 1 < block_size ? &b[i + 1] : nullptr;
+    free = b;
   }
   void release(slot* s) noexcept {
     s->in_use = false;
@@ -210,7 +223,7 @@ void kafka_sink::write(std::string_view chunk, write_done done) { produce(chunk,
 bool kafka_sink::produce(std::string_view chunk, write_done done) {
   slot* s = slots_->acquire();
   int err;
-  if (!framed_) {
+  if (!framed_) [[likely]] {
     // RD_KAFKA_MSG_F_COPY: the chunk lives in the stream's buffer, which
     // reuses it as soon as this write completes (below). librdkafka copies
     // the value into the allocation it makes for the message anyway, so
@@ -223,20 +236,25 @@ bool kafka_sink::produce(std::string_view chunk, write_done done) {
               : rd_kafka_last_error();
   } else {
     err = produce_framed(chunk, s);
-    if (err < 0) {
-      slots_->release(s);
-      done(std::make_error_code(std::errc::invalid_argument));
-      return true;
-    }
   }
-  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) [[likely]] {
     s->cb.assign_empty(done.take_callback());  // a free slot holds no callback
     ++in_flight_;
     if (!armed_) arm();
-    done();
+    done(no_error);
     return true;
   }
+  return not_produced(chunk, done, s, err);
+}
+
+// produce() when librdkafka did not take the message (`err`, or
+// malformed_frame). Out of line, so that the hot path stays short.
+[[gnu::noinline]] bool kafka_sink::not_produced(std::string_view chunk, write_done done, slot* s, int err) {
   slots_->release(s);
+  if (err == malformed_frame) {
+    done(std::make_error_code(std::errc::invalid_argument));
+    return true;
+  }
   // With nothing in flight no report will make room: the message can never
   // fit, and fails like any other.
   if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && in_flight_ > 0) {
@@ -249,25 +267,25 @@ bool kafka_sink::produce(std::string_view chunk, write_done done) {
 }
 
 // A framed chunk (see encode_kafka_message()): returns librdkafka's error,
-// or -1 for a malformed frame.
+// or malformed_frame.
 int kafka_sink::produce_framed(std::string_view frame, slot* s) {
   std::string_view key;
   std::uint32_t count;
-  if (!take(frame, key) || frame.size() < sizeof count) return -1;
+  if (!take(frame, key) || frame.size() < sizeof count) return malformed_frame;
   std::memcpy(&count, frame.data(), sizeof count);
   frame.remove_prefix(sizeof count);
   // The message takes the headers on success; rd_kafka_header_add() takes
   // sizes, where the RD_KAFKA_VTYPE_HEADER entry wants a NUL-terminated name.
   rd_kafka_headers_t* headers = nullptr;
   if (count > 0) {
-    if (count > frame.size()) return -1;  // each header takes 8 bytes at least
+    if (count > frame.size()) return malformed_frame;  // each header takes 8 bytes at least
     headers = rd_kafka_headers_new(count);
     for (std::uint32_t i = 0; i < count; ++i) {
       std::string_view name;
       std::string_view value;
       if (!take(frame, name) || !take(frame, value)) {
         rd_kafka_headers_destroy(headers);
-        return -1;
+        return malformed_frame;
       }
       rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.data(),
                           static_cast<ssize_t>(value.size()));
@@ -365,9 +383,13 @@ std::error_code kafka_sink::settle_reports() {
           slot* s = static_cast<slot*>(m->_private);
           if (!s->in_use) continue;  // settled after the purge (see serve()); no slot is reused then
           --in_flight_;
-          const std::error_code ec = make_kafka_error(m->err);
-          if (ec && !failed) failed = ec;
-          slots_->settle(s, ec);
+          if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) [[likely]] {
+            slots_->settle(s, no_error);
+          } else {
+            const std::error_code ec = make_kafka_error(m->err);
+            if (!failed) failed = ec;
+            slots_->settle(s, ec);
+          }
         }
         break;
       case RD_KAFKA_EVENT_ERROR:

@@ -121,6 +121,7 @@ class kafka_sink : public sink {
 
   bool open(const kafka_options& options, std::error_code& ec, std::string* why) noexcept;
   bool produce(std::string_view chunk, write_done done);
+  bool not_produced(std::string_view chunk, write_done done, slot* s, int err);
   int produce_framed(std::string_view frame, slot* s);
   void wake() noexcept;
   void arm();

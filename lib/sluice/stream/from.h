@@ -1,9 +1,10 @@
 // from: Node v20's Readable.from(iterable, options)
-// (lib/internal/streams/from.js), for a C++ range or a generator-like
-// callable.
+// (lib/internal/streams/from.js), for a C++ range, a generator-like
+// callable, or an asynchronous pull (readable_from_async()).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <ranges>
@@ -41,6 +42,71 @@ using from_next = inline_function<bool(std::string& item, std::error_code& ec), 
 
 /// The readable of readable_from(), around a pull function.
 std::unique_ptr<readable> readable_from_next(from_next next, const from_options& options = {});
+
+namespace detail {
+struct from_async_link;
+}
+
+/// The answer to one pull of readable_from_async(): Node's promise that
+/// iterator.next() returns, settled by calling one of item(), end() or
+/// error() once, later, on the stream's loop thread (from another thread,
+/// through loop::post()). Cheap to move and copy; a copy answers the same
+/// pull. Once the stream is destroyed (or the pull answered) every call is
+/// dropped: cancelled() then says true, so a source can stop early.
+class from_completion {
+ public:
+  /// Node: { value, done: false }. The item becomes the next chunk.
+  void item(std::string value) const;
+  /// Node: { done: true }. The stream ends (push(null)).
+  void end() const;
+  /// Node: next() rejects. The stream is destroyed with `ec` ('error', then
+  /// 'close'); an empty `ec` is taken as errc::invalid_arg_value.
+  void error(std::error_code ec) const;
+  /// The stream no longer waits for this answer: it was given, or the
+  /// stream was destroyed (or deleted).
+  bool cancelled() const noexcept;
+
+  explicit from_completion(std::shared_ptr<detail::from_async_link> link, std::uint64_t pull) noexcept
+      : link_(std::move(link)), pull_(pull) {}
+
+ private:
+  std::shared_ptr<detail::from_async_link> link_;
+  std::uint64_t pull_;
+};
+
+/// One asynchronous pull: starts fetching the next item and returns; the
+/// answer goes to `done` (now or later). Called again only after the
+/// previous answer, and only while the stream wants more (Node's _read).
+using from_async_next = inline_function<void(from_completion done), 32>;
+/// Node: iterator.return() (and iterator.throw(err) for an error): called
+/// once, when the stream is destroyed (or deleted), with the destroy's
+/// error, so that the source stops what it is doing. A pull may be in
+/// flight: its answer will be dropped.
+using from_cancel = inline_function<void(std::error_code err), 32>;
+
+/// Node: Readable.from(asyncIterable). `next` is called once per item, with
+/// at most one pull in flight: the first when the stream is first read, the
+/// next one as soon as an answer was pushed and push() said there is room
+/// (Node's nextAsync()), so at most high_water_mark items are pulled ahead of
+/// the consumer. end() ends the stream; error() destroys it with the error;
+/// an exception thrown by `next` itself counts as error() (see from_next).
+/// An answer given inside `next` is taken at once, without a tick (Node's
+/// await would take a microtask).
+///
+///     auto r = sluice::readable_from_async(
+///         [&db](sluice::from_completion done) {
+///           db.async_fetch_row([done](std::optional<std::string> row) {
+///             if (row) done.item(std::move(*row)); else done.end();
+///           });
+///         },
+///         [&db](std::error_code) { db.cancel(); });
+///
+/// If the stream is destroyed while a pull is in flight, 'close' follows on
+/// the next tick as for every readable, `cancel` is called at once, and the
+/// late answer is dropped (the completion outlives the stream safely).
+std::unique_ptr<readable> readable_from_async(from_async_next next, from_cancel cancel,
+                                              const from_options& options = {});
+std::unique_ptr<readable> readable_from_async(from_async_next next, const from_options& options = {});
 
 /// Node: Readable.from(string): a stream of that one chunk.
 std::unique_ptr<readable> readable_from(std::string_view s, const from_options& options = {});
