@@ -12,7 +12,6 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdio>
 
 #include "sluice/errors.h"
@@ -145,18 +144,20 @@ class tls_sink final : public sink {
     if (encrypt(plain)) flush();
   }
 
-  // SSL_write() until all of `plain` is in records (the BIO takes every
-  // byte); false when it failed, and the callback has been told.
+  // SSL_write_ex() until all of `plain` is in records: it takes a size_t
+  // (no cut at INT_MAX) and, without SSL_MODE_ENABLE_PARTIAL_WRITE and with
+  // a BIO that takes every byte, makes all the records in one call. False
+  // when it failed, and the callback has been told.
   bool encrypt(std::string_view plain) noexcept {
     SSL* ssl = owner_->ssl_;
     while (!plain.empty()) {
-      const int n = SSL_write(ssl, plain.data(), static_cast<int>(std::min<std::size_t>(plain.size(), INT_MAX)));
-      if (n <= 0) {
+      std::size_t n = 0;
+      if (SSL_write_ex(ssl, plain.data(), plain.size(), &n) != 1 || n == 0) {
         error_ = take_openssl_error(make_error_code(errc::socket_closed));
         complete();
         return false;
       }
-      plain.remove_prefix(static_cast<std::size_t>(n));
+      plain.remove_prefix(std::min(n, plain.size()));
     }
     return true;
   }
