@@ -3,6 +3,8 @@
 // their own, or by a host event loop (a loop_driver, e.g. sluice/asio/attach.h).
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -220,12 +222,29 @@ class loop {
     std::size_t head_ = 0;
     std::size_t count_ = 0;
   };
+  // A watch lives in a slot of watches_ that stays put until it fires or is
+  // cancelled, so the pollfd that poll() hands back and the fd's list both
+  // lead to it in O(1): no search of every watch per ready fd.
+  static constexpr std::uint32_t no_slot = UINT32_MAX;
   struct watch_entry {
     int fd;
     short events;
-    std::uint64_t seq;
+    std::uint64_t seq;  // 0 while the slot is free; a reused slot gets a new one
     const void* owner;
     fd_task fn;
+    std::uint32_t prev_on_fd;  // the fd's watches, oldest first; or the free list's next
+    std::uint32_t next_on_fd;
+    std::uint32_t poll_index;  // its entry in pollfds_
+  };
+  struct fd_watches {
+    std::uint32_t head = no_slot;  // oldest
+    std::uint32_t tail = no_slot;
+  };
+  // A pollfd that poll() reported, and which watch it was for when it did.
+  struct ready_watch {
+    std::uint64_t seq;
+    std::uint32_t slot;
+    short revents;
   };
 
   struct timer_entry {
@@ -241,7 +260,12 @@ class loop {
   void run_timers();
   void request_turn();
   void dispatch(int fd, short revents);
-  short watched_events_live(int fd) const noexcept;
+  // Unlinks the watch in `slot` (its task moved out or to be dropped) and
+  // frees the slot.
+  void remove_watch(std::uint32_t slot) noexcept;
+  // The oldest watch on `fd` that `revents` satisfies and that is not newer
+  // than `last`, or no_slot.
+  std::uint32_t first_ready(int fd, short revents, std::uint64_t last) const noexcept;
   void after_callbacks();
   bool poll_watches(int timeout_ms);
   int next_timeout_ms() const;
@@ -254,7 +278,15 @@ class loop {
   ring ticks_;
   ring microtasks_;
   ring immediates_;
-  std::vector<watch_entry> watches_;
+  std::vector<watch_entry> watches_;  // slots, live and free
+  std::uint32_t free_slots_ = no_slot;  // chained through next_on_fd
+  std::size_t watch_count_ = 0;  // live watches
+  std::vector<fd_watches> by_fd_;  // by fd number
+  // One pollfd per watch (poll() takes an fd twice), kept between polls, in
+  // no order: a removal moves the last one into its place.
+  std::vector<pollfd> pollfds_;
+  std::vector<std::uint32_t> poll_slots_;  // the watch of each pollfd
+  std::vector<ready_watch> ready_;  // reused by poll_watches()
   std::vector<timer_entry> timers_;  // a min-heap on (due, id)
   timer_id next_timer_ = 1;
   loop_driver* driver_ = nullptr;
