@@ -81,16 +81,59 @@ TEST_CASE("a block left behind by a full one goes to the pool once its last chun
   pool::trim();
 }
 
-TEST_CASE("the pool keeps at most max_blocks blocks") {
+TEST_CASE("the pool is bounded by the pages its blocks touched, not by a count") {
   pool::trim();
+  // Streams that each wrote 64 bytes touched one page of their block: the
+  // pool keeps max_bytes of such pages, and unmaps the rest.
   std::vector<std::unique_ptr<byte_arena>> arenas;
   std::vector<byte_arena::block*> blocks;
-  for (std::size_t i = 0; i < pool::max_blocks + 5; ++i) {
+  const std::size_t one_page = pool::max_bytes / 4096;
+  for (std::size_t i = 0; i < one_page + 5; ++i) {
     arenas.push_back(std::make_unique<byte_arena>());
     blocks.push_back(byte_arena::block_of(arenas.back()->allocate(64)));
   }
   for (std::size_t i = 0; i < arenas.size(); ++i) arenas[i]->release(blocks[i], 64);
-  CHECK(pool::size() == pool::max_blocks);
+  CHECK(pool::size() == one_page);
+  CHECK(pool::touched_bytes() == pool::max_bytes);
+  pool::trim();
+  CHECK(pool::touched_bytes() == 0);
+
+  // Blocks written to the end are all resident: far fewer are kept.
+  arenas.clear();
+  blocks.clear();
+  const std::size_t room = byte_arena::block_size - byte_arena::header;
+  for (std::size_t i = 0; i < 40; ++i) {
+    arenas.push_back(std::make_unique<byte_arena>());
+    for (std::size_t held = 0; held + byte_arena::max_chunk <= room; held += byte_arena::max_chunk)
+      blocks.push_back(byte_arena::block_of(arenas.back()->allocate(byte_arena::max_chunk)));
+  }
+  for (std::size_t i = 0; i < arenas.size(); ++i)
+    arenas[i]->release(byte_arena::block_of(blocks[i * (blocks.size() / arenas.size())]),
+                       room / byte_arena::max_chunk * byte_arena::max_chunk);
+  CHECK(pool::size() == pool::max_bytes / byte_arena::block_size);
+  CHECK(pool::touched_bytes() == pool::max_bytes);
+  pool::trim();
+}
+
+TEST_CASE("100 streams that each write once and are called back reuse their blocks: nothing is mapped per round") {
+  // The echo server's pattern: every connection takes a block for its
+  // reply and gives it back when the reply is written. A pool of 16 blocks
+  // unmapped 84 and mapped 84 fresh ones every round trip.
+  pool::trim();
+  std::vector<std::unique_ptr<byte_arena>> arenas;
+  for (int i = 0; i < 100; ++i) arenas.push_back(std::make_unique<byte_arena>());
+  auto round = [&] {
+    std::vector<byte_arena::block*> blocks;
+    for (auto& a : arenas) blocks.push_back(byte_arena::block_of(a->allocate(128)));
+    for (std::size_t i = 0; i < arenas.size(); ++i) arenas[i]->release(blocks[i], 128);
+  };
+  round();
+  CHECK(pool::size() == 100);
+  const std::size_t maps = pool::maps();
+  for (int i = 0; i < 50; ++i) round();
+  CHECK(pool::maps() == maps);
+  CHECK(pool::size() == 100);
+  CHECK(pool::touched_bytes() == 100 * 4096);  // a page each, not 64 KiB each
   pool::trim();
 }
 
