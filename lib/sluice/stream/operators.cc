@@ -147,18 +147,26 @@ std::error_code thrown() {
 // done(error). `body` returns false to leave the loop (break), which
 // destroys `r`; a throw from it leaves with its error.
 using body_fn = inline_function<bool(std::string&& item), 32>;
+/// One step of a `for await` over `it` for `self`: wait while nothing is
+/// there (and then step again), else give what was pulled to `handle` after
+/// the await's tick, as Node's loop body resumes.
+template <class Self, class Handle>
+void pump_iteration(const std::shared_ptr<Self>& self, iteration& it, Handle handle) {
+  pulled p = it.pull();
+  if (p.kind == pulled::pending) {
+    it.wait([self] { self->pump(); });
+    return;
+  }
+  it.after_await([self, handle, p = std::make_shared<pulled>(std::move(p))] { handle(*self, *p); });
+}
+
 class consumer : public std::enable_shared_from_this<consumer> {
  public:
   consumer(readable& r, body_fn body, done_cb done, bool linger)
       : it_(iteration::start(r)), body_(std::move(body)), done_(std::move(done)), linger_(linger) {}
 
   void pump() {
-    pulled p = it_->pull();
-    if (p.kind == pulled::pending) {
-      it_->wait([self = shared_from_this()] { self->pump(); });
-      return;
-    }
-    it_->after_await([self = shared_from_this(), p = std::make_shared<pulled>(std::move(p))] { self->handle(*p); });
+    pump_iteration(shared_from_this(), *it_, [](consumer& c, pulled& p) { c.handle(p); });
   }
 
  private:
@@ -859,12 +867,7 @@ class reduction : public std::enable_shared_from_this<reduction> {
         signal_(std::move(signal)) {}
 
   void pump() {
-    pulled p = it_->pull();
-    if (p.kind == pulled::pending) {
-      it_->wait([self = shared_from_this()] { self->pump(); });
-      return;
-    }
-    it_->after_await([self = shared_from_this(), p = std::make_shared<pulled>(std::move(p))] { self->handle(*p); });
+    pump_iteration(shared_from_this(), *it_, [](reduction& r, pulled& p) { r.handle(p); });
   }
 
  private:
