@@ -70,6 +70,20 @@ struct outcome {
   }
 };
 
+// Everything r gives, by to_array() run to its end: its callback once, with no error.
+std::vector<std::string> read_all(sluice::readable& r) {
+  std::vector<std::string> all;
+  int done = 0;
+  sluice::to_array(r, [&](std::error_code ec, std::vector<std::string> v) {
+    CHECK_FALSE(ec);
+    all = std::move(v);
+    ++done;
+  });
+  sluice::loop::current().run_until_idle();
+  CHECK(done == 1);
+  return all;
+}
+
 void drive(reducer_calls& k) {
   auto& l = sluice::loop::current();
   l.run_until_idle();
@@ -246,15 +260,7 @@ TEST_CASE("take and drop with a signal stopped before the first read fail and le
     CHECK(closes == 1);
     CHECK_FALSE(src->destroyed());
     // The source was never iterated: another helper reads all of it.
-    std::vector<std::string> all;
-    int done = 0;
-    sluice::to_array(*src, [&](std::error_code ec, std::vector<std::string> v) {
-      CHECK_FALSE(ec);
-      all = std::move(v);
-      ++done;
-    });
-    sluice::loop::current().run_until_idle();
-    CHECK(done == 1);
+    const std::vector<std::string> all = read_all(*src);
     CHECK(all == numbers(3));
   }
 }
@@ -265,15 +271,7 @@ TEST_CASE("take and drop with a signal not stopped read as without one") {
   sluice::operator_options o;
   o.signal = stop.get_token();
   auto m = sluice::take(*src, 2, o);
-  std::vector<std::string> got;
-  int done = 0;
-  sluice::to_array(*m, [&](std::error_code ec, std::vector<std::string> v) {
-    CHECK_FALSE(ec);
-    got = std::move(v);
-    ++done;
-  });
-  sluice::loop::current().run_until_idle();
-  CHECK(done == 1);
+  const std::vector<std::string> got = read_all(*m);
   CHECK(got == std::vector<std::string>{"0", "1"});
 }
 
@@ -314,16 +312,8 @@ TEST_CASE("flat_map over streams reads each through, in input order, with concur
         return sluice::readable_from(std::vector<std::string>{s + "a", s + "b", s + "c"});
       },
       o);
-  std::vector<std::string> got;
-  int done = 0;
-  sluice::to_array(*m, [&](std::error_code ec, std::vector<std::string> v) {
-    CHECK_FALSE(ec);
-    got = std::move(v);
-    ++done;
-  });
-  sluice::loop::current().run_until_idle();
+  const std::vector<std::string> got = read_all(*m);
   CHECK(made == 20);
-  CHECK(done == 1);
   std::vector<std::string> want;
   for (int i = 0; i < 20; ++i)
     for (const char* x : {"a", "b", "c"}) want.push_back(std::to_string(i) + x);
