@@ -30,8 +30,9 @@ struct pool_state {
   bool guarded = false;  // the exit guard is registered
   bool gone = false;     // the thread is ending
 };
-// initial-exec: libsluice is linked, not dlopen()ed, so its thread-locals sit
-// in the static TLS block and take no __tls_get_addr() call per access.
+// initial-exec: no __tls_get_addr() call per access. A program links
+// libsluice (sluice-log's dlopen()ed modules find it loaded already); one
+// that dlopen()s it takes these few bytes from glibc's static TLS surplus.
 constinit thread_local pool_state pool [[gnu::tls_model("initial-exec")]]{};
 
 struct exit_guard {
