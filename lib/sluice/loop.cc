@@ -373,6 +373,11 @@ void loop::cancel(const void* owner) noexcept {
   }
 }
 
+void loop::forget_fd(int fd) noexcept {
+  if (!driver_ || fd < 0 || static_cast<std::size_t>(fd) >= by_fd_.size()) return;
+  if (by_fd_[static_cast<std::size_t>(fd)].head == no_slot) driver_->unwatch(fd);
+}
+
 bool loop::alive() const noexcept {
   return !ticks_.empty() || !microtasks_.empty() || !immediates_.empty() || referenced_waits() || holds_ > 0;
 }

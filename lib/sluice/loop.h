@@ -53,8 +53,8 @@ class loop_driver {
   /// ready for them (or in error), call loop::on_ready(fd, revents). Level-
   /// triggered, as poll(): a watch on an fd that is ready already fires.
   virtual void watch(int fd, short events) = 0;
-  /// No watch is left on `fd` (cancelled): stop waiting on it; it may be
-  /// closed as soon as this returns.
+  /// No watch is left on `fd` (cancelled, or loop::forget_fd()): stop
+  /// waiting on it and let go of it; it may be closed as soon as this returns.
   virtual void unwatch(int fd) noexcept = 0;
   /// Call loop::on_timer() at `due`, or earlier. Each call is for an earlier
   /// time than the last one still pending.
@@ -99,8 +99,8 @@ class loop {
   void set_immediate(task t, const void* owner = nullptr);
   /// Calls `t` once, from run(), when `fd` is ready for `events` (POLLIN,
   /// POLLOUT) or in error; revents says which. Level-triggered, as poll().
-  /// Call cancel(owner) before closing a watched fd: a host loop may keep
-  /// the fd registered until then.
+  /// Before closing a watched fd, call cancel(owner), then forget_fd(fd):
+  /// a host loop may keep the fd registered until then.
   void watch(int fd, short events, fd_task t, const void* owner = nullptr);
   /// Node: setTimeout(). Calls `t` once, from run(), after `delay`; a zero
   /// delay waits for the next turn. Returns an id for clear_timeout().
@@ -115,6 +115,13 @@ class loop {
 
   /// Drops every task, timer and watch queued with this owner (O(queued)).
   void cancel(const void* owner) noexcept;
+  /// `fd` was watched and is about to be closed (its watches are done or
+  /// cancelled): a driver that keeps fds registered from one watch to the
+  /// next (the Asio engine) lets go of it now, while the number is still
+  /// this file's. After the close, the number may be another file's, even
+  /// one another thread opens or one registered on the same io_context:
+  /// the driver must never touch it then. A no-op while watches remain.
+  void forget_fd(int fd) noexcept;
 
   /// libuv's uv_unref() (Node's server.unref(), socket.unref()): the watches
   /// and timers of `owner`, queued now or later, no longer keep run() (or

@@ -395,7 +395,10 @@ socket::~socket() {
   // call back into a socket that is gone.
   sink_->detach();
   source_->detach();
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    event_loop().forget_fd(fd_);
+    ::close(fd_);
+  }
 }
 
 std::size_t socket::bytes_read() const noexcept { return source_->bytes_read(); }
@@ -523,6 +526,7 @@ void socket::after_connect(std::error_code ec) noexcept {
     // Node: internalConnectMultiple(): the next address, on a new socket.
     if (!named_->first_error) named_->first_error = ec;
     if (fd_ >= 0) {  // its connect's watch has fired: nothing waits on it
+      event_loop().forget_fd(fd_);
       ::close(fd_);
       fd_ = -1;
     }
@@ -621,6 +625,7 @@ void socket::close_handle(std::error_code err) noexcept {
     f(fd_, err);
   }
   if (fd_ >= 0) {
+    event_loop().forget_fd(fd_);
     ::close(fd_);
     fd_ = -1;
   }
