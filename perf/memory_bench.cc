@@ -4,7 +4,8 @@
 // heap bytes per stream of 100k idle ones (glibc's mallinfo2, so malloc's
 // own overhead is in), and what the first write or read allocates (counted
 // by operator new, and in all of malloc's heap, which also sees the
-// byte_arena's aligned_alloc()).
+// byte_arena's blocks only as the pages they touch: they come from the arena
+// pool's own mappings).
 //
 //   memory_bench [--count N]
 #include <fcntl.h>

@@ -10,6 +10,7 @@
 #include <utility>  // before Asio: g++ 12 with C++20 coroutines
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <algorithm>
@@ -161,6 +162,50 @@ TEST_CASE_FIXTURE(on_asio, "an fd closed after its watch fired, its number now a
   ctx.run();
   CHECK(first == 1);
   CHECK(second == 1);
+}
+
+// The engine keeps an fd registered from one watch to the next. A stream
+// that closes its fd must have it let go first (loop::forget_fd()): once
+// closed, the number may be another file's, registered on the same
+// io_context by someone else, whose registration a late epoll_ctl(DEL) on
+// the number would remove (and TSan sees the number's reuse by another
+// thread as a race).
+TEST_CASE_FIXTURE(on_asio, "a stream's fd is let go before it closes: its number's next file, on the same io_context, keeps its events") {
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  const int number = fds[0];
+  CHECK(::write(fds[1], "x", 1) == 1);
+  ::close(fds[1]);
+  std::string got;
+  bool closed = false;
+  {
+    readable_options ro;
+    ro.event_loop = &l;
+    auto in = make_fd_readable(number, /*close_fd=*/true, ro);
+    in->on(sluice::event::data, [&](std::string_view chunk) { got.append(chunk); });
+    in->on(sluice::event::close, [&] { closed = true; });
+    ctx.run();  // the watch fired, the end was read, and the stream closed its fd
+  }
+  REQUIRE(closed);
+  CHECK(got == "x");
+  ctx.restart();
+
+  // The lowest free number is the old pipe's again: its read end is now
+  // another's, waited on through Asio on the same io_context.
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  REQUIRE(p[0] == number);
+  net::posix::stream_descriptor theirs(ctx, p[0]);
+  bool heard = false;
+  theirs.async_wait(net::posix::descriptor_base::wait_read, [&](boost::system::error_code ec) {
+    CHECK(!ec);
+    heard = true;
+  });
+  a.detach();  // the engine lets go of what it still holds
+  CHECK(::write(p[1], "y", 1) == 1);
+  ctx.run_for(std::chrono::seconds(2 * sluice::test::time_scale()));
+  CHECK(heard);
+  ::close(p[1]);
 }
 
 TEST_CASE_FIXTURE(on_asio, "a watch for POLLOUT and one for POLLIN on the same fd are both served") {

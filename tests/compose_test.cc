@@ -191,3 +191,68 @@ TEST_CASE("compose: deleting the composite mid-stream takes the chain down, and 
   CHECK(w.destroyed());
   CHECK(a.destroyed());
 }
+
+// Node's composite _destroy keeps its callback until the pipeline calls
+// back: the composite is destroyed at once but closes after the chain.
+TEST_CASE("compose: destroy() waits for the chain, and the composite closes last") {
+  sluice::pass_through a, b;
+  std::string log;
+  const auto listen = [&log](sluice::pass_through& s, std::string name) {
+    s.on(sluice::event::error, [&log, name](std::error_code e) {
+      log += "error " + name + (e == sluice::errc::aborted ? " abort;" : " other;");
+    });
+    s.on(sluice::event::close, [&log, name] { log += "close " + name + ";"; });
+  };
+  listen(a, "a");
+  listen(b, "b");
+  auto c = sluice::compose({a, b});
+  c->on(sluice::event::error, [&](std::error_code e) { log += std::string("error c") + (e == sluice::errc::aborted ? " abort;" : " other;"); });
+  c->on(sluice::event::close, [&] { log += "close c;"; });
+  int calls = 0;
+  c->write("x", [&](std::error_code) { ++calls; });
+  c->destroy();
+  CHECK(c->destroyed());
+  CHECK_FALSE(c->closed());
+  CHECK(b.destroyed());       // the tail, by the composite's _destroy
+  CHECK_FALSE(a.destroyed());  // the head, by the pipeline, later
+  run();
+  CHECK(calls == 1);
+  CHECK(a.destroyed());
+  CHECK(c->closed());
+  CHECK(log == "error b abort;close b;error a abort;close a;error c abort;close c;");
+}
+
+TEST_CASE("compose: a destroy that waits closes the composite with the pipeline's error") {
+  sluice::pass_through a, b;
+  a.on(sluice::event::error, [](std::error_code) {});
+  b.on(sluice::event::error, [](std::error_code) {});
+  auto c = sluice::compose({a, b});
+  std::error_code got;
+  int errors = 0;
+  c->on(sluice::event::error, [&](std::error_code e) {
+    ++errors;
+    got = e;
+  });
+  a.destroy(make_error_code(sluice::errc::write_after_end));  // any error but an abort
+  c->destroy();
+  run();
+  CHECK(errors == 1);
+  CHECK(got == sluice::errc::write_after_end);
+  CHECK(c->errored() == sluice::errc::write_after_end);
+}
+
+TEST_CASE("compose: deleting the composite while its destroy waits leaves the chain to finish alone") {
+  sluice::pass_through a, b;
+  a.on(sluice::event::error, [](std::error_code) {});
+  b.on(sluice::event::error, [](std::error_code) {});
+  int closes = 0;
+  a.on(sluice::event::close, [&] { ++closes; });
+  b.on(sluice::event::close, [&] { ++closes; });
+  {
+    auto c = sluice::compose({a, b});
+    c->destroy();
+  }  // the pipeline's callback comes after it; ASan says if it reaches it
+  run();
+  CHECK(closes == 2);
+  CHECK(a.destroyed());
+}

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -215,6 +217,75 @@ TEST_CASE("watched_fds lists the watches and dispatch_ready runs a matching one"
   CHECK(calls == 1);
 }
 
+TEST_CASE("a watch removed during a dispatch, its fd number then watched anew, gets none of the old fd's readiness") {
+  loop l;
+  pipe_fds first, old, fresh;
+  REQUIRE(::fcntl(fresh.r, F_SETFL, O_NONBLOCK) == 0);
+  REQUIRE(::write(first.w, "x", 1) == 1);
+  REQUIRE(::write(old.w, "x", 1) == 1);  // both ready in the same poll()
+  const int number = old.r;
+  int old_owner = 0, old_calls = 0, fresh_calls = 0;
+  bool fresh_had_data = false;
+  l.watch(first.r, POLLIN, [&](short) {
+    // The old fd's owner goes (cancels its watch, closes the fd) and the
+    // number comes back at once as another file, empty, watched anew.
+    l.cancel(&old_owner);
+    REQUIRE(::dup2(fresh.r, number) == number);
+    l.watch(number, POLLIN, [&](short) {
+      ++fresh_calls;
+      char c;
+      fresh_had_data = ::read(number, &c, 1) == 1;
+    });
+    l.set_timeout(std::chrono::milliseconds(20), [&] { REQUIRE(::write(fresh.w, "y", 1) == 1); });
+  });
+  l.watch(old.r, POLLIN, [&](short) { ++old_calls; }, &old_owner);
+  l.run();
+  CHECK(old_calls == 0);
+  CHECK(fresh_calls == 1);
+  CHECK(fresh_had_data);  // it fired when its own file was readable, not on the old one's poll
+}
+
+TEST_CASE("many watches, some cancelled and some added in between: each fires once, for its own fd") {
+  loop l;
+  constexpr int n = 64;
+  std::vector<std::unique_ptr<pipe_fds>> pipes;
+  std::vector<int> owners(n), in_calls(n, 0), out_calls(n, 0), with_data(n, 0);
+  for (int i = 0; i < n; ++i) {
+    pipes.push_back(std::make_unique<pipe_fds>());
+    REQUIRE(::fcntl(pipes.back()->r, F_SETFL, O_NONBLOCK) == 0);
+  }
+  for (int i = 0; i < n; ++i)
+    l.watch(pipes[i]->r, POLLIN, [&, i](short revents) {
+      ++in_calls[i];
+      char c;
+      with_data[i] += (revents & POLLIN) && ::read(pipes[i]->r, &c, 1) == 1;
+      // Takes a slot freed by a watch that fired or was cancelled.
+      l.watch(pipes[i]->w, POLLOUT, [&, i](short out) { out_calls[i] += (out & POLLOUT) != 0; }, &owners[i]);
+    }, &owners[i]);
+  for (int i = 1; i < n; i += 2) l.cancel(&owners[i]);  // from the middle of the pollfds
+  for (int i = 0; i < n; i += 4) REQUIRE(::write(pipes[i]->w, "x", 1) == 1);
+  // The watches on the pipes left empty end with this.
+  l.set_timeout(std::chrono::milliseconds(30), [&] {
+    for (int i = 0; i < n; ++i) l.cancel(&owners[i]);
+  });
+  l.run();
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) {
+    const int expected = i % 4 == 0 ? 1 : 0;
+    wrong += in_calls[i] != expected || with_data[i] != expected || out_calls[i] != expected;
+  }
+  CHECK(wrong == 0);
+  CHECK(l.watched_fds().empty());
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE("a watch on a negative fd is refused") {
+  loop l;
+  CHECK_THROWS_AS(l.watch(-1, POLLIN, [](short) {}), std::invalid_argument);
+  CHECK_FALSE(l.alive());
+  CHECK(l.watched_fds().empty());
+}
+
 namespace {
 // A host loop that only records what the sluice loop asks of it.
 struct recording_driver final : sluice::loop_driver {
@@ -298,6 +369,45 @@ TEST_CASE("an attached loop asks its driver for one turn per batch of work, not 
   CHECK(d.holds == 0);
   l.attach(nullptr);
   CHECK(d.gone);
+}
+
+TEST_CASE("a driver's on_ready() runs the fd's watches oldest first, none they add, none they cancel") {
+  loop l;
+  recording_driver d;
+  l.attach(&d);
+  pipe_fds p, other;
+  std::string order;
+  int in_owner = 0, out_owner = 0, late_owner = 0;
+  l.watch(p.r, POLLOUT, [&](short) { order += 'o'; }, &out_owner);
+  l.watch(other.r, POLLIN, [&](short) { order += 'x'; });
+  l.watch(p.r, POLLIN, [&](short) {
+    order += 'i';
+    l.watch(p.r, POLLIN, [&](short) { order += 'n'; });  // waits for the next readiness
+  }, &in_owner);
+  l.watch(p.r, POLLIN, [&](short) {
+    order += 'c';
+    l.cancel(&late_owner);  // was due in this same report
+  });
+  l.watch(p.r, POLLIN, [&](short) { order += 'L'; }, &late_owner);
+  // Oldest first; the POLLOUT watch does not match.
+  l.on_ready(p.r, POLLIN);
+  CHECK(order == "ic");
+  CHECK(l.watched_events(p.r) == (POLLIN | POLLOUT));
+  order.clear();
+  l.on_ready(p.r, POLLIN | POLLOUT);
+  CHECK(order == "on");
+  CHECK(l.watched_events(p.r) == 0);
+  CHECK(l.watched_events(other.r) == POLLIN);
+  d.unwatched.clear();
+  l.watch(p.r, POLLIN, [&](short) { order += '!'; }, &in_owner);
+  l.watch(p.r, POLLOUT, [&](short) { order += '!'; }, &out_owner);
+  l.cancel(&in_owner);
+  CHECK(d.unwatched.empty());  // the POLLOUT watch still waits on it
+  l.cancel(&out_owner);
+  CHECK(d.unwatched == std::vector<int>{p.r});
+  l.on_ready(p.r, POLLIN | POLLOUT);
+  CHECK(order == "on");
+  l.attach(nullptr);
 }
 
 TEST_CASE("a loop tells its driver when it goes") {

@@ -565,6 +565,73 @@ TEST_CASE("backpressure through both layers: a peer that does not read holds wri
   CHECK(c->writable_length() == 0);
 }
 
+// The writable packs small writes end to end, which go to SSL_write() where
+// they lie; a batch with a large write (a string of its own) is gathered.
+// Both, while the peer reads nothing: the TCP socket's queue fills in the
+// middle of a record, and every byte still arrives once, in order.
+TEST_CASE("a turn's writes of every size while the TCP queue fills mid-record: every byte once, in order, each callback once") {
+  world w;
+  tls::server srv(w.server_opts());
+  tls::socket* peer = nullptr;
+  std::string got;
+  srv.on_secure_connection([&](tls::socket& s) {
+    peer = &s;
+    s.on(event::data, [&](std::string_view d) { got += d; });
+    s.pause();
+  });
+  srv.listen(0, "127.0.0.1");
+  auto c = tls::connect(port_of(srv), "127.0.0.1", w.client_opts());
+  bool secure = false;
+  c->on(event::secure_connect, [&] { secure = true; });
+  REQUIRE(spin(w.loop, [&] { return secure && peer; }));
+  // Sizes that fall across record bounds: small ones (packed together),
+  // one byte, a record's plaintext exactly, one over, and large ones.
+  static constexpr std::size_t sizes[] = {100, 1, 3000, 16384, 17, 16385, 90000, 5, 40000, 700};
+  const std::string source = pattern(1 << 20);
+  std::string sent;
+  std::vector<int> calls;
+  std::vector<std::error_code> errors;
+  std::size_t at = 0;
+  auto piece = [&](std::size_t n) {
+    const std::string_view p = std::string_view(source).substr(at % (source.size() - n), n);
+    at += n * 7 + 1;
+    return p;
+  };
+  // Turn after turn, whether write() says go on or not (the writable holds
+  // what the TCP socket cannot take), until the kernel's buffers are full:
+  // some turns of small writes only, some with large ones.
+  for (int turn = 0; turn < 60; ++turn) {
+    const bool small_only = turn % 3 == 0;
+    for (int i = 0; i < 12; ++i) {
+      const std::size_t n = small_only ? 1 + (static_cast<std::size_t>(i) * 37) % 300 : sizes[(turn + i) % std::size(sizes)];
+      const std::string_view p = piece(n);
+      sent += p;
+      const std::size_t k = calls.size();
+      calls.push_back(0);
+      errors.emplace_back();
+      c->write(std::string(p), [&, k](std::error_code ec) {
+        ++calls[k];
+        errors[k] = ec;
+      });
+    }
+    spin(w.loop, [] { return false; }, 1);
+  }
+  spin(w.loop, [] { return false; }, 20);
+  CHECK(c->writable_need_drain());
+  CHECK(got.empty());
+  peer->resume();
+  REQUIRE(spin(w.loop, [&] { return got.size() == sent.size(); }));
+  REQUIRE(spin(w.loop, [&] { return c->writable_length() == 0; }));
+  CHECK(got == sent);
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    INFO("write " << k);
+    CHECK(calls[k] == 1);
+    CHECK_FALSE(errors[k]);
+  }
+  c->destroy();
+  spin(w.loop, [] { return false; }, 5);
+}
+
 TEST_CASE("a turn's writes go into as few records as they fill (16 KiB each) and one sendmsg()") {
   world w;
   echo_server es(w);
@@ -587,6 +654,21 @@ TEST_CASE("a turn's writes go into as few records as they fill (16 KiB each) and
   c->write("z");
   REQUIRE(spin(w.loop, [&] { return es.received.size() == 100001; }));
   CHECK(c->records_written() - records == 8);
+  // Writes that lie apart in memory (a large one is kept as its own
+  // string, small ones are packed together), in one turn: 76,544 bytes,
+  // still 5 records (one SSL_write() a write would make 10).
+  static constexpr std::size_t sizes[] = {100, 20000, 50, 40000, 3, 16384, 7};
+  const std::string source = pattern(40000);
+  std::string sent;
+  sluice::test::must_call apart(static_cast<int>(std::size(sizes)));
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    const std::string piece = source.substr(i, sizes[i]);
+    sent += piece;
+    c->write(piece, apart.cb());
+  }
+  REQUIRE(spin(w.loop, [&] { return es.received.size() == 100001 + sent.size(); }));
+  CHECK(es.received.substr(100001) == sent);
+  CHECK(c->records_written() - records == 8 + 5);
   c->destroy();
   spin(w.loop, [] { return false; }, 5);
 }

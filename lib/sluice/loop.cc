@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cerrno>
 #include <new>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
@@ -103,7 +104,7 @@ void loop::attach(loop_driver* d) {
   turn_requested_ = false;
   timer_armed_ = std::chrono::steady_clock::time_point::max();
   if (!d) return;
-  for (const auto& w : watches_) d->watch(w.fd, w.events);
+  for (const auto& p : pollfds_) d->watch(p.fd, p.events);
   if (!timers_.empty()) {
     timer_armed_ = timers_.front().due;
     d->arm_timer(timer_armed_);
@@ -157,9 +158,10 @@ void loop::on_timer() {
 }
 
 short loop::watched_events(int fd) const noexcept {
+  if (fd < 0 || static_cast<std::size_t>(fd) >= by_fd_.size()) return 0;
   short events = 0;
-  for (const auto& w : watches_)
-    if (w.fd == fd) events |= w.events;
+  for (std::uint32_t i = by_fd_[static_cast<std::size_t>(fd)].head; i != no_slot; i = watches_[i].next_on_fd)
+    events |= watches_[i].events;
   return events;
 }
 
@@ -285,8 +287,70 @@ void loop::set_immediate(task t, const void* owner) {
 }
 
 void loop::watch(int fd, short events, fd_task t, const void* owner) {
-  watches_.push_back({fd, events, ++watch_seq_, owner, std::move(t)});
+  // poll() would skip it and a driver could not index it: it would never fire.
+  if (fd < 0) throw std::invalid_argument("sluice::loop::watch: negative fd");
+  const auto f = static_cast<std::size_t>(fd);
+  // Everything that can throw comes first; linking the watch in cannot.
+  if (f >= by_fd_.size()) by_fd_.resize(f + 1);
+  // +1: poll_watches() appends the eventfd.
+  if (pollfds_.capacity() < pollfds_.size() + 2) pollfds_.reserve(2 * pollfds_.size() + 8);
+  if (poll_slots_.capacity() < poll_slots_.size() + 1) poll_slots_.reserve(2 * poll_slots_.size() + 8);
+  std::uint32_t slot = free_slots_;
+  if (slot == no_slot) {
+    if (watches_.size() >= no_slot) throw std::length_error("sluice::loop::watch: too many watches");
+    watches_.push_back({});
+    slot = static_cast<std::uint32_t>(watches_.size() - 1);
+  } else {
+    free_slots_ = watches_[slot].next_on_fd;
+  }
+  fd_watches& list = by_fd_[f];
+  watch_entry& w = watches_[slot];
+  w.fd = fd;
+  w.events = events;
+  w.seq = ++watch_seq_;
+  w.owner = owner;
+  w.fn = std::move(t);
+  w.prev_on_fd = list.tail;
+  w.next_on_fd = no_slot;
+  (list.tail == no_slot ? list.head : watches_[list.tail].next_on_fd) = slot;
+  list.tail = slot;
+  w.poll_index = static_cast<std::uint32_t>(pollfds_.size());
+  pollfds_.push_back({fd, events, 0});
+  poll_slots_.push_back(slot);
+  ++watch_count_;
   if (driver_) driver_->watch(fd, events);
+}
+
+void loop::remove_watch(std::uint32_t slot) noexcept {
+  watch_entry& w = watches_[slot];
+  fd_watches& list = by_fd_[static_cast<std::size_t>(w.fd)];
+  (w.prev_on_fd == no_slot ? list.head : watches_[w.prev_on_fd].next_on_fd) = w.next_on_fd;
+  (w.next_on_fd == no_slot ? list.tail : watches_[w.next_on_fd].prev_on_fd) = w.prev_on_fd;
+  const std::uint32_t i = w.poll_index;
+  const std::uint32_t last = static_cast<std::uint32_t>(pollfds_.size() - 1);
+  if (i != last) {
+    pollfds_[i] = pollfds_[last];
+    poll_slots_[i] = poll_slots_[last];
+    watches_[poll_slots_[i]].poll_index = i;
+  }
+  pollfds_.pop_back();
+  poll_slots_.pop_back();
+  w.fn = nullptr;
+  w.seq = 0;
+  w.owner = nullptr;
+  w.prev_on_fd = no_slot;
+  w.next_on_fd = free_slots_;
+  free_slots_ = slot;
+  --watch_count_;
+}
+
+std::uint32_t loop::first_ready(int fd, short revents, std::uint64_t last) const noexcept {
+  if (fd < 0 || static_cast<std::size_t>(fd) >= by_fd_.size()) return no_slot;
+  for (std::uint32_t i = by_fd_[static_cast<std::size_t>(fd)].head; i != no_slot; i = watches_[i].next_on_fd) {
+    const watch_entry& w = watches_[i];
+    if (w.seq <= last && (revents & (w.events | POLLERR | POLLHUP | POLLNVAL))) return i;
+  }
+  return no_slot;
 }
 
 void loop::cancel(const void* owner) noexcept {
@@ -297,27 +361,21 @@ void loop::cancel(const void* owner) noexcept {
   const auto before = timers_.size();
   std::erase_if(timers_, [owner](const timer_entry& t) { return t.owner == owner; });
   if (timers_.size() != before) std::make_heap(timers_.begin(), timers_.end(), later{});
-  bool dropped = false;
-  for (auto& w : watches_)
-    if (w.owner == owner) {
-      w.fn = nullptr;
-      dropped = true;
-    }
-  if (!dropped) return;
-  if (driver_) {
+  if (watch_count_ == 0) return;
+  for (std::uint32_t i = 0; i < watches_.size(); ++i) {
+    watch_entry& w = watches_[i];
+    if (w.seq == 0 || w.owner != owner) continue;
+    const std::size_t fd = static_cast<std::size_t>(w.fd);
+    remove_watch(i);
     // The owner may close its fds next: the driver lets go of those that
     // no other watch waits on.
-    for (const auto& w : watches_)
-      if (!w.fn && watched_events_live(w.fd) == 0) driver_->unwatch(w.fd);
+    if (driver_ && by_fd_[fd].head == no_slot) driver_->unwatch(static_cast<int>(fd));
   }
-  std::erase_if(watches_, [](const watch_entry& w) { return !w.fn; });
 }
 
-short loop::watched_events_live(int fd) const noexcept {
-  short events = 0;
-  for (const auto& w : watches_)
-    if (w.fd == fd && w.fn) events |= w.events;
-  return events;
+void loop::forget_fd(int fd) noexcept {
+  if (!driver_ || fd < 0 || static_cast<std::size_t>(fd) >= by_fd_.size()) return;
+  if (by_fd_[static_cast<std::size_t>(fd)].head == no_slot) driver_->unwatch(fd);
 }
 
 bool loop::alive() const noexcept {
@@ -336,9 +394,9 @@ bool loop::has_ref(const void* owner) const noexcept {
 
 bool loop::referenced_waits() const noexcept {
   if (unrefd_.empty()) [[likely]]
-    return !watches_.empty() || !timers_.empty();
+    return watch_count_ != 0 || !timers_.empty();
   for (const auto& w : watches_)
-    if (w.fn && has_ref(w.owner)) return true;
+    if (w.seq != 0 && has_ref(w.owner)) return true;
   for (const auto& t : timers_)
     if (t.fn && has_ref(t.owner)) return true;
   return false;
@@ -391,22 +449,20 @@ void loop::run_immediates() {
 
 std::vector<loop::watched_fd> loop::watched_fds() const {
   std::vector<watched_fd> out;
-  out.reserve(watches_.size());
-  for (const auto& w : watches_) out.push_back({w.fd, w.events});
+  out.reserve(pollfds_.size());
+  for (const auto& p : pollfds_) out.push_back({p.fd, p.events});
   return out;
 }
 
+// A host that polls the fds itself reports each one it found ready: runs the
+// oldest watch on it that revents satisfies.
 void loop::dispatch_ready(int fd, short revents) {
-  for (std::size_t i = 0; i < watches_.size(); ++i) {
-    if (watches_[i].fd != fd) continue;
-    const short mask = watches_[i].events | POLLERR | POLLHUP | POLLNVAL;
-    if (!(revents & mask)) continue;
-    // One-shot: removed before the call, which may watch again.
-    fd_task fn = std::move(watches_[i].fn);
-    watches_.erase(watches_.begin() + static_cast<std::ptrdiff_t>(i));
-    if (fn) fn(revents);
-    return;
-  }
+  const std::uint32_t slot = first_ready(fd, revents, watch_seq_);
+  if (slot == no_slot) return;
+  // One-shot: removed before the call, which may watch again.
+  fd_task fn = std::move(watches_[slot].fn);
+  remove_watch(slot);
+  if (fn) fn(revents);
 }
 
 // A driver reports an fd once for all its watches (poll() lists each watch):
@@ -414,29 +470,49 @@ void loop::dispatch_ready(int fd, short revents) {
 void loop::dispatch(int fd, short revents) {
   const std::uint64_t last = watch_seq_;
   for (;;) {
-    auto it = std::find_if(watches_.begin(), watches_.end(), [&](const watch_entry& w) {
-      return w.fd == fd && w.seq <= last && (revents & (w.events | POLLERR | POLLHUP | POLLNVAL));
-    });
-    if (it == watches_.end()) return;
-    fd_task fn = std::move(it->fn);
-    watches_.erase(it);
+    const std::uint32_t slot = first_ready(fd, revents, last);
+    if (slot == no_slot) return;
+    fd_task fn = std::move(watches_[slot].fn);
+    remove_watch(slot);
     if (fn) fn(revents);
   }
 }
 
 bool loop::poll_watches(int timeout_ms) {
-  std::vector<pollfd> fds;
-  fds.reserve(watches_.size() + 1);
-  for (const auto& w : watches_) fds.push_back({w.fd, w.events, 0});
-  if (wake_fd_ >= 0) fds.push_back({wake_fd_, POLLIN, 0});
+  const bool wake = wake_fd_ >= 0;
+  // The capacity for it was reserved by watch(), or this allocates once.
+  if (wake) pollfds_.push_back({wake_fd_, POLLIN, 0});
   int n;
   do {
-    n = ::poll(fds.data(), fds.size(), timeout_ms);
+    n = ::poll(pollfds_.data(), pollfds_.size(), timeout_ms);
   } while (n < 0 && errno == EINTR);
+  if (wake) pollfds_.pop_back();  // drain_posted() reads it
   if (n < 0) throw std::system_error(errno, std::system_category(), "poll");
-  for (const auto& p : fds)
-    if (p.revents && p.fd != wake_fd_) dispatch_ready(p.fd, p.revents);
-  return n > 0;
+  if (n == 0) return false;
+  // Each ready pollfd names its watch's slot. The callbacks change
+  // pollfds_ (and may run a nested loop), so the ready ones are taken out
+  // first, each with the watch it was for: a watch removed meanwhile (its
+  // fd perhaps closed and the number reused by a new watch in the same
+  // slot) has another seq and is skipped, as is any watch added since.
+  std::vector<ready_watch> ready = std::move(ready_);
+  ready.clear();
+  for (std::size_t i = 0; i < pollfds_.size(); ++i)
+    if (const short revents = pollfds_[i].revents) {
+      pollfds_[i].revents = 0;
+      ready.push_back({watches_[poll_slots_[i]].seq, poll_slots_[i], revents});
+    }
+  // In the order they were watched, as before the pollfds were kept between
+  // polls (a removal reorders them).
+  std::sort(ready.begin(), ready.end(), [](const ready_watch& a, const ready_watch& b) { return a.seq < b.seq; });
+  for (const ready_watch& r : ready) {
+    watch_entry& w = watches_[r.slot];
+    if (w.seq != r.seq) continue;
+    fd_task fn = std::move(w.fn);
+    remove_watch(r.slot);
+    if (fn) fn(r.revents);
+  }
+  ready_ = std::move(ready);
+  return true;
 }
 
 // A turn in libuv's order: timers, then the fds that are ready (without
@@ -456,7 +532,7 @@ void loop::run() {
     const bool busy = !immediates_.empty() || !ticks_.empty();
     if (!busy && holds_ == 0 && !referenced_waits()) break;
     if (busy) {
-      if (!watches_.empty() || wake_fd_.load(std::memory_order_relaxed) >= 0) poll_watches(0);
+      if (watch_count_ != 0 || wake_fd_.load(std::memory_order_relaxed) >= 0) poll_watches(0);
     } else {
       poll_watches(next_timeout_ms());
     }

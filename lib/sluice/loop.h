@@ -3,6 +3,8 @@
 // their own, or by a host event loop (a loop_driver, e.g. sluice/asio/attach.h).
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -51,8 +53,8 @@ class loop_driver {
   /// ready for them (or in error), call loop::on_ready(fd, revents). Level-
   /// triggered, as poll(): a watch on an fd that is ready already fires.
   virtual void watch(int fd, short events) = 0;
-  /// No watch is left on `fd` (cancelled): stop waiting on it; it may be
-  /// closed as soon as this returns.
+  /// No watch is left on `fd` (cancelled, or loop::forget_fd()): stop
+  /// waiting on it and let go of it; it may be closed as soon as this returns.
   virtual void unwatch(int fd) noexcept = 0;
   /// Call loop::on_timer() at `due`, or earlier. Each call is for an earlier
   /// time than the last one still pending.
@@ -97,8 +99,8 @@ class loop {
   void set_immediate(task t, const void* owner = nullptr);
   /// Calls `t` once, from run(), when `fd` is ready for `events` (POLLIN,
   /// POLLOUT) or in error; revents says which. Level-triggered, as poll().
-  /// Call cancel(owner) before closing a watched fd: a host loop may keep
-  /// the fd registered until then.
+  /// Before closing a watched fd, call cancel(owner), then forget_fd(fd):
+  /// a host loop may keep the fd registered until then.
   void watch(int fd, short events, fd_task t, const void* owner = nullptr);
   /// Node: setTimeout(). Calls `t` once, from run(), after `delay`; a zero
   /// delay waits for the next turn. Returns an id for clear_timeout().
@@ -113,6 +115,13 @@ class loop {
 
   /// Drops every task, timer and watch queued with this owner (O(queued)).
   void cancel(const void* owner) noexcept;
+  /// `fd` was watched and is about to be closed (its watches are done or
+  /// cancelled): a driver that keeps fds registered from one watch to the
+  /// next (the Asio engine) lets go of it now, while the number is still
+  /// this file's. After the close, the number may be another file's, even
+  /// one another thread opens or one registered on the same io_context:
+  /// the driver must never touch it then. A no-op while watches remain.
+  void forget_fd(int fd) noexcept;
 
   /// libuv's uv_unref() (Node's server.unref(), socket.unref()): the watches
   /// and timers of `owner`, queued now or later, no longer keep run() (or
@@ -220,12 +229,29 @@ class loop {
     std::size_t head_ = 0;
     std::size_t count_ = 0;
   };
+  // A watch lives in a slot of watches_ that stays put until it fires or is
+  // cancelled, so the pollfd that poll() hands back and the fd's list both
+  // lead to it in O(1): no search of every watch per ready fd.
+  static constexpr std::uint32_t no_slot = UINT32_MAX;
   struct watch_entry {
     int fd;
     short events;
-    std::uint64_t seq;
+    std::uint64_t seq;  // 0 while the slot is free; a reused slot gets a new one
     const void* owner;
     fd_task fn;
+    std::uint32_t prev_on_fd;  // the fd's watches, oldest first; or the free list's next
+    std::uint32_t next_on_fd;
+    std::uint32_t poll_index;  // its entry in pollfds_
+  };
+  struct fd_watches {
+    std::uint32_t head = no_slot;  // oldest
+    std::uint32_t tail = no_slot;
+  };
+  // A pollfd that poll() reported, and which watch it was for when it did.
+  struct ready_watch {
+    std::uint64_t seq;
+    std::uint32_t slot;
+    short revents;
   };
 
   struct timer_entry {
@@ -241,7 +267,12 @@ class loop {
   void run_timers();
   void request_turn();
   void dispatch(int fd, short revents);
-  short watched_events_live(int fd) const noexcept;
+  // Unlinks the watch in `slot` (its task moved out or to be dropped) and
+  // frees the slot.
+  void remove_watch(std::uint32_t slot) noexcept;
+  // The oldest watch on `fd` that `revents` satisfies and that is not newer
+  // than `last`, or no_slot.
+  std::uint32_t first_ready(int fd, short revents, std::uint64_t last) const noexcept;
   void after_callbacks();
   bool poll_watches(int timeout_ms);
   int next_timeout_ms() const;
@@ -254,7 +285,15 @@ class loop {
   ring ticks_;
   ring microtasks_;
   ring immediates_;
-  std::vector<watch_entry> watches_;
+  std::vector<watch_entry> watches_;  // slots, live and free
+  std::uint32_t free_slots_ = no_slot;  // chained through next_on_fd
+  std::size_t watch_count_ = 0;  // live watches
+  std::vector<fd_watches> by_fd_;  // by fd number
+  // One pollfd per watch (poll() takes an fd twice), kept between polls, in
+  // no order: a removal moves the last one into its place.
+  std::vector<pollfd> pollfds_;
+  std::vector<std::uint32_t> poll_slots_;  // the watch of each pollfd
+  std::vector<ready_watch> ready_;  // reused by poll_watches()
   std::vector<timer_entry> timers_;  // a min-heap on (due, id)
   timer_id next_timer_ = 1;
   loop_driver* driver_ = nullptr;

@@ -68,14 +68,18 @@ function generate(seed, family) {
     let words;
     if (kind === 'writable') {
       words = ['writable', name, ...opts([[hwm, 0.5], ['writev', 0.3], ['final', 0.3], ['sync', 0.4],
-        ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1]])];
+        ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1],
+        // A _destroy that waits for `complete` (API.md), in the compose family only, last
+        // so that the other families' seeds draw as they did.
+        ...(family === 'compose' ? [['destroy', 0.25]] : [])])];
     } else if (kind === 'readable') {
       words = ['readable', name, ...opts([[hwm, 0.5], ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1]])];
     } else if (flavour === 'duplex') {
       words = ['duplex', name, ...opts([[hwm, 0.4], ['writev', 0.2], ['final', 0.3], ['sync', 0.5],
         ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1], ['noHalfOpen', 0.2],
         // A pipeline stage must be readable or writable as its place asks (sluice checks that first).
-        ...(family === 'duplex' ? [['noReadable', 0.1], ['noWritable', 0.1]] : [])])];
+        ...(family === 'duplex' ? [['noReadable', 0.1], ['noWritable', 0.1]] : []),
+        ...(family === 'compose' ? [['destroy', 0.25]] : [])])];
     } else if (flavour === 'transform') {
       words = ['transform', name, ...opts([[hwm, 0.4], ['flush', 0.4], ['async', 0.4],
         ['objectMode', 0.1], ['noAutoDestroy', 0.1], ['noEmitClose', 0.1], ['noHalfOpen', 0.2]])];
@@ -285,6 +289,43 @@ function generate(seed, family) {
     return `${ln.join('\n')}\n`;
   };
 
+  // Extension (API.md): reduce's asynchronous reducer and signal, take's
+  // and drop's signal (aborted before the first read now and then), and
+  // flatMap over streams,
+  // in a quarter of the `ops` seeds (decided with a stream of their own).
+  const signalOpsScenario = (B) => {
+    const ln = [`readable r objectMode${B.chance(0.3) ? ` hwm=${B.pick([1, 2, 4])}` : ''}`, 'abort-controller c'];
+    const pushed = [];
+    let no = 0;
+    const next = () => { no += 1; const c = String.fromCharCode(96 + no); pushed.push(c); return c; };
+    if (B.chance(0.3)) for (let k = B.int(1, 3); k > 0; k--) ln.push(`push r ${next()}`);
+    if (B.chance(0.3)) ln.push('abort c');
+    const helper = B.pick(['reduce-async r', 'reduce-async r x', 'reduce-async r x signal=c',
+      `take m r ${B.int(0, 3)} signal=c`, `drop m r ${B.int(0, 3)} signal=c`,
+      `flat-map m r stream${B.chance(0.5) ? ` concurrency=${B.int(1, 3)}` : ''}${B.chance(0.3) ? ' signal=c' : ''}`]);
+    const made = helper.includes(' m r');
+    ln.push(helper);
+    if (made) ln.push(B.chance(0.7) ? 'on m data' : 'read m');
+    for (let k = B.int(4, 14); k > 0; k--) {
+      const roll = B.int(0, 99);
+      if (roll < 20) ln.push('tick');
+      else if (roll < 40 && pushed.length && !made) ln.push(`settle r ${B.pick(pushed)}${B.chance(0.1) ? ' error=bang' : ''}`);
+      else if (roll < 45) ln.push(`destroy ${B.pick(made ? ['r', 'm'] : ['r'])}${B.chance(0.4) ? ' error=bang' : ''}`);
+      else if (roll < 52) ln.push(`state ${B.pick(made ? ['r', 'm'] : ['r'])}`);
+      else if (roll < 58 && made) ln.push('read m');
+      else if (roll < 64) ln.push('abort c');
+      else ln.push(`push r ${next()}`);
+    }
+    if (B.chance(0.7)) ln.push('push r EOF');
+    if (!made) {
+      for (const c of pushed) {
+        if (B.chance(0.5)) ln.push('tick');
+        ln.push(`settle r ${c}`);
+      }
+    }
+    return `${ln.join('\n')}\n`;
+  };
+
   // Extension (API.md): compose() over a chain of two to four streams (a
   // readable or a duplex at the head, a writable or a duplex at the tail),
   // written, ended, read and destroyed through the composite k, with the
@@ -329,6 +370,8 @@ function generate(seed, family) {
   switch (family) {
     case 'compose': return composeScenario();
     case 'ops': {
+      const B = rng(seed * 7919 + 5);
+      if (B.chance(0.25)) return signalOpsScenario(B);
       const A = rng(seed * 104729 + 17);
       return A.chance(0.5) ? asyncOpsScenario(A) : opsScenario();
     }

@@ -57,6 +57,14 @@ const baseOptions = (o) => ({
   emitClose: !o.noEmitClose,
 });
 
+// Extension (API.md): `destroy`: a _destroy(err, cb) that prints its call
+// and waits in the sink's queue; `complete` calls cb(err), passing the
+// destroy's error on, and `complete error=MSG` cb(new Error(MSG)).
+const destroyHook = (name, o, entry) => (err, cb) => {
+  emit(`_destroy ${name}${err ? ` ${what(err)}` : ''}`);
+  if (o.sync) cb(err); else entry.pending.push((e) => cb(e ?? err));
+};
+
 function makeWritable(name, o) {
   const entry = { kind: 'writable', pending: [] };
   // Every sink call prints its line, then completes at once (sync) or waits for `complete`.
@@ -70,6 +78,7 @@ function makeWritable(name, o) {
   };
   if (o.writev) opts.writev = (chunks, cb) => sink(`_writev ${name} ${chunks.map((c) => show(c.chunk)).join(',')}`, cb);
   if (o.final) opts.final = (cb) => sink(`_final ${name}`, cb);
+  if (o.destroy) opts.destroy = destroyHook(name, o, entry);
   const w = new Writable(opts);
   for (const ev of ['drain', 'finish', 'close', 'pipe', 'unpipe']) w.on(ev, () => emit(`${ev} ${name}`));
   w.on('error', (err) => emit(`error ${name} ${what(err)}`));
@@ -178,6 +187,7 @@ function makeDuplex(name, o) {
   };
   if (o.writev) opts.writev = (chunks, cb) => sink(`_writev ${name} ${chunks.map((c) => show(c.chunk)).join(',')}`, cb);
   if (o.final) opts.final = (cb) => sink(`_final ${name}`, cb);
+  if (o.destroy) opts.destroy = destroyHook(name, o, entry);
   const d = new Duplex(opts);
   listenDuplex(name, d);
   entry.stream = d;
@@ -266,6 +276,9 @@ function parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail }
     drop = chunk(args[2]);
     first = 3;
   }
+  // flat-map M R stream: fn returns Readable.from([CHUNK, CHUNK upper-cased]).
+  const streamForm = cmd === 'flat-map' && args[first] === 'stream';
+  if (streamForm) first += 1;
   const o = operatorOptions(args.slice(first), { signal, fail: (msg) => fail(`${cmd}: ${msg}`) });
   const m = makes ? create('readable') : undefined;
   const pending = (c) => new Promise((resolve, reject) => {
@@ -287,7 +300,11 @@ function parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail }
         out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return pending(show(c)).then(() => show(c) !== drop); }, opts);
         break;
       case 'flat-map':
-        out = s.flatMap((c) => { emit(`flat-map ${r} ${show(c)}`); return [show(c), show(c).toUpperCase()]; }, opts);
+        out = s.flatMap((c) => {
+          emit(`flat-map ${r} ${show(c)}`);
+          const items = [show(c), show(c).toUpperCase()];
+          return streamForm ? Readable.from(items) : items;
+        }, opts);
         break;
       case 'for-each-async':
         s.forEach((c) => { emit(`each ${r} ${show(c)}`); return pending(show(c)).then(() => {}); }, opts)
@@ -376,7 +393,7 @@ function parse(text) {
     let run;
     switch (cmd) {
       case 'writable': {
-        const o = options(['hwm', 'writev', 'final', 'sync', 'objectMode', 'noAutoDestroy', 'noEmitClose']);
+        const o = options(['hwm', 'writev', 'final', 'sync', 'objectMode', 'noAutoDestroy', 'noEmitClose', 'destroy']);
         const name = create('writable');
         run = () => makeWritable(name, o);
         break;
@@ -389,7 +406,7 @@ function parse(text) {
       }
       case 'duplex': {
         const o = options(['hwm', 'writev', 'final', 'sync', 'objectMode', 'noAutoDestroy', 'noEmitClose',
-          'noHalfOpen', 'noReadable', 'noWritable']);
+          'noHalfOpen', 'noReadable', 'noWritable', 'destroy']);
         const name = create('duplex');
         run = () => makeDuplex(name, o);
         break;
@@ -470,14 +487,20 @@ function parse(text) {
         break;
       }
       case 'map': case 'filter': case 'take': case 'drop': {
-        // map M R | filter M R CHUNK | take M R N | drop M R N: M is a new readable
-        if (cmd === 'map') arity(2, 2); else arity(3, 3);
+        // map M R | filter M R CHUNK | take M R N [signal=C] | drop M R N [signal=C]: M is a new readable
+        const counted = cmd === 'take' || cmd === 'drop';
+        if (cmd === 'map') arity(2, 2); else arity(3, counted ? 4 : 3);
         const r = stream(1, 'readable');
         let arg;
+        let sig;
         if (cmd === 'filter') arg = chunk(args[2]);
-        if (cmd === 'take' || cmd === 'drop') {
+        if (counted) {
           if (!COUNT.test(args[2])) fail(n, `${cmd}: N must be a non-negative integer, got '${args[2]}'`);
           arg = Number(args[2]);
+          if (args.length === 4) {
+            if (!args[3].startsWith('signal=')) fail(n, `${cmd}: unknown option '${args[3]}'`);
+            sig = signal(args[3].slice(7));
+          }
         }
         const m = create('readable');
         run = () => {
@@ -486,8 +509,8 @@ function parse(text) {
           switch (cmd) {
             case 'map': out = s.map((c) => { emit(`map ${r} ${show(c)}`); return show(c).toUpperCase(); }); break;
             case 'filter': out = s.filter((c) => { emit(`test ${r} ${show(c)}`); return show(c) !== arg; }); break;
-            case 'take': out = s.take(arg); break;
-            case 'drop': out = s.drop(arg); break;
+            case 'take': out = sig ? s.take(arg, { signal: controllers.get(sig).signal }) : s.take(arg); break;
+            case 'drop': out = sig ? s.drop(arg, { signal: controllers.get(sig).signal }) : s.drop(arg); break;
           }
           for (const ev of ['end', 'close', 'pause', 'resume']) out.on(ev, () => emit(`${ev} ${m}`));
           out.on('error', (err) => emit(`error ${m} ${what(err)}`));
@@ -498,6 +521,40 @@ function parse(text) {
       // Extension (API.md): the helpers' options and flatMap (operators block).
       case 'map-async': case 'filter-async': case 'for-each-async': case 'flat-map': {
         ({ run } = parseOperatorCommand(cmd, args, { stream, create, chunk, signal, fail: (msg) => fail(n, msg) }));
+        break;
+      }
+      case 'reduce-async': {
+        // reduce-async R [INITIAL] [signal=C]: the reducer prints `reduce R CHUNK`
+        // and its promise, which `settle R CHUNK` settles, gives ACC+CHUNK.
+        arity(1, 3);
+        const r = stream(0, 'readable');
+        let initial;
+        let sig;
+        for (const w of args.slice(1)) {
+          if (w.startsWith('signal=')) {
+            if (sig !== undefined) fail(n, "reduce-async: option 'signal' given twice");
+            sig = signal(w.slice(7));
+          } else if (initial !== undefined || sig !== undefined) {
+            fail(n, 'reduce-async: expected reduce-async R [INITIAL] [signal=C]');
+          } else {
+            initial = chunk(w);
+          }
+        }
+        // Node's options come after initialValue, whose presence (arguments.length) counts.
+        if (sig !== undefined && initial === undefined) fail(n, 'reduce-async: signal=C needs an INITIAL');
+        run = () => {
+          const s = streams.get(r).stream;
+          const fn = (acc, c) => {
+            emit(`reduce ${r} ${show(c)}`);
+            return new Promise((resolve, reject) => {
+              if (!inFlight.has(r)) inFlight.set(r, []);
+              inFlight.get(r).push({ chunk: show(c), resolve, reject });
+            }).then(() => `${show(acc)}+${show(c)}`);
+          };
+          const opts = sig === undefined ? undefined : { signal: controllers.get(sig).signal };
+          const p = initial === undefined ? s.reduce(fn) : s.reduce(fn, initial, opts);
+          p.then((v) => emit(`reduce-async ${r} -> ${show(v)}`), (err) => emit(`reduce-async ${r} ${what(err)}`));
+        };
         break;
       }
       case 'settle': {

@@ -8,6 +8,8 @@ expected=${2:?usage: check-output.sh PROGRAM EXPECTED}
 actual=$("$program" 2>&1)
 status=$?
 if [ $status -ne 0 ]; then
+  # What it printed says why (a sanitizer's report among it).
+  printf '%s\n' "$actual"
   echo "$program exited $status"
   exit 1
 fi

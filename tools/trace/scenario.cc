@@ -79,6 +79,7 @@ class scenario_parser {
   step stream_helper();
   // Extension (API.md): the helpers' options and flatMap.
   step operator_helper();
+  step reduce_async();
   step settle();
   step set_default_hwm();
   step get_default_hwm();
@@ -151,6 +152,7 @@ const std::map<std::string_view, scenario_parser::family> scenario_parser::comma
     {"filter-async", &scenario_parser::operator_helper},
     {"for-each-async", &scenario_parser::operator_helper},
     {"flat-map", &scenario_parser::operator_helper},
+    {"reduce-async", &scenario_parser::reduce_async},
     {"settle", &scenario_parser::settle},
     {"set-default-hwm", &scenario_parser::set_default_hwm},
     {"get-default-hwm", &scenario_parser::get_default_hwm},
@@ -264,10 +266,10 @@ step scenario_parser::create_stream() {
 // The options of a creating command, checked against those it allows.
 stream_options scenario_parser::creating_options() const {
   static const std::map<std::string, std::vector<std::string>> allowed_by_cmd = {
-      {"writable", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose"}},
+      {"writable", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose", "destroy"}},
       {"readable", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose"}},
       {"duplex", {"hwm", "writev", "final", "sync", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen",
-                  "noReadable", "noWritable"}},
+                  "noReadable", "noWritable", "destroy"}},
       {"transform", {"hwm", "flush", "async", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
       {"passthrough", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
       {"duplexpair", {"hwm", "objectMode", "noAutoDestroy", "noEmitClose", "noHalfOpen"}},
@@ -284,6 +286,7 @@ stream_options scenario_parser::creating_options() const {
       {"noWritable", &stream_options::no_writable},
       {"flush", &stream_options::flush},
       {"async", &stream_options::async},
+      {"destroy", &stream_options::destroy},
   };
   const auto& allowed = allowed_by_cmd.at(cmd_);
   stream_options o;
@@ -439,26 +442,32 @@ step scenario_parser::consuming_helper() {
   });
 }
 
-// Extension: map M R | filter M R CHUNK | take M R N | drop M R N: M is a
-// new readable. map's function prints `map R CHUNK` and upper-cases;
-// filter's prints `test R CHUNK` and drops CHUNK.
+// Extension: map M R | filter M R CHUNK | take M R N [signal=C] | drop M R N
+// [signal=C]: M is a new readable. map's function prints `map R CHUNK` and
+// upper-cases; filter's prints `test R CHUNK` and drops CHUNK.
 step scenario_parser::stream_helper() {
+  const bool counted = cmd_ == "take" || cmd_ == "drop";
   if (cmd_ == "map")
     arity(2, 2);
   else
-    arity(3, 3);
+    arity(3, counted ? 4 : 3);
   const std::string src = stream(1, stream_kind::readable);
   std::string arg;
   std::size_t count = 0;
+  std::optional<std::string> signal_name;
   if (cmd_ == "filter") arg = chunk(args_[2]);
-  if (cmd_ == "take" || cmd_ == "drop") {
+  if (counted) {
     const std::string& v = args_[2];
     if (!is_count(v) || std::from_chars(v.data(), v.data() + v.size(), count).ec != std::errc{})
       fail(cmd_ + ": N must be a non-negative integer, got '" + v + "'");
+    if (args_.size() == 4) {
+      if (args_[3].rfind("signal=", 0) != 0) fail(cmd_ + ": unknown option '" + args_[3] + "'");
+      signal_name = signal(args_[3].substr(7));
+    }
   }
   const std::string m = create(stream_kind::readable);
   const std::string cmd = cmd_;
-  return at([cmd, m, src, arg, count](trace_run& r) {
+  return at([cmd, m, src, arg, count, signal_name](trace_run& r) {
     auto& s = r[src].readable();
     std::unique_ptr<sluice::readable> out;
     if (cmd == "map") {
@@ -474,6 +483,10 @@ step scenario_parser::stream_helper() {
         r.emit("test " + src + " " + std::string(c));
         return c != arg;
       });
+    } else if (signal_name) {
+      sluice::operator_options o;
+      o.signal = r.controller(*signal_name).get_token();
+      out = cmd == "take" ? sluice::take(s, count, o) : sluice::drop(s, count, o);
     } else if (cmd == "take") {
       out = sluice::take(s, count);
     } else {
@@ -498,6 +511,9 @@ step scenario_parser::operator_helper() {
     drop = chunk(args_[2]);
     first = 3;
   }
+  // flat-map M R stream: the function gives readable_from({CHUNK, CHUNK upper-cased}).
+  const bool stream_form = cmd_ == "flat-map" && args_.size() > first && args_[first] == "stream";
+  if (stream_form) ++first;
   std::optional<std::size_t> concurrency, hwm;
   std::optional<std::string> signal_name;
   for (std::size_t i = first; i < args_.size(); ++i) {
@@ -521,7 +537,7 @@ step scenario_parser::operator_helper() {
   const std::string m = makes ? create(stream_kind::readable) : std::string();
   const std::string cmd = cmd_;
   auto calls = calls_;
-  return at([cmd, m, src, drop, concurrency, hwm, signal_name, calls](trace_run& r) {
+  return at([cmd, m, src, drop, concurrency, hwm, signal_name, calls, stream_form](trace_run& r) {
     sluice::operator_options o;
     if (concurrency) o.concurrency = *concurrency;
     o.high_water_mark = hwm;
@@ -560,6 +576,14 @@ step scenario_parser::operator_helper() {
             in_flight(c, [d, keep = c != drop](std::error_code ec) { (*d)(ec, keep); });
           },
           o);
+    } else if (cmd == "flat-map" && stream_form) {
+      out = sluice::flat_map(
+          s,
+          [&r, src, upper](std::string_view c) -> std::unique_ptr<sluice::readable> {
+            r.emit("flat-map " + src + " " + std::string(c));
+            return sluice::readable_from(std::vector<std::string>{std::string(c), upper(c)});
+          },
+          o);
     } else if (cmd == "flat-map") {
       out = sluice::flat_map(
           s,
@@ -580,6 +604,51 @@ step scenario_parser::operator_helper() {
       return;
     }
     r.add_made_readable(m, std::move(out));
+  });
+}
+
+// Extension (API.md): reduce-async R [INITIAL] [signal=C]: reduce(fn,
+// INITIAL, { signal }) whose reducer prints `reduce R CHUNK` and waits for
+// `settle R CHUNK`, then gives ACC+CHUNK. The outcome prints
+// `reduce-async R -> VALUE` or `reduce-async R WHAT`.
+step scenario_parser::reduce_async() {
+  arity(1, 3);
+  const std::string src = stream(0, stream_kind::readable);
+  std::optional<std::string> initial, signal_name;
+  for (std::size_t i = 1; i < args_.size(); ++i) {
+    const std::string& w = args_[i];
+    if (w.rfind("signal=", 0) == 0) {
+      if (signal_name) fail("reduce-async: option 'signal' given twice");
+      signal_name = signal(w.substr(7));
+    } else if (initial || signal_name) {
+      fail("reduce-async: expected reduce-async R [INITIAL] [signal=C]");
+    } else {
+      initial = chunk(w);
+    }
+  }
+  // Node's options come after initialValue, whose presence counts.
+  if (signal_name && !initial) fail("reduce-async: signal=C needs an INITIAL");
+  auto calls = calls_;
+  return at([src, initial, signal_name, calls](trace_run& r) {
+    sluice::operator_options o;
+    if (signal_name) o.signal = r.controller(*signal_name).get_token();
+    auto& l = sluice::loop::current();
+    sluice::reduce(
+        r[src].readable(),
+        [&r, &l, src, calls](std::string acc, std::string_view c, sluice::reduce_done done) {
+          r.emit("reduce " + src + " " + std::string(c));
+          auto d = std::make_shared<sluice::reduce_done>(std::move(done));
+          // The oracle's reducer gives `pending.then(...)`: the value a
+          // microtask after `settle`.
+          (*calls)[src].push_back({std::string(c), [&l, d, v = acc + "+" + std::string(c)](std::error_code ec) {
+                                     l.queue_microtask([d, v, ec] { (*d)(ec, v); });
+                                   }});
+        },
+        initial,
+        [&r, src](std::error_code ec, std::string v) {
+          r.emit("reduce-async " + src + (ec ? " " + what(ec) : " -> " + v));
+        },
+        o);
   });
 }
 

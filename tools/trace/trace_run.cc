@@ -1,5 +1,6 @@
 #include "trace_run.h"
 
+#include <memory>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -50,6 +51,22 @@ class recording_sink final : public sluice::sink {
     settle(done);
   }
   bool has_final() const noexcept override { return r_.opts.final; }
+  // Extension (API.md): `destroy`: Node's _destroy(err, cb), printed, whose
+  // cb waits in the same queue; `complete` passes the destroy's error on
+  // (cb(err)), `complete error=MSG` gives its own.
+  bool has_async_destroy() const noexcept override { return r_.opts.destroy; }
+  void destroy_async(std::error_code err, sluice::destroy_done done) noexcept override {
+    if (err)
+      r_.print("_destroy", what(err));
+    else
+      r_.print("_destroy");
+    if (r_.opts.sync) {
+      done(err);
+      return;
+    }
+    auto held = std::make_shared<sluice::destroy_done>(std::move(done));
+    r_.pending.push_back([held, err](std::error_code ec) { (*held)(ec ? ec : err); });
+  }
 
  private:
   template <class Done>

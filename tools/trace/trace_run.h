@@ -34,6 +34,8 @@ struct stream_options {
   // Extension (EXTENSIONS.md): duplex and transform options.
   bool no_half_open = false, no_readable = false, no_writable = false;
   bool flush = false, async = false;
+  // Extension (API.md): a sink with a _destroy(err, cb) that waits.
+  bool destroy = false;
 };
 
 /// Extension (API.md): `from R CHUNKS [OPTION]...`, Readable.from().

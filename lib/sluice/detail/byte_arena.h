@@ -29,6 +29,7 @@ class byte_arena {
     std::size_t used;      // bytes handed out, header included (see used())
     std::size_t released;  // bytes given back; the block is free when equal to used
     block* next_spare;     // while the block waits in the pool: the next one
+    std::size_t touched;   // the most it ever had in use: its resident pages (block_pool)
   };
   static constexpr std::size_t header = 64;  // keeps the chunks cache-line aligned
 
@@ -112,6 +113,7 @@ class byte_arena {
     b->released += n;
     if (b->released != used(b) - header) return;
     if (b == tail_) {
+      b->used = used(b);  // the pool reads it: the pages this use touched
       tail_ = nullptr;
       next_ = limit_ = nullptr;
     }
@@ -119,20 +121,31 @@ class byte_arena {
   }
 
   /// The blocks freed by the streams of one thread (so of one loop), kept for
-  /// the next stream that writes. glibc serves a 64 KiB-aligned 64 KiB block
-  /// with mmap and frees it with munmap (a TLB shootdown in a threaded
-  /// process), so blocks are not given back one by one; past max_blocks
-  /// (1 MiB) they are freed. Defined in byte_arena.cc: one pool per thread
-  /// for the library and the program alike.
+  /// the next stream that writes. Blocks are mapped from the kernel by this
+  /// pool, 16 at a time (an aligned_alloc of 64 KiB aligned to 64 KiB is a
+  /// 132 KiB mmap in glibc, and its free a munmap: a TLB shootdown in a
+  /// threaded process), so a block's pages are resident only once written:
+  /// a stream that writes 100 bytes costs one page, not 64 KiB. The pool is
+  /// therefore bounded by the pages its blocks have touched (max_bytes, what
+  /// it adds to the RSS), not by a count: a server whose 100 connections
+  /// each take a block and give it back keeps all 100 for a few hundred KiB,
+  /// where 16 blocks would unmap and map one per round trip. Past the bound
+  /// (or max_blocks of address space) blocks are unmapped. Defined in
+  /// byte_arena.cc: one pool per thread for the library and the program alike.
   struct block_pool {
-    static constexpr std::size_t max_blocks = 16;
-    /// A pooled block, or null.
+    static constexpr std::size_t max_bytes = 1024 * 1024;
+    static constexpr std::size_t max_blocks = 1024;
+    /// A pooled block, or a fresh one (nullptr when the kernel refuses).
     static block* take() noexcept;
-    /// Keeps `b` (a block nothing is cut from any more), or frees it.
+    /// Keeps `b` (a block nothing is cut from any more), or unmaps it.
     static void put(block* b) noexcept;
-    /// Blocks waiting in this thread's pool.
+    /// Blocks waiting in this thread's pool (given back, and mapped unused).
     static std::size_t size() noexcept;
-    /// Frees every block waiting in this thread's pool.
+    /// Bytes the waiting blocks have touched, rounded to pages.
+    static std::size_t touched_bytes() noexcept;
+    /// How many times this thread has mapped blocks from the kernel.
+    static std::size_t maps() noexcept;
+    /// Unmaps every block waiting in this thread's pool.
     static void trim() noexcept;
   };
 
@@ -146,16 +159,16 @@ class byte_arena {
 
   [[gnu::noinline]] void next_block() {
     if (tail_ && tail_->released == used(tail_) - header) {
-      next_ = reinterpret_cast<std::byte*>(tail_) + header;  // drained: reuse in place
+      // Drained: reused in place. Its pages stay resident, for the pool's
+      // count when it goes back (block_pool::put()).
+      tail_->touched = std::max(tail_->touched, used(tail_));
+      next_ = reinterpret_cast<std::byte*>(tail_) + header;
       tail_->released = 0;
       return;
     }
     if (tail_) tail_->used = used(tail_);  // the old tail is freed by its last release()
     block* fresh = block_pool::take();
-    if (!fresh) {
-      fresh = static_cast<block*>(std::aligned_alloc(block_size, block_size));
-      if (!fresh) throw std::bad_alloc();
-    }
+    if (!fresh) throw std::bad_alloc();
     fresh->released = 0;
     tail_ = fresh;
     next_ = reinterpret_cast<std::byte*>(fresh) + header;

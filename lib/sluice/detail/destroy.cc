@@ -46,15 +46,28 @@ void destroy_impl::destroy(readable* r, writable* w, std::error_code err) noexce
   check_error(r, w, err);
   s.set(sflag::destroyed);
 
-  // Node: _destroy(err, onDestroy). Differs from Node: a sink's and a
-  // source's destroy are synchronous; they only release resources (close an
-  // fd). A duplex's _destroy is its sink's and then its source's, each given
-  // the error the one before returned.
+  // Node: _destroy(err, onDestroy). A duplex's _destroy is its sink's and
+  // then its source's, each given the error the one before returned. A
+  // sink's destroy may complete later (destroy_async()): the source's, and
+  // onDestroy, then wait for it. Differs from Node: a source's destroy is
+  // synchronous; it only releases resources (closes an fd).
+  if (w) {
+    inline_function<void(std::error_code), 16> done = [r, w](std::error_code e) noexcept {
+      on_destroy(r, w, r ? sides::side(r)->destroy_io(e) : e);
+    };
+    if (sides::side(w)->destroy_io_async(err, done)) return;
+  }
   std::error_code e = err;
   if (w) e = sides::side(w)->destroy_io(e);
   if (r) e = sides::side(r)->destroy_io(e);
+  on_destroy(r, w, e);
+}
 
-  // Node: onDestroy(err).
+// Node: onDestroy(err), once (a second call does nothing, as Node's
+// `called` makes it).
+void destroy_impl::on_destroy(readable* r, writable* w, std::error_code e) noexcept {
+  const sides s{r, w};
+  if (s.any(sflag::closed)) return;
   check_error(r, w, e);
   s.set(sflag::closed);
   if (e) {

@@ -22,6 +22,8 @@ struct destroy_impl {
   // Node: destroy(err) of destroy.js. The writable's own part (errorBuffer,
   // Writable.prototype.destroy) is the caller's.
   static void destroy(readable* r, writable* w, std::error_code err) noexcept;
+  // Node: onDestroy(err): the stream is closed; 'error' and 'close' next tick.
+  static void on_destroy(readable* r, writable* w, std::error_code err) noexcept;
   // Node: errorOrDestroy(stream, err, sync).
   static void error_or_destroy(readable* r, writable* w, std::error_code err, bool sync) noexcept;
   // The same for the stream of which `side` is a side (pipe()'s destination).

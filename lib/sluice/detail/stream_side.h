@@ -42,6 +42,12 @@ class stream_side {
   /// The side's part of Node's _destroy(): its sink's or its source's
   /// destroy, given the error so far; returns the error to report.
   virtual std::error_code destroy_io(std::error_code err) noexcept = 0;
+  /// The same for an io whose destroy completes later (a sink's
+  /// destroy_async()): false when the io's destroy is synchronous (then
+  /// destroy_io() is called); else `done` was taken and is called once.
+  virtual bool destroy_io_async(std::error_code /*err*/, inline_function<void(std::error_code), 16>& /*done*/) noexcept {
+    return false;
+  }
 
   stream_state* common_;  // the side's state (writable_state or readable_state)
   std::error_code errored_;  // the first error, once sflag::errored is set

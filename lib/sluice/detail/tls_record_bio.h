@@ -27,6 +27,12 @@ struct record_buffers {
   std::string out;
   std::size_t records = 0;
 
+  // Room in `out` for the records of `plaintext` more bytes, before
+  // SSL_write() makes them: OpenSSL hands the BIO one record at a time, and
+  // a string grown record by record would copy what it holds at every
+  // doubling (as many bytes again as the batch, on average).
+  void expect(std::size_t plaintext);
+
   // The TCP socket read `chunk`: OpenSSL reads it next (after what it left).
   void feed(std::string_view chunk);
   // After OpenSSL had its go at a fed chunk: what it left is copied, since

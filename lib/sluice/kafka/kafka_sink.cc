@@ -203,7 +203,10 @@ kafka_sink::~kafka_sink() {
     if (rkt_) rd_kafka_topic_destroy(rkt_);
     rd_kafka_destroy(rk_);
   }
-  if (event_fd_ >= 0) ::close(event_fd_);
+  if (event_fd_ >= 0) {
+    if (loop_) loop_->forget_fd(event_fd_);
+    ::close(event_fd_);
+  }
 }
 
 void kafka_sink::attach(loop& l) {

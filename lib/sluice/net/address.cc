@@ -117,4 +117,43 @@ address_info remote_address_of(int fd) {
   return describe(a);
 }
 
+peer_address peer_of(int fd, std::string& path) {
+  sockaddr_any a;
+  a.length = sizeof a.storage;
+  peer_address out{};
+  if (::getpeername(fd, a.get(), &a.length) != 0) return out;
+  switch (a.family()) {
+    case AF_INET:
+      std::memcpy(&out.v4, &a.storage, sizeof out.v4);
+      break;
+    case AF_INET6:
+      std::memcpy(&out.v6, &a.storage, sizeof out.v6);
+      break;
+    case AF_UNIX:
+      out.family = AF_UNIX;
+      path = describe(a).address;
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+address_info describe(const peer_address& a, std::string_view path) {
+  sockaddr_any any;
+  switch (a.family) {
+    case AF_INET:
+      std::memcpy(&any.storage, &a.v4, sizeof a.v4);
+      break;
+    case AF_INET6:
+      std::memcpy(&any.storage, &a.v6, sizeof a.v6);
+      break;
+    case AF_UNIX:
+      return {std::string(path), "unix", 0};
+    default:
+      return {};
+  }
+  return describe(any);
+}
+
 }  // namespace sluice::net::detail

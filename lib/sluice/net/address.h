@@ -2,6 +2,7 @@
 // socket.address(), remoteAddress/remotePort and server.address() give them.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cstdint>
@@ -42,6 +43,16 @@ struct sockaddr_any {
   int family() const noexcept { return storage.ss_family; }
 };
 
+/// A connected socket's peer in 28 bytes: an IP socket's sockaddr_in or
+/// sockaddr_in6 as getpeername() gives it; for a Unix socket, the family
+/// alone (its peer's path, when there is one, is kept apart). Family 0:
+/// none.
+union peer_address {
+  sa_family_t family;
+  sockaddr_in v4;
+  sockaddr_in6 v6;
+};
+
 /// A TCP address from an IP literal ("127.0.0.1", "::1") or "localhost"
 /// (127.0.0.1). Differs from Node: names are not looked up (a lookup would
 /// block the loop); EINVAL for anything else.
@@ -52,6 +63,11 @@ std::error_code unix_address(std::string_view path, sockaddr_any& out) noexcept;
 address_info describe(const sockaddr_any& a);
 /// getsockname() and getpeername(), described; empty on failure.
 address_info local_address_of(int fd);
+/// getpeername(), kept short: `path` gets a Unix peer's path. Family 0 on
+/// failure.
+peer_address peer_of(int fd, std::string& path);
+/// The peer as Node shows it; `path` is a Unix peer's.
+address_info describe(const peer_address& a, std::string_view path);
 address_info remote_address_of(int fd);
 
 }  // namespace detail

@@ -26,7 +26,10 @@ server::server(const server_options& options)
 server::~server() {
   loop_->cancel(tag());
   loop_->ref(tag());  // the loop must not keep this address as unref'd
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    loop_->forget_fd(fd_);
+    ::close(fd_);
+  }
   if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
   // The sockets still held go with the server, without events; each must
   // not report back to it while it goes.
@@ -180,6 +183,7 @@ server& server::close() {
   closing_ = true;
   if (fd_ >= 0) {
     loop_->cancel(tag());
+    loop_->forget_fd(fd_);
     ::close(fd_);
     fd_ = -1;
     if (!unix_path_.empty()) {

@@ -333,8 +333,7 @@ socket::socket(int fd, const socket_options& options) : socket(options) {
   fd_ = fd;
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0 && !(flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  local_ = detail::local_address_of(fd);
-  remote_ = detail::remote_address_of(fd);
+  keep_remote(fd);
   sink_->ready(fd);
   source_->ready(fd);
   // Node: "unlike Readable streams, this begins reading immediately", up to
@@ -345,7 +344,47 @@ socket::socket(int fd, const socket_options& options) : socket(options) {
 void socket::init(const socket_options& options) {
   sink_ = static_cast<detail::socket_sink*>(&get_sink());
   source_ = static_cast<detail::socket_source*>(&get_source());
-  write_deadline_ = options.write_deadline;
+  if (options.write_deadline.count() != 0) more().write_deadline = options.write_deadline;
+}
+
+socket::extras& socket::more() {
+  if (!more_) more_ = std::make_unique<extras>();
+  return *more_;
+}
+
+void socket::before_error_close(std::function<void(int fd, std::error_code err)> f) {
+  if (f || more_) more().before_error_close = std::move(f);
+}
+
+// Node's remoteAddress is looked up when asked and kept (_getpeername());
+// sluice keeps the peer's sockaddr from the connection on, so that it is
+// there after the close too, whenever it is asked for.
+void socket::keep_remote(int fd) {
+  std::string path;
+  remote_ = detail::peer_of(fd, path);
+  if (!path.empty()) more().unix_peer = std::move(path);
+}
+
+// Node: _getsockname(), while the handle is open and connected; empty before
+// and after, as Node's (its _sockname is dropped by _destroy()).
+address_info socket::local() const {
+  if (fd_ < 0 || connecting_) return {};
+  return detail::local_address_of(fd_);
+}
+
+address_info socket::remote() const {
+  return detail::describe(remote_, more_ ? std::string_view(more_->unix_peer) : std::string_view());
+}
+
+std::uint16_t socket::remote_port() const noexcept {
+  switch (remote_.family) {
+    case AF_INET:
+      return ntohs(remote_.v4.sin_port);
+    case AF_INET6:
+      return ntohs(remote_.v6.sin6_port);
+    default:
+      return 0;
+  }
 }
 
 socket::~socket() {
@@ -356,7 +395,10 @@ socket::~socket() {
   // call back into a socket that is gone.
   sink_->detach();
   source_->detach();
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    event_loop().forget_fd(fd_);
+    ::close(fd_);
+  }
 }
 
 std::size_t socket::bytes_read() const noexcept { return source_->bytes_read(); }
@@ -484,6 +526,7 @@ void socket::after_connect(std::error_code ec) noexcept {
     // Node: internalConnectMultiple(): the next address, on a new socket.
     if (!named_->first_error) named_->first_error = ec;
     if (fd_ >= 0) {  // its connect's watch has fired: nothing waits on it
+      event_loop().forget_fd(fd_);
       ::close(fd_);
       fd_ = -1;
     }
@@ -497,8 +540,7 @@ void socket::after_connect(std::error_code ec) noexcept {
     return;
   }
   connecting_ = false;
-  local_ = detail::local_address_of(fd_);
-  remote_ = detail::remote_address_of(fd_);
+  keep_remote(fd_);
   apply_options();
   touch();
   sink_->connected(fd_);
@@ -516,7 +558,7 @@ void socket::after_connect(std::error_code ec) noexcept {
 // Options set before the connection was up (Node keeps them for then).
 void socket::apply_options() noexcept {
   if (no_delay_) set_no_delay(true);
-  if (keep_alive_) set_keep_alive(true, *keep_alive_);
+  if (more_ && more_->keep_alive) set_keep_alive(true, *more_->keep_alive);
 }
 
 socket& socket::set_no_delay(bool no_delay) {
@@ -530,9 +572,9 @@ socket& socket::set_no_delay(bool no_delay) {
 
 socket& socket::set_keep_alive(bool enable, std::chrono::milliseconds initial_delay) {
   if (enable)
-    keep_alive_ = initial_delay;
-  else
-    keep_alive_.reset();
+    more().keep_alive = initial_delay;
+  else if (more_)
+    more_->keep_alive.reset();
   if (fd_ >= 0 && !connecting_) {
     const int on = enable ? 1 : 0;
     ::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
@@ -575,20 +617,20 @@ void socket::reset_now() noexcept {
 void socket::close_handle(std::error_code err) noexcept {
   if (named_) named_->lookup.cancel();  // Node: a lookup answered after destroy() is ignored
   event_loop().cancel(tag());
-  idle_timer_ = deadline_timer_ = 0;
+  if (more_) more_->idle_timer = more_->deadline_timer = 0;
   connecting_ = false;
-  if (fd_ >= 0 && err && before_error_close_) {
-    const auto f = std::move(before_error_close_);
-    before_error_close_ = nullptr;
+  if (fd_ >= 0 && err && more_ && more_->before_error_close) {
+    const auto f = std::move(more_->before_error_close);
+    more_->before_error_close = nullptr;
     f(fd_, err);
   }
   if (fd_ >= 0) {
+    event_loop().forget_fd(fd_);
     ::close(fd_);
     fd_ = -1;
   }
-  // Node: _destroy() forgets the local address (_sockname = null); the
-  // remote one stays.
-  local_ = {};
+  // Node: _destroy() forgets the local address (_sockname = null): local()
+  // has no fd to ask now. The remote one stays.
   if (server_) server_->connection_gone();
   event_loop().set_immediate([this, err] {
     event_arg arg;
@@ -618,11 +660,13 @@ socket& socket::ref() {
 // ---- timers
 
 socket& socket::set_timeout(std::chrono::milliseconds ms) {
-  if (idle_timer_) event_loop().clear_timeout(idle_timer_);
-  idle_timer_ = 0;
-  idle_timeout_ = ms;
+  if (ms.count() == 0 && !more_) return *this;  // off, and never on
+  extras& m = more();
+  if (m.idle_timer) event_loop().clear_timeout(m.idle_timer);
+  m.idle_timer = 0;
+  m.idle_timeout = ms;
   if (ms.count() > 0 && !destroyed()) {
-    last_active_ = std::chrono::steady_clock::now();
+    m.last_active = std::chrono::steady_clock::now();
     arm_idle(ms);
   }
   return *this;
@@ -631,44 +675,45 @@ socket& socket::set_timeout(std::chrono::milliseconds ms) {
 // Node: _unrefTimer(), which refreshes the timer, and so arms it again after
 // it has fired.
 void socket::touch() noexcept {
-  if (idle_timeout_.count() == 0) return;
-  last_active_ = std::chrono::steady_clock::now();
-  if (idle_timer_ == 0) arm_idle(idle_timeout_);
+  if (!more_ || more_->idle_timeout.count() == 0) return;
+  more_->last_active = std::chrono::steady_clock::now();
+  if (more_->idle_timer == 0) arm_idle(more_->idle_timeout);
 }
 
 void socket::arm_idle(std::chrono::milliseconds delay) {
-  idle_timer_ = event_loop().set_timeout(delay, [this] { on_idle(); }, tag());
+  more_->idle_timer = event_loop().set_timeout(delay, [this] { on_idle(); }, tag());
 }
 
 // Node: _onTimeout(). Activity since the timer was set moves it on rather
 // than resetting a timer on every read and write.
 void socket::on_idle() noexcept {
-  idle_timer_ = 0;
-  const auto idle = std::chrono::steady_clock::now() - last_active_;
-  if (idle < idle_timeout_) {
-    arm_idle(std::chrono::ceil<std::chrono::milliseconds>(idle_timeout_ - idle));
+  extras& m = *more_;
+  m.idle_timer = 0;
+  const auto idle = std::chrono::steady_clock::now() - m.last_active;
+  if (idle < m.idle_timeout) {
+    arm_idle(std::chrono::ceil<std::chrono::milliseconds>(m.idle_timeout - idle));
     return;
   }
   emit(event::timeout);
 }
 
 void socket::arm_deadline() {
-  if (write_deadline_.count() == 0 || deadline_timer_ != 0 || destroyed()) return;
-  deadline_timer_ = event_loop().set_timeout(write_deadline_, [this] { on_deadline(); }, tag());
+  if (!more_ || more_->write_deadline.count() == 0 || more_->deadline_timer != 0 || destroyed()) return;
+  more_->deadline_timer = event_loop().set_timeout(more_->write_deadline, [this] { on_deadline(); }, tag());
 }
 
 void socket::clear_deadline() noexcept {
-  if (deadline_timer_ == 0) return;
-  event_loop().clear_timeout(deadline_timer_);
-  deadline_timer_ = 0;
+  if (!more_ || more_->deadline_timer == 0) return;
+  event_loop().clear_timeout(more_->deadline_timer);
+  more_->deadline_timer = 0;
 }
 
 // sluice's own: the peer has not taken what was written for the whole
 // deadline. What it was owed is counted and the connection cut.
 void socket::on_deadline() noexcept {
-  deadline_timer_ = 0;
+  more_->deadline_timer = 0;
   // The stream's length still counts the whole call in flight.
-  bytes_cut_off_ += writable_length() - sink_->in_flight_written();
+  more_->bytes_cut_off += writable_length() - sink_->in_flight_written();
   destroy(make_error_code(errc::write_timeout));
 }
 

@@ -138,13 +138,15 @@ class socket : public duplex {
   /// Node: localAddress/localPort/localFamily and remoteAddress/remotePort/
   /// remoteFamily, as of the connection. As in Node, the local address is
   /// forgotten (empty, port 0) once the socket is destroyed; the remote one
-  /// stays.
-  const address_info& local() const noexcept { return local_; }
-  const address_info& remote() const noexcept { return remote_; }
-  std::string local_address() const { return local_.address; }
-  std::uint16_t local_port() const noexcept { return local_.port; }
-  std::string remote_address() const { return remote_.address; }
-  std::uint16_t remote_port() const noexcept { return remote_.port; }
+  /// stays. Made when asked, as Node's getters are: the local one from the
+  /// fd (getsockname()), the remote one from the peer's sockaddr kept at
+  /// the connection, so that an idle socket holds no strings.
+  address_info local() const;
+  address_info remote() const;
+  std::string local_address() const { return local().address; }
+  std::uint16_t local_port() const { return local().port; }
+  std::string remote_address() const { return remote().address; }
+  std::uint16_t remote_port() const noexcept;
 
   /// sluice's own counters. write_syscalls(): sendmsg() calls made;
   /// chunks_written(): the chunks they were given (chunks_written() /
@@ -152,7 +154,7 @@ class socket : public duplex {
   /// still buffered when the write deadline destroyed the socket.
   std::size_t write_syscalls() const noexcept;
   std::size_t chunks_written() const noexcept;
-  std::size_t bytes_cut_off() const noexcept { return bytes_cut_off_; }
+  std::size_t bytes_cut_off() const noexcept { return more_ ? more_->bytes_cut_off : 0; }
 
   int fd() const noexcept { return fd_; }
 
@@ -161,7 +163,7 @@ class socket : public duplex {
   /// broken pipe), so that what the peer sent before can still be read from
   /// the kernel's buffer (a TLS alert that says why). Called at most once; it
   /// must not destroy or close anything.
-  void before_error_close(std::function<void(int fd, std::error_code err)> f) { before_error_close_ = std::move(f); }
+  void before_error_close(std::function<void(int fd, std::error_code err)> f);
 
  private:
   friend class detail::socket_sink;
@@ -190,23 +192,32 @@ class socket : public duplex {
   void on_deadline() noexcept;
   const void* tag() const noexcept { return &tag_; }
 
+  // What few sockets use (timers, options set before the connection, a Unix
+  // peer's path, the TLS layer's hook), apart from the socket so that an
+  // idle connection does without it: made on first use (see more()).
+  struct extras {
+    std::function<void(int, std::error_code)> before_error_close;
+    std::optional<std::chrono::milliseconds> keep_alive;
+    std::chrono::milliseconds idle_timeout{0};
+    std::chrono::steady_clock::time_point last_active{};
+    timer_id idle_timer = 0;
+    std::chrono::milliseconds write_deadline{0};
+    timer_id deadline_timer = 0;
+    std::size_t bytes_cut_off = 0;
+    std::string unix_peer;  // a Unix socket's peer path, when it has one
+  };
+  extras& more();
+  void keep_remote(int fd);
+
   int fd_ = -1;
-  std::function<void(int, std::error_code)> before_error_close_;
   char tag_ = 0;  // the owner of the socket's own loop tasks (see tag())
   bool connecting_ = false;
   bool no_delay_ = false;
-  std::optional<std::chrono::milliseconds> keep_alive_;
+  detail::peer_address remote_{};  // the peer, as of the connection
   detail::socket_sink* sink_ = nullptr;
   detail::socket_source* source_ = nullptr;
-  address_info local_;
-  address_info remote_;
-  std::chrono::milliseconds idle_timeout_{0};
-  std::chrono::steady_clock::time_point last_active_{};
-  timer_id idle_timer_ = 0;
-  std::chrono::milliseconds write_deadline_{0};
-  timer_id deadline_timer_ = 0;
-  std::size_t bytes_cut_off_ = 0;
   server* server_ = nullptr;  // the server that accepted it, if any
+  std::unique_ptr<extras> more_;
   // A connection to a name: its lookup and the addresses it gave (see
   // socket.cc). Made by connect(port, name) alone.
   struct by_name;

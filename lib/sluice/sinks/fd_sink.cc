@@ -21,6 +21,7 @@ fd_sink::~fd_sink() {
 std::error_code fd_sink::close_fd() noexcept {
   if (!close_fd_ || fd_ < 0) return {};
   close_fd_ = false;
+  if (loop_) loop_->forget_fd(fd_);
   // close() is not retried on EINTR: on Linux the fd is gone either way.
   if (detail::sys.close(fd_) != 0) return {errno, std::system_category()};
   return {};

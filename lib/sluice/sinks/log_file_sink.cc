@@ -80,6 +80,7 @@ std::error_code log_file_sink::before_part() noexcept {
 // The next part of a batch, after a rotation if needed.
 std::error_code log_file_sink::start_part() noexcept {
   if (const std::error_code ec = before_part()) return ec;
+  forget_fd();  // a part starts a new file
   return log_.start_part();
 }
 
@@ -150,7 +151,14 @@ std::error_code log_file_sink::reopen() noexcept {
 
 std::error_code log_file_sink::reopen_now() noexcept {
   account();
+  forget_fd();
   return log_.reopen();
+}
+
+// Before the file is closed (or reopened): a pipe or a FIFO was watched
+// for POLLOUT, and a host loop may still hold its number (loop::forget_fd()).
+void log_file_sink::forget_fd() noexcept {
+  if (loop_ && log_.file().fd() >= 0) loop_->forget_fd(log_.file().fd());
 }
 
 std::error_code log_file_sink::sync() noexcept { return log_.file().sync(); }
@@ -183,6 +191,7 @@ void log_file_sink::final(final_done done) {
   std::error_code ec = std::exchange(pending_, {});
   if (!ec) ec = log_.file().sync_if_dirty();
   closed_ = true;
+  forget_fd();
   const std::error_code closed = log_.file().close();
   done(ec ? ec : closed);
 }
@@ -198,6 +207,7 @@ std::error_code log_file_sink::destroy(std::error_code err) noexcept {
       loop_->next_tick([this] { finish(make_error_code(errc::destroyed)); }, this);
     }
   }
+  forget_fd();
   const std::error_code closed = log_.file().close();
   return err ? err : closed;
 }

@@ -108,6 +108,7 @@ class log_file_sink : public sink {
   void after_call(std::error_code& ec) noexcept;
   void account() noexcept;
   std::error_code reopen_now() noexcept;
+  void forget_fd() noexcept;
   std::error_code sync() noexcept;
   void on_timer() noexcept;
   void report(std::error_code ec) noexcept;

@@ -16,6 +16,10 @@ namespace sluice {
 class loop;
 class sink;
 
+/// Completes a sink's destroy_async(): call it once, with the error the
+/// stream should report.
+using destroy_done = inline_function<void(std::error_code), 16>;
+
 /// What a sink reports to: the stream that owns it (a writable implements
 /// it), seen from the sink's side. A sink reaches it only through the
 /// completions it is handed (write_done, final_done) and sink::report_error(),
@@ -187,6 +191,16 @@ class sink {
   /// Node: _destroy(err, cb), synchronous: release what the sink holds
   /// (close an fd). Returns the error the stream should report, normally `err`.
   virtual std::error_code destroy(std::error_code err) noexcept { return err; }
+
+  /// Node: _destroy(err, cb) calling cb later, for a sink whose destroy
+  /// completes after the call (compose()'s, which waits for its chain).
+  /// Called instead of destroy(err) when has_async_destroy() is true; the
+  /// sink calls `done` exactly once, from inside the call or later, with the
+  /// error the stream should report. Until then the stream is destroyed but
+  /// not closed: 'error' and 'close' come after `done`. A sink destroyed
+  /// first (its stream deleted) drops `done` without calling it.
+  virtual void destroy_async(std::error_code err, destroy_done done) noexcept { done(destroy(err)); }
+  virtual bool has_async_destroy() const noexcept { return false; }
 
   /// sluice's own: when true, the writable holds writes until the end of the
   /// current turn of the loop (as if corked), so that everything written in

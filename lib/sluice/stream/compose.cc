@@ -28,14 +28,6 @@ struct compose_state {
   // What d._destroy destroys: sN (compose), or the one stream
   // (_duplexify's destroyer(w) and destroyer(r)).
   std::optional<stream_ref> tail_ref;
-  // compose(): s1 ... sN-1, which the pipeline destroys after sN (see
-  // destroy()), each with what finished() waits for on it there.
-  struct chain_stream {
-    stream_ref s;
-    bool reading, writing;
-  };
-  std::vector<chain_stream> rest;
-  std::error_code chain_error;  // the pipeline's first error, as it will report it
   bool single = false;  // one stream: _duplexify's rules
   bool is_readable = false;  // Node: readable, the composite's
   bool is_writable = false;  // Node: writable
@@ -46,12 +38,10 @@ struct compose_state {
   // Node: onclose, which is undefined while the pipeline runs, null once it
   // is done, and the destroy callback while a destroy waits for it.
   enum class close_state { running, done, destroy_waiting } onclose = close_state::running;
+  std::optional<destroy_done> destroy_callback;  // onclose's callback, while destroy_waiting
 
   void on_finished(std::error_code err);
-  void note_error(std::error_code err) {
-    if (err && (!chain_error || chain_error == make_error_code(errc::premature_close))) chain_error = err;
-  }
-  std::error_code destroy(std::error_code err);
+  void destroy(std::error_code err, destroy_done callback);
   void on_drain();
   void on_chain_finished();
   void on_tail_readable();
@@ -74,6 +64,7 @@ class compose_sink final : public sink {
     // A completion held for the composite must not outlive it.
     s_->ondrain.reset();
     s_->onfinish.reset();
+    s_->destroy_callback.reset();
     s_->d = nullptr;
   }
 
@@ -92,9 +83,16 @@ class compose_sink final : public sink {
     s_->onfinish = done;
   }
 
-  // Node: d._destroy (a duplex's one _destroy; the source's passes the
-  // error on).
-  std::error_code destroy(std::error_code err) noexcept override { return s_->destroy(err); }
+  // Node: d._destroy(err, callback) (a duplex's one _destroy; the source's
+  // passes the error on), whose callback may wait for the chain.
+  bool has_async_destroy() const noexcept override { return true; }
+  void destroy_async(std::error_code err, destroy_done done) noexcept override { s_->destroy(err, std::move(done)); }
+  // The composite deleted before it was destroyed: the chain is taken down
+  // as by destroy(), and nothing waits for it.
+  std::error_code destroy(std::error_code err) noexcept override {
+    s_->destroy(err, [](std::error_code) {});
+    return err;
+  }
 
  private:
   std::shared_ptr<compose_state> s_;
@@ -124,53 +122,39 @@ class compose_source final : public source {
 };
 
 // Node: onfinished(err), the pipeline's callback (and eos's, for one
-// stream). A composite neither readable nor writable has nothing left once
-// the chain is done.
+// stream): a waiting destroy completes with its error. A composite neither
+// readable nor writable has nothing left once the chain is done.
 void compose_state::on_finished(std::error_code err) {
-  const close_state was = onclose;
   onclose = close_state::done;
-  // Differs from Node: the composite's destroy did not wait for the chain
-  // (a sink's destroy is synchronous), so a waiting destroy has nothing
-  // left to do.
-  if (was == close_state::destroy_waiting || !d) return;
+  if (destroy_callback) {
+    const destroy_done cb = std::move(*destroy_callback);
+    destroy_callback.reset();
+    cb(err);
+    return;
+  }
+  if (!d) return;
   if (err)
     d->destroy(err);
   else if (!single && !is_readable && !is_writable)
     d->destroy();
 }
 
-// Node: d._destroy(err, callback). While the chain still runs, sN is
-// destroyed with the error, an AbortError when there is none, and the
-// composite waits for the pipeline's callback and closes with its error.
-std::error_code compose_state::destroy(std::error_code err) {
-  const std::error_code abort_err = !err && onclose != close_state::done ? make_error_code(errc::aborted) : err;
+// Node: d._destroy(err, callback). sN (compose) or the one stream
+// (_duplexify, while it runs) is destroyed with the error, an AbortError
+// when there is none; the pipeline takes the others down, and the
+// composite's destroy completes at the pipeline's callback, with its error.
+void compose_state::destroy(std::error_code err, destroy_done callback) {
+  if (!err && onclose != close_state::done) err = make_error_code(errc::aborted);
   onreadable = false;
   ondrain.reset();
   onfinish.reset();
-  // compose() destroys sN whatever the state; _duplexify only a running one.
-  bool taken_down = false;
-  if ((!single || onclose != close_state::done) && !tail_ref->is_destroyed()) {
-    destroyer(*tail_ref, abort_err);
-    taken_down = true;
-  }
-  if (onclose == close_state::done) return abort_err;  // Node: callback(err)
-  if (taken_down) {
-    // Differs from Node: Node's pipeline destroys the other streams once
-    // sN's 'error' reaches it, and the composite closes after them, at the
-    // pipeline's callback. A sink's destroy is synchronous, so the composite
-    // closes now; destroying the others now, as the pipeline would (those
-    // not yet done, first to last), keeps Node's order of their events.
-    for (const chain_stream& c : rest)
-      if (!c.s.is_destroyed() && !(c.s.is_finished(c.reading, c.writing) && !c.s.will_emit_close()))
-        c.s.destroy(abort_err);
+  if (!single || onclose != close_state::done) destroyer(*tail_ref, err);
+  if (onclose == close_state::done) {
+    callback(err);
+    return;
   }
   onclose = close_state::destroy_waiting;
-  // Differs from Node (as above): the composite closes with the error the
-  // pipeline's callback will bring: its first error if it had one, else the
-  // one just given to sN, else (sN gone already, the chain ending by
-  // itself) the destroy's own.
-  if (chain_error) return chain_error;
-  return taken_down ? abort_err : err;
+  destroy_callback = std::move(callback);
 }
 
 // Node: head.on('drain'): the write that s1 refused is done.
@@ -270,13 +254,6 @@ std::unique_ptr<duplex> compose(const std::vector<stream_ref>& streams, const co
     st->tail_ref = head;
   } else {
     st->tail_ref = tail;
-    for (std::size_t i = 0; i + 1 < streams.size(); ++i) {
-      st->rest.push_back({streams[i], true, i > 0});
-      // Node's pipeline keeps its first error (a premature close only until
-      // a real one comes), and calls back with it.
-      streams[i].events().on(event::error, [st](std::error_code e) { st->note_error(e); });
-    }
-    tail.events().on(event::error, [st](std::error_code e) { st->note_error(e); });
   }
 
   duplex_options o;

@@ -35,7 +35,10 @@ struct compose_options {
 /// sN's 'end'. It is writable only when s1 is writable, readable only when sN
 /// is readable: a readable at the head makes a composite nobody writes to.
 /// destroy() on the composite destroys sN with the error (an AbortError when
-/// there is none), which the pipeline passes to the other streams.
+/// there is none), which the pipeline passes to the other streams; the
+/// composite is destroyed at once and closes ('error', 'close') once the
+/// pipeline has called back, with the pipeline's error (Node's _destroy
+/// waits for it: sink::destroy_async()).
 ///
 /// One stream alone is wrapped the same way (Node's Duplex.from(stream);
 /// Node returns a duplex itself unwrapped, sluice cannot hand out a stream it

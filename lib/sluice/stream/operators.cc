@@ -147,18 +147,26 @@ std::error_code thrown() {
 // done(error). `body` returns false to leave the loop (break), which
 // destroys `r`; a throw from it leaves with its error.
 using body_fn = inline_function<bool(std::string&& item), 32>;
+/// One step of a `for await` over `it` for `self`: wait while nothing is
+/// there (and then step again), else give what was pulled to `handle` after
+/// the await's tick, as Node's loop body resumes.
+template <class Self, class Handle>
+void pump_iteration(const std::shared_ptr<Self>& self, iteration& it, Handle handle) {
+  pulled p = it.pull();
+  if (p.kind == pulled::pending) {
+    it.wait([self] { self->pump(); });
+    return;
+  }
+  it.after_await([self, handle, p = std::make_shared<pulled>(std::move(p))] { handle(*self, *p); });
+}
+
 class consumer : public std::enable_shared_from_this<consumer> {
  public:
   consumer(readable& r, body_fn body, done_cb done, bool linger)
       : it_(iteration::start(r)), body_(std::move(body)), done_(std::move(done)), linger_(linger) {}
 
   void pump() {
-    pulled p = it_->pull();
-    if (p.kind == pulled::pending) {
-      it_->wait([self = shared_from_this()] { self->pump(); });
-      return;
-    }
-    it_->after_await([self = shared_from_this(), p = std::make_shared<pulled>(std::move(p))] { self->handle(*p); });
+    pump_iteration(shared_from_this(), *it_, [](consumer& c, pulled& p) { c.handle(p); });
   }
 
  private:
@@ -186,9 +194,12 @@ class consumer : public std::enable_shared_from_this<consumer> {
         if (!go_on) {
           // Node: some, every and find stop a filter() (a map()) whose
           // pump has started its next read of the stream: the stream is
-          // let go once that read has its chunk, or the end.
-          finish({});
+          // let go once that read has its chunk, or the end. That read
+          // starts before the result is out (the result's promise is
+          // several microtasks behind the pump).
           lingering_ = true;
+          pump();
+          return finish({});
         }
         return pump();
       }
@@ -225,8 +236,10 @@ using step_fn = inline_function<step_result(std::string&& item), 32>;
 
 class helper_source final : public source {
  public:
-  helper_source(readable& r, step_fn step) : r_(r), step_(std::move(step)) {}
+  helper_source(readable& r, step_fn step, std::stop_token before = {})
+      : r_(r), step_(std::move(step)), before_(std::move(before)) {}
   ~helper_source() override {
+    r_.event_loop().cancel(this);
     if (it_) it_->close();
   }
 
@@ -235,7 +248,24 @@ class helper_source final : public source {
   void read(std::size_t) override {
     if (reading_) return;
     reading_ = true;
-    if (!it_) it_ = iteration::start(r_);
+    if (returning_) {
+      // Resumed from _read: the generator returns now (destroying `r`), and
+      // nextAsync has the end after its await.
+      returning_ = false;
+      it_->close();
+      r_.event_loop().queue_microtask([this] { push_eof(); }, this);
+      return;
+    }
+    if (!it_) {
+      // Node: take's and drop's generators throw an AbortError before
+      // their loop when the signal is aborted: `r` is never iterated, and
+      // from's nextAsync has the rejection after its await.
+      if (before_.stop_requested()) {
+        r_.event_loop().queue_microtask([this] { report_error(make_error_code(errc::aborted)); }, this);
+        return;
+      }
+      it_ = iteration::start(r_);
+    }
     pump();
   }
 
@@ -285,9 +315,15 @@ class helper_source final : public source {
         bool room = true;
         if (s.out) room = stream().push(std::move(*s.out));
         if (!s.go_on) {
-          it_->close();
-          push_eof();
-          return;
+          // Node: take's generator returns (ending its loop over `r`, which
+          // destroys it) when it is resumed after its last yield: at once
+          // if push() had room, else at the next _read.
+          if (!room) {
+            returning_ = true;
+            reading_ = false;
+            return;
+          }
+          return finish();
         }
         if (!room) {
           reading_ = false;
@@ -298,18 +334,25 @@ class helper_source final : public source {
     }
   }
 
+  void finish() {
+    it_->close();
+    push_eof();
+  }
+
   readable& r_;
   std::shared_ptr<iteration> it_;
   step_fn step_;
+  std::stop_token before_;
   bool reading_ = false;
+  bool returning_ = false;  // the generator waits at its last yield
 };
 
-std::unique_ptr<readable> helper_stream(readable& r, step_fn step) {
+std::unique_ptr<readable> helper_stream(readable& r, step_fn step, std::stop_token before = {}) {
   readable_options o;
   o.object_mode = true;
   o.high_water_mark = 1;
   o.event_loop = &r.event_loop();
-  return std::make_unique<readable>(std::make_unique<helper_source>(r, std::move(step)), o);
+  return std::make_unique<readable>(std::make_unique<helper_source>(r, std::move(step), std::move(before)), o);
 }
 
 // ---- Node's map() with its options: the machinery behind every helper
@@ -322,6 +365,7 @@ std::unique_ptr<readable> helper_stream(readable& r, step_fn step) {
 struct item_promise {
   enum class state { pending, fulfilled, rejected } st = state::pending;
   std::vector<std::string> items;
+  std::unique_ptr<readable> stream;  // flatMap's function gave a stream
   bool eof = false;  // Node: kEof, the end of the source
   std::error_code error;
   std::vector<inline_function<void(), 32>> reactions;
@@ -526,7 +570,13 @@ class mapper : public std::enable_shared_from_this<mapper> {
       // Node: flatMap's `for await (const val of map(...))` has the
       // sequence two microtasks after map's yield (its await, then the
       // loop's).
-      batch_.assign(std::make_move_iterator(p.items.begin()), std::make_move_iterator(p.items.end()));
+      if (p.stream) {
+        // Node: `yield*` over the stream's own async iterator.
+        inner_ = std::move(p.stream);
+        inner_it_ = iteration::start(*inner_);
+      } else {
+        batch_.assign(std::make_move_iterator(p.items.begin()), std::make_move_iterator(p.items.end()));
+      }
       p.items.clear();
       at_yield_ = true;
       return after(2, [](mapper& self) { self.flat_step(); });
@@ -542,6 +592,7 @@ class mapper : public std::enable_shared_from_this<mapper> {
   // (async-from-sync) iterator costs two microtasks; after the last, its
   // loop asks map's generator for the next sequence.
   void flat_step() {
+    if (inner_it_) return inner_step();
     if (batch_.empty()) {
       return after(2, [](mapper& self) {
         if (self.finished_) return;
@@ -554,6 +605,29 @@ class mapper : public std::enable_shared_from_this<mapper> {
     batch_.pop_front();
     yield(std::move(v), 3);
   }
+
+  // Node: flatMap's `yield*` over a stream's iterator: each chunk as the
+  // stream has it (waiting for it at an await, not a yield), the stream's
+  // error as the generator's, and after its end the next sequence.
+  void inner_step() {
+    at_yield_ = false;
+    pulled q = inner_it_->pull();
+    if (q.kind == pulled::pending) {
+      inner_it_->wait([self = shared_from_this()] { self->l_.queue_microtask([self] { self->inner_step(); }); });
+      return;
+    }
+    if (q.kind == pulled::chunk) return yield(std::move(q.item), inner_hops);
+    inner_it_.reset();
+    inner_.reset();
+    if (q.kind == pulled::error) return fail(q.ec);
+    return after(2, [](mapper& self) {
+      if (self.finished_) return;
+      self.queue_.pop_front();
+      self.maybe_resume();
+      self.run();
+    });
+  }
+  static constexpr int inner_hops = 3;
 
   // Node: `yield val`, which awaits val: the reader has it two microtasks
   // later (the yield's await, then nextAsync's); flatMap's yield* one more
@@ -594,6 +668,9 @@ class mapper : public std::enable_shared_from_this<mapper> {
   void finally_() {
     if (finished_) return;
     finished_ = true;
+    // Node: the generator's return goes through `yield*` to the stream's
+    // iterator, whose `finally` destroys it.
+    if (inner_it_) inner_it_->close();
     at_yield_ = false;
     done_ = true;
     if (!started_) return;
@@ -614,6 +691,8 @@ class mapper : public std::enable_shared_from_this<mapper> {
   std::shared_ptr<iteration> it_;
   std::deque<promise_ptr> queue_;
   std::deque<std::string> batch_;
+  std::unique_ptr<readable> inner_;  // the stream `yield*` reads; before inner_it_ (destroyed after it)
+  std::shared_ptr<iteration> inner_it_;
   std::size_t cnt_ = 0;  // calls in flight
   bool done_ = false;
   bool started_ = false;
@@ -776,6 +855,84 @@ async_predicate_fn sync_predicate(predicate_fn fn) {
     done({}, ok);
   };
 }
+
+// Node: reduce(reducer, initial, { signal }): `for await (const value of
+// this)`, the signal looked at for each chunk, then `initialValue = await
+// reducer(initialValue, value, { signal })`: the next read waits for the
+// call.
+class reduction : public std::enable_shared_from_this<reduction> {
+ public:
+  reduction(readable& r, async_reduce_fn fn, std::optional<std::string> acc, reduce_cb cb, std::stop_token signal)
+      : it_(iteration::start(r)), l_(r.event_loop()), fn_(std::move(fn)), acc_(std::move(acc)), cb_(std::move(cb)),
+        signal_(std::move(signal)) {}
+
+  void pump() {
+    pump_iteration(shared_from_this(), *it_, [](reduction& r, pulled& p) { r.handle(p); });
+  }
+
+ private:
+  void handle(pulled& p) {
+    switch (p.kind) {
+      case pulled::pending:
+        return;
+      case pulled::end:
+        if (!acc_) return finish(make_error_code(errc::reduce_empty));
+        return finish({});
+      case pulled::error:
+        return finish(p.ec);
+      case pulled::chunk:
+        break;
+    }
+    if (signal_.stop_requested()) return fail(make_error_code(errc::aborted));
+    if (!acc_) {
+      acc_ = std::move(p.item);
+      return pump();
+    }
+    // The call's completion: a second one is ignored, as a promise settles
+    // once. The loop resumes where Node's `await` on the promise would: a
+    // microtask after it settles.
+    auto called = std::make_shared<bool>(false);
+    std::string acc = std::move(*acc_);
+    acc_.reset();
+    try {
+      fn_(std::move(acc), p.item, reduce_done([self = shared_from_this(), called](std::error_code ec, std::string v) {
+            if (*called) return;
+            *called = true;
+            auto sv = std::make_shared<std::string>(std::move(v));
+            self->l_.queue_microtask([self, ec, sv] {
+              if (ec) return self->fail(ec);
+              self->acc_ = std::move(*sv);
+              self->pump();
+            });
+          }));
+    } catch (...) {
+      *called = true;
+      fail(thrown());
+    }
+  }
+
+  // Leaving the loop with an error (Node: the throw, whose for-await
+  // returns the iterator and so destroys `r`).
+  void fail(std::error_code ec) {
+    it_->close();
+    finish(ec);
+  }
+
+  void finish(std::error_code ec) {
+    auto cb = std::move(cb_);
+    cb_ = nullptr;
+    if (!cb) return;
+    if (ec) return cb(ec, std::string());
+    cb({}, std::move(*acc_));
+  }
+
+  std::shared_ptr<iteration> it_;
+  loop& l_;
+  async_reduce_fn fn_;
+  std::optional<std::string> acc_;
+  reduce_cb cb_;
+  std::stop_token signal_;
+};
 
 // Node: some(fn, options): `for await (const unused of filter(fn, options))
 // return true;`, over the filter's generator.
@@ -947,6 +1104,22 @@ std::unique_ptr<readable> flat_map(readable& r, async_flat_map_fn fn, operator_o
       std::move(o), true);
 }
 
+// Node: flatMap(fn) whose fn returns a stream: `yield*` reads it through
+// before the next one (made ahead, up to `concurrency` of them, as map's
+// results are).
+std::unique_ptr<readable> flat_map(readable& r, flat_map_stream_fn fn, operator_options o) {
+  auto& l = r.event_loop();
+  return mapper_stream(
+      r,
+      [&l, fn = std::move(fn)](std::string&& item, promise_ptr p) mutable {
+        std::unique_ptr<readable> s = fn(item);
+        if (!s) return p->settle(l, user_error("flat_map: the function gave no stream"), {});
+        p->stream = std::move(s);
+        p->settle(l, {}, {});
+      },
+      std::move(o), true);
+}
+
 std::unique_ptr<readable> flat_map(readable& r, flat_map_fn fn, operator_options o) {
   return flat_map(
       r,
@@ -1023,10 +1196,11 @@ void to_array(readable& r, to_array_cb cb, operator_options o) {
       });
 }
 
-// Node: take's and drop's generators look at the signal at each chunk (and
-// before their loop: see docs/differences-from-node.md).
+// Node: take's and drop's generators look at the signal before their loop
+// and at each chunk.
 namespace {
 std::unique_ptr<readable> signalled(readable& r, std::size_t n, std::stop_token signal, bool taking) {
+  std::stop_token before = signal;
   return helper_stream(r, [n, signal = std::move(signal), taking](std::string&& item) mutable {
     if (signal.stop_requested()) throw stream_error(make_error_code(errc::aborted));
     step_result s;
@@ -1038,7 +1212,7 @@ std::unique_ptr<readable> signalled(readable& r, std::size_t n, std::stop_token 
     }
     if (taking) s.go_on = n > 0;
     return s;
-  });
+  }, std::move(before));
 }
 }  // namespace
 
@@ -1048,6 +1222,34 @@ std::unique_ptr<readable> take(readable& r, std::size_t n, operator_options o) {
 
 std::unique_ptr<readable> drop(readable& r, std::size_t n, operator_options o) {
   return signalled(r, n, std::move(o.signal), false);
+}
+
+// Node: reduce(fn, initial, { signal }). An already aborted signal
+// destroys the stream with the AbortError and fails once it has finished
+// (`await finished(this.destroy(err)); throw err`), without reading it.
+void reduce(readable& r, async_reduce_fn fn, std::optional<std::string> initial, reduce_cb cb, operator_options o) {
+  if (o.signal.stop_requested()) {
+    const std::error_code err = make_error_code(errc::aborted);
+    r.destroy(err);
+    auto& l = r.event_loop();
+    auto shared = std::make_shared<reduce_cb>(std::move(cb));
+    finished(stream_ref(r), [&l, shared, err](std::error_code) {
+      // finished()'s promise rejects, and reduce's await throws: a microtask.
+      l.queue_microtask([shared, err] { (*shared)(err, std::string()); });
+    });
+    return;
+  }
+  std::make_shared<reduction>(r, std::move(fn), std::move(initial), std::move(cb), std::move(o.signal))->pump();
+}
+
+void reduce(readable& r, reduce_fn fn, std::optional<std::string> initial, reduce_cb cb, operator_options o) {
+  reduce(
+      r,
+      [fn = std::move(fn)](std::string acc, std::string_view item, reduce_done done) mutable {
+        std::string v = fn(std::move(acc), item);
+        done({}, std::move(v));
+      },
+      std::move(initial), std::move(cb), std::move(o));
 }
 
 }  // namespace sluice

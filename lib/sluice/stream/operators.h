@@ -64,12 +64,15 @@ using map_done = inline_function<void(std::error_code, std::string), 32>;
 using predicate_done = inline_function<void(std::error_code, bool), 32>;
 using item_done = inline_function<void(std::error_code), 32>;
 using flat_map_done = inline_function<void(std::error_code, std::vector<std::string>), 32>;
+using reduce_done = inline_function<void(std::error_code, std::string), 32>;
 
 using async_map_fn = inline_function<void(std::string_view item, map_done done), 32>;
 using async_predicate_fn = inline_function<void(std::string_view item, predicate_done done), 32>;
 using async_item_fn = inline_function<void(std::string_view item, item_done done), 32>;
 using flat_map_fn = inline_function<std::vector<std::string>(std::string_view item), 32>;
+using flat_map_stream_fn = inline_function<std::unique_ptr<readable>(std::string_view item), 32>;
 using async_flat_map_fn = inline_function<void(std::string_view item, flat_map_done done), 32>;
+using async_reduce_fn = inline_function<void(std::string accumulator, std::string_view item, reduce_done done), 32>;
 
 using done_cb = inline_function<void(std::error_code), 32>;
 using to_array_cb = inline_function<void(std::error_code, std::vector<std::string>), 32>;
@@ -89,6 +92,16 @@ void for_each(readable& r, item_fn fn, done_cb cb);
 /// the initial value; a stream that ends without chunks then fails with
 /// ERR_MISSING_ARGS ("Reduce of an empty stream requires an initial value").
 void reduce(readable& r, reduce_fn fn, std::optional<std::string> initial, reduce_cb cb);
+
+/// Node: readable.reduce(fn, initial, { signal }): the reducer may be
+/// asynchronous (Node's returning a promise): the next chunk is read once
+/// it has called `done` with the new accumulator (an error fails reduce and
+/// destroys `r`). Only the signal applies. A signal stopped before the call
+/// destroys `r` with an AbortError and fails once `r` has closed; one
+/// stopped later is seen at the next chunk read (not while a call is in
+/// flight), as Node's.
+void reduce(readable& r, async_reduce_fn fn, std::optional<std::string> initial, reduce_cb cb, operator_options o);
+void reduce(readable& r, reduce_fn fn, std::optional<std::string> initial, reduce_cb cb, operator_options o);
 
 /// Node: readable.some(fn): true at the first chunk `fn` accepts (and `r`
 /// is destroyed), false at the end.
@@ -132,6 +145,11 @@ std::unique_ptr<readable> filter(readable& r, predicate_fn fn, operator_options 
 /// another in input order.
 std::unique_ptr<readable> flat_map(readable& r, flat_map_fn fn, operator_options o = {});
 std::unique_ptr<readable> flat_map(readable& r, async_flat_map_fn fn, operator_options o = {});
+/// Node: flatMap(fn) whose fn returns a stream: each stream (on `r`'s loop)
+/// is read through, in input order, before the next one; the helper owns
+/// it, and destroys it when it stops early. A stream's error fails the
+/// helper; a null stream fails it (Node: `yield*` of a non-iterable throws).
+std::unique_ptr<readable> flat_map(readable& r, flat_map_stream_fn fn, operator_options o = {});
 
 /// Node: readable.forEach(fn, options), some, every and find with options:
 /// forEach is map() over fn, the others read a filter() (Node's own
@@ -146,7 +164,10 @@ void find(readable& r, async_predicate_fn fn, find_cb cb, operator_options o = {
 void find(readable& r, predicate_fn fn, find_cb cb, operator_options o);
 
 /// Node: toArray({ signal }), take(n, { signal }), drop(n, { signal }): only
-/// the signal applies (Node's concurrency is map's).
+/// the signal applies (Node's concurrency is map's). take's and drop's look
+/// at it at their first read too, as Node's generators do before their
+/// loop: stopped then, the result fails with an AbortError and `r` is left
+/// as it is (not read, not destroyed).
 void to_array(readable& r, to_array_cb cb, operator_options o);
 std::unique_ptr<readable> take(readable& r, std::size_t n, operator_options o);
 std::unique_ptr<readable> drop(readable& r, std::size_t n, operator_options o);

@@ -165,9 +165,10 @@ void pipeline(const std::vector<stream_ref>& streams, pipeline_cb cb, const pipe
       if (stream.is_readable().value_or(false) && is_last_stream) st->last_stream_cleanup.push_back(cleanup);
     }
 
-    // Node: onError. Errors other than a premature close end the pipeline.
+    // Node: onError. Errors other than an AbortError or a premature close
+    // end the pipeline; after those it waits for every stream's end or close.
     const listener_id on_error_id = stream.events().on(event::error, [st](std::error_code err) {
-      if (err && err != make_error_code(errc::premature_close)) st->finish(err);
+      if (err && err != make_error_code(errc::aborted) && err != make_error_code(errc::premature_close)) st->finish(err);
     });
     if (stream.is_readable().value_or(false) && is_last_stream) {
       st->last_stream_cleanup.push_back([stream, on_error_id] { stream.events().off(event::error, on_error_id); });

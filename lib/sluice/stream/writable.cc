@@ -85,6 +85,11 @@ writable::~writable() {
 
 // Node: the writable half of _destroy(): the sink's.
 std::error_code writable::destroy_io(std::error_code err) noexcept { return sink_->destroy(err); }
+bool writable::destroy_io_async(std::error_code err, destroy_done& done) noexcept {
+  if (!sink_->has_async_destroy()) return false;
+  sink_->destroy_async(err, std::move(done));
+  return true;
+}
 
 // Node: process.nextTick(cb, err). The callback waits in owed_ rather than in
 // the task, so that the destructor can still pay it if the tick never comes.

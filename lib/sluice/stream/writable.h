@@ -251,6 +251,7 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   void call_finished_callbacks(std::error_code ec) noexcept;
   void call_back_soon(write_cb cb, std::error_code ec);
   std::error_code destroy_io(std::error_code err) noexcept override;
+  bool destroy_io_async(std::error_code err, destroy_done& done) noexcept override;
   void write_pending_sync() noexcept;
   static void on_loop_close(loop::close_hook& hook, loop& l) noexcept;
   static void on_exit(detail::shutdown_link& link) noexcept;

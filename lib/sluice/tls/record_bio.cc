@@ -31,6 +31,15 @@ void record_buffers::keep_unread() {
   in = kept;
 }
 
+void record_buffers::expect(std::size_t plaintext) {
+  // A record carries up to 16 KiB of plaintext; its header, tag and (in
+  // TLS 1.3) inner content type take 22 bytes with AES-GCM or ChaCha20, up
+  // to 29 in TLS 1.2's GCM: 64 is room for any AEAD without padding.
+  constexpr std::size_t fragment = 16 * 1024, overhead = 64;
+  const std::size_t records = plaintext / fragment + 1;
+  out.reserve(out.size() + plaintext + records * overhead);
+}
+
 void record_buffers::count(std::string_view bytes) noexcept {
   while (!bytes.empty()) {
     if (skip_ > 0) {

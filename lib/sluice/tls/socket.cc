@@ -12,7 +12,6 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdio>
 
 #include "sluice/errors.h"
@@ -47,13 +46,48 @@ class tls_sink final : public sink {
     }
     send(chunk);
   }
+  // SSL_write() copies its input into OpenSSL's record buffer anyway, so
+  // the batch goes to it where it lies, in pieces of whole records: the
+  // chunks that lie end to end (the writable packs small writes so) as one
+  // piece, and a large chunk as it is; only the bytes that would otherwise
+  // end a record short, between chunks that are apart, are gathered in
+  // scratch_. Every piece but the last is a multiple of 16 KiB, so the batch
+  // makes as few records as if it were one buffer.
   void writev(const write_batch& batch, write_done done) override {
     done_.emplace(done);
     error_.clear();
+    owner_->records_->expect(batch.bytes());
     scratch_.clear();
-    scratch_.reserve(batch.bytes());
-    for (std::string_view c : batch) scratch_.append(c);
-    send(scratch_);
+    std::string_view run;  // adjacent chunks not yet encrypted
+    std::string_view tail;  // a run's last part short of a record, not yet copied
+    const auto feed = [&](std::string_view bytes) {
+      if (!tail.empty() || !scratch_.empty()) {
+        if (scratch_.empty()) scratch_.assign(tail);
+        tail = {};
+        const std::size_t k = std::min(record_plaintext - scratch_.size(), bytes.size());
+        scratch_.append(bytes.data(), k);
+        bytes.remove_prefix(k);
+        if (scratch_.size() < record_plaintext) return true;
+        if (!encrypt(scratch_)) return false;
+        scratch_.clear();
+      }
+      const std::size_t whole = bytes.size() - bytes.size() % record_plaintext;
+      if (whole > 0 && !encrypt(bytes.substr(0, whole))) return false;
+      tail = bytes.substr(whole);
+      return true;
+    };
+    for (std::string_view c : batch) {
+      if (c.empty()) continue;
+      if (!run.empty() && run.data() + run.size() == c.data()) {
+        run = std::string_view(run.data(), run.size() + c.size());
+        continue;
+      }
+      if (!run.empty() && !feed(run)) return;
+      run = c;
+    }
+    if (!run.empty() && !feed(run)) return;
+    if (!encrypt(scratch_.empty() ? tail : std::string_view(scratch_))) return;
+    flush();
   }
   bool has_writev() const noexcept override { return owner_ && owner_->secure_; }
   // A turn's writes reach SSL_write() together: as few records as they fill.
@@ -102,17 +136,33 @@ class tls_sink final : public sink {
   void detach() noexcept { owner_ = nullptr; }
 
  private:
+  // A record's plaintext at most (TLS: 2^14 bytes).
+  static constexpr std::size_t record_plaintext = 16 * 1024;
+
   void send(std::string_view plain) noexcept {
+    owner_->records_->expect(plain.size());
+    if (encrypt(plain)) flush();
+  }
+
+  // SSL_write_ex() until all of `plain` is in records: it takes a size_t
+  // (no cut at INT_MAX) and, without SSL_MODE_ENABLE_PARTIAL_WRITE and with
+  // a BIO that takes every byte, makes all the records in one call. False
+  // when it failed, and the callback has been told.
+  bool encrypt(std::string_view plain) noexcept {
     SSL* ssl = owner_->ssl_;
     while (!plain.empty()) {
-      const int n = SSL_write(ssl, plain.data(), static_cast<int>(std::min<std::size_t>(plain.size(), INT_MAX)));
-      if (n <= 0) {
+      std::size_t n = 0;
+      if (SSL_write_ex(ssl, plain.data(), plain.size(), &n) != 1 || n == 0) {
         error_ = take_openssl_error(make_error_code(errc::socket_closed));
         complete();
-        return;
+        return false;
       }
-      plain.remove_prefix(static_cast<std::size_t>(n));
+      plain.remove_prefix(std::min(n, plain.size()));
     }
+    return true;
+  }
+
+  void flush() noexcept {
     if (owner_->flush_records()) {
       complete();
       return;
