@@ -15,6 +15,7 @@
 #include "sluice/detail/write_queue.h"
 #include "support/alloc_counter.h"
 
+using sluice::detail::buffered_queue;
 using sluice::detail::byte_arena;
 using sluice::detail::req_pool;
 using sluice::detail::write_queue;
@@ -40,7 +41,7 @@ byte_arena::block* block_of(const write_req& r) { return byte_arena::block_of(r.
 
 // What writable::write() does with a chunk that joins `q`'s open run: a copy
 // at the arena's bump pointer, where the run ends.
-void join(write_queue& q, req_pool& pool, std::string_view chunk) {
+void join(buffered_queue& q, req_pool& pool, std::string_view chunk) {
   REQUIRE(chunk.size() == q.open_size());
   REQUIRE(chunk.size() <= pool.arena.room());
   REQUIRE(reinterpret_cast<const char*>(pool.arena.next()) == q.open_end());
@@ -68,14 +69,6 @@ std::string contents(write_queue& q) {
     if (!out.empty()) out += ',';
     out += r.run();
   }
-  return out;
-}
-
-// Pops the oldest request and returns its bytes.
-std::string drain_one(write_queue& q, req_pool& pool) {
-  write_req& r = q.pop_front();
-  std::string out(r.run());
-  pool.release(r);
   return out;
 }
 
@@ -275,12 +268,13 @@ TEST_CASE("a run request holds its chunks side by side and counts them as writes
   CHECK(q.front().size() == 2);
   CHECK(q.front().chunk(2) == "ab");
   CHECK(chunks(q) == "ab,ab,ab|xyz");
-  // A chunk copied right after the newest request's last one joins it, as
-  // writable::write() does: the request is the open run.
+  // A chunk copied right after the newest request's last one joins it.
   write_req* last = q.last();
   REQUIRE(last != nullptr);
-  q.open_run(*last);
-  join(q, pool, "uvw");
+  std::byte* p = pool.arena.allocate(3);
+  std::memcpy(p, "uvw", 3);
+  REQUIRE(reinterpret_cast<const char*>(p) == last->first + last->bytes());
+  q.add_to_last(1, 3);
   CHECK(q.size() == 5);
   CHECK(q.bytes() == 12);
   CHECK(chunks(q) == "ab,ab,ab|xyz,uvw");
@@ -289,7 +283,7 @@ TEST_CASE("a run request holds its chunks side by side and counts them as writes
 
 TEST_CASE("an open run takes chunks of its size at its end, counted by the first read of the queue") {
   req_pool pool;
-  write_queue q;
+  buffered_queue q;
   CHECK(q.open_size() == SIZE_MAX);  // none open: no chunk has that size
   CHECK(q.open_end() == nullptr);
   q.push_back(make(pool, "0"));
@@ -304,22 +298,20 @@ TEST_CASE("an open run takes chunks of its size at its end, counted by the first
   // The queue's end moved with the arena's bump pointer.
   CHECK(q.open_end() == reinterpret_cast<const char*>(pool.arena.next()));
 
-  SUBCASE("each read settles the count: size(), bytes(), front(), first(), last(), begin()") {
+  SUBCASE("each read settles the count: size(), bytes(), closed()") {
     CHECK(q.size() == 4);
     join(q, pool, "gh");
     CHECK(q.bytes() == 9);
     join(q, pool, "ij");
-    CHECK(q.last()->count() == 5);
+    CHECK(q.size() == 6);
+    CHECK(q.open_size() == 2);  // reads leave it open
     join(q, pool, "kl");
-    CHECK(write_queue::next(*q.first())->count() == 6);
-    join(q, pool, "mn");
-    CHECK(write_queue::next(q.front())->bytes() == 14);
-    join(q, pool, "op");
-    CHECK(std::next(q.begin())->count() == 8);
-    CHECK(q.size() == 9);
-    CHECK(q.bytes() == 17);
-    CHECK(chunks(q) == "0|ab,cd,ef,gh,ij,kl,mn,op");
-    CHECK(drain(q, pool) == "0,abcdefghijklmnop");
+    write_queue& all = q.closed();
+    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(all.size() == 7);
+    CHECK(all.last()->count() == 6);
+    CHECK(chunks(all) == "0|ab,cd,ef,gh,ij,kl");
+    CHECK(drain(all, pool) == "0,abcdefghijkl");
   }
   SUBCASE("a push closes the run, counting what joined it") {
     q.push_back(make(pool, "xy"));
@@ -327,72 +319,46 @@ TEST_CASE("an open run takes chunks of its size at its end, counted by the first
     CHECK(q.open_end() == nullptr);
     CHECK(q.size() == 5);
     CHECK(q.bytes() == 9);
-    CHECK(chunks(q) == "0|ab,cd,ef|xy");
-    CHECK(drain(q, pool) == "0,abcdef,xy");
+    CHECK(chunks(q.closed()) == "0|ab,cd,ef|xy");
+    CHECK(drain(q.closed(), pool) == "0,abcdef,xy");
   }
-  SUBCASE("popping the run's request closes it") {
-    CHECK(drain_one(q, pool) == "0");
-    CHECK(q.open_size() == 2);  // still open: its request is still queued
-    CHECK(drain_one(q, pool) == "abcdef");
+  SUBCASE("a pop closes the run, counting what joined it") {
+    write_req& first = q.pop_front();
     CHECK(q.open_size() == SIZE_MAX);
-    CHECK(q.open_end() == nullptr);
+    pool.release(first);
+    CHECK(q.size() == 3);
+    CHECK(q.bytes() == 6);
+    write_req& r = q.pop_front();
+    CHECK(r.count() == 3);
+    CHECK(r.run() == "abcdef");
+    pool.release(r);
     CHECK(q.empty());
     CHECK(q.size() == 0);
     CHECK(q.bytes() == 0);
   }
-  SUBCASE("splicing either way closes both queues' runs") {
+  SUBCASE("handed on whole (a splice into the writes in flight), what joined goes too") {
     write_queue to;
-    write_req& other = make(pool, "uv");
-    to.push_back(other);
-    to.open_run(other);
-    join(to, pool, "wx");  // an arena shared by both queues: only the test does that
-    to.splice_back(q);
+    to.splice_back(q.closed());
     CHECK(q.empty());
     CHECK(q.size() == 0);
-    CHECK(q.bytes() == 0);
-    CHECK(q.open_size() == SIZE_MAX);
-    CHECK(to.open_size() == SIZE_MAX);
-    CHECK(to.size() == 6);
-    CHECK(to.bytes() == 11);
-    CHECK(chunks(to) == "uv,wx|0|ab,cd,ef");
-    CHECK(drain(to, pool) == "uvwx,0,abcdef");
-  }
-  SUBCASE("move_front_to with the whole queue counts what joined") {
-    write_queue to;
-    q.move_front_to(to, 4);
-    CHECK(q.empty());
     CHECK(to.size() == 4);
     CHECK(to.bytes() == 7);
+    CHECK(chunks(to) == "0|ab,cd,ef");
+    // A chunk at the old end starts a request of its own now.
+    q.push_back(make(pool, "gh"));
+    CHECK(chunks(q.closed()) == "gh");
     CHECK(drain(to, pool) == "0,abcdef");
+    CHECK(drain(q.closed(), pool) == "gh");
   }
-  SUBCASE("split_at inside the run, which stays open") {
-    q.split_at(2, [&]() -> write_req& { return pool.acquire(); });  // chunk 2 is "cd"
-    CHECK(chunks(q) == "0|ab|cd,ef");
-    CHECK(q.size() == 4);
-    CHECK(q.bytes() == 7);
-    join(q, pool, "gh");
-    CHECK(chunks(q) == "0|ab|cd,ef,gh");
-    CHECK(q.size() == 5);
+  SUBCASE("a move of the first chunks splits the run as it was counted") {
     write_queue to;
-    pool.move_front(q, to, 2);
+    pool.move_front(q.closed(), to, 2);
     CHECK(chunks(to) == "0|ab");
-    CHECK(chunks(q) == "cd,ef,gh");
-    join(q, pool, "ij");
-    CHECK(q.size() == 4);
-    CHECK(q.bytes() == 8);
+    CHECK(chunks(q.closed()) == "cd,ef");
+    CHECK(q.size() == 2);
+    CHECK(q.bytes() == 4);
     CHECK(drain(to, pool) == "0,ab");
-    CHECK(drain(q, pool) == "cdefghij");
-  }
-  SUBCASE("clear_and_dispose closes the run") {
-    std::size_t n = 0;
-    q.clear_and_dispose([&](write_req* r) {
-      n += r->count();
-      pool.release(*r);
-    });
-    CHECK(n == 4);  // what joined was counted in the request first
-    CHECK(q.open_size() == SIZE_MAX);
-    CHECK(q.size() == 0);
-    CHECK(q.bytes() == 0);
+    CHECK(drain(q.closed(), pool) == "cdef");
   }
 }
 

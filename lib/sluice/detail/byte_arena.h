@@ -40,12 +40,15 @@ class byte_arena {
   ~byte_arena() {
     // Every allocation must have been released (requests outlive no
     // stream): a tail left is one reserve() gave room in and nothing took.
-    if (tail_) block_pool::put(tail_);
+    if (block* t = tail()) {
+      t->used = used(t);
+      block_pool::put(t);
+    }
   }
 
   /// Whether a block is held: only while chunks are pending (or room was
   /// reserved and not committed).
-  bool holds_block() const noexcept { return tail_ != nullptr; }
+  bool holds_block() const noexcept { return next_ != nullptr; }
 
   /// 0 < n <= max_chunk bytes, contiguous with the previous allocation when
   /// they fit in the same block.
@@ -58,7 +61,12 @@ class byte_arena {
   /// Where the next allocation goes when it fits in room() (null while no
   /// block is held), and how many bytes fit there.
   std::byte* next() const noexcept { return next_; }
-  std::size_t room() const noexcept { return static_cast<std::size_t>(limit_ - next_); }
+  std::size_t room() const noexcept {
+    // To the end of next_'s block (which next_ may be at: it is then the
+    // next block's start, so the block is that of next_ - 1); 0 while idle.
+    const auto p = reinterpret_cast<std::uintptr_t>(next_);
+    return ((p - 1) | (block_size - 1)) + 1 - p;
+  }
   /// allocate(n) for n <= room(): what a write that joins a run of chunks
   /// does, having checked the room itself.
   std::byte* bump(std::size_t n) noexcept {
@@ -113,10 +121,9 @@ class byte_arena {
   void release(block* b, std::size_t n) noexcept {
     b->released += n;
     if (b->released != used(b) - header) return;
-    if (b == tail_) {
+    if (b == tail()) {
       b->used = used(b);  // the pool reads it: the pages this use touched
-      tail_ = nullptr;
-      next_ = limit_ = nullptr;
+      next_ = nullptr;
     }
     block_pool::put(b);
   }
@@ -151,34 +158,35 @@ class byte_arena {
   };
 
  private:
+  // The block chunks are cut from (next_'s, see room()); null while idle.
+  block* tail() const noexcept { return next_ ? block_of(next_ - 1) : nullptr; }
   // The bytes handed out of `b`, header included. The tail's count is
   // next_: a write then bumps one pointer in the stream, not a count in the
   // block's header (another cache line, which the chunk's bytes may alias).
   std::size_t used(const block* b) const noexcept {
-    return b == tail_ ? static_cast<std::size_t>(next_ - reinterpret_cast<const std::byte*>(b)) : b->used;
+    return b == tail() ? static_cast<std::size_t>(next_ - reinterpret_cast<const std::byte*>(b)) : b->used;
   }
 
   [[gnu::noinline]] void next_block() {
-    if (tail_ && tail_->released == used(tail_) - header) {
+    block* const t = tail();
+    if (t && t->released == used(t) - header) {
       // Drained: reused in place. Its pages stay resident, for the pool's
       // count when it goes back (block_pool::put()).
-      tail_->touched = std::max(tail_->touched, used(tail_));
-      next_ = reinterpret_cast<std::byte*>(tail_) + header;
-      tail_->released = 0;
+      t->touched = std::max(t->touched, used(t));
+      next_ = reinterpret_cast<std::byte*>(t) + header;
+      t->released = 0;
       return;
     }
-    if (tail_) tail_->used = used(tail_);  // the old tail is freed by its last release()
+    if (t) t->used = used(t);  // the old tail is freed by its last release()
     block* fresh = block_pool::take();
     if (!fresh) throw std::bad_alloc();
     fresh->released = 0;
-    tail_ = fresh;
     next_ = reinterpret_cast<std::byte*>(fresh) + header;
-    limit_ = reinterpret_cast<std::byte*>(fresh) + block_size;
   }
 
-  block* tail_ = nullptr;      // the block chunks are cut from; null while idle
-  std::byte* next_ = nullptr;  // in tail_: where the next chunk goes
-  std::byte* limit_ = nullptr; // tail_'s end
+  // Where the next chunk goes, in the tail block (see tail()); null while
+  // idle. The one word an arena costs a stream.
+  std::byte* next_ = nullptr;
 };
 
 }  // namespace sluice::detail

@@ -28,13 +28,6 @@ using req_list = boost::intrusive::slist<
 
 /// Pending requests in order, with their count of chunks (writes, not
 /// requests) and byte total.
-///
-/// The newest request may be an open run (open_run()): chunks of its size
-/// copied right after its last one join it with join(), a pointer bump. What
-/// they add to the request's count and to the queue's counters is settled
-/// (settle()) by the first other use of the queue, so that a write that
-/// joins a run touches neither the request nor the counters. Any change to
-/// the queue's newest request closes the run.
 class write_queue {
  public:
   write_queue() = default;
@@ -46,65 +39,37 @@ class write_queue {
 
   bool empty() const noexcept { return list_.empty(); }
   /// The chunks queued: one per write.
-  std::size_t size() const noexcept {
-    settle();
-    return count_;
-  }
-  std::size_t bytes() const noexcept {
-    settle();
-    return bytes_;
-  }
-  write_req& front() noexcept {
-    settle();
-    return list_.front();
-  }
-  const write_req* first() const noexcept {
-    settle();
-    return list_.empty() ? nullptr : &list_.front();
-  }
+  std::size_t size() const noexcept { return count_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  write_req& front() noexcept { return list_.front(); }
+  const write_req* first() const noexcept { return list_.empty() ? nullptr : &list_.front(); }
   /// The newest request, or null.
-  write_req* last() noexcept {
-    settle();
-    return list_.empty() ? nullptr : &list_.back();
-  }
-
-  /// Makes the newest request, `r` (one chunk or more, in the arena, whose
-  /// callback is empty or copyable), the open run.
-  void open_run(write_req& r) noexcept {
-    SLUICE_ASSERT(&r == &list_.back() && !r.owned && r.size() > 0 && (!r.cb || r.cb.copyable()));
-    open_ = &r;
-    open_size_ = r.size();
-    open_end_ = counted_end_ = r.first + r.bytes();
-  }
-  /// The open run's chunk size (none is SIZE_MAX: no chunk has it) and its
-  /// end: a chunk of that size copied there joins it.
-  std::size_t open_size() const noexcept { return open_size_; }
-  const char* open_end() const noexcept { return open_end_; }
-  /// The open run's request (valid only while open_end() is not null).
-  const write_req& open_req() const noexcept { return *open_; }
-  /// A chunk of open_size() bytes was copied at open_end(): it joins the run.
-  void join() noexcept { open_end_ += open_size_; }
+  write_req* last() noexcept { return list_.empty() ? nullptr : &list_.back(); }
 
   /// Unlinks every request, oldest first, and hands each to `dispose`
   /// (Boost.Intrusive's clear_and_dispose): the queue is empty before the
   /// first call, so `dispose` may touch any other queue.
   template <class Disposer>
   void clear_and_dispose(Disposer&& dispose) noexcept {
-    close_run();
     count_ = bytes_ = 0;
     list_.clear_and_dispose(dispose);
   }
 
   void push_back(write_req& r) noexcept {
-    close_run();
     list_.push_back(r);
     count_ += r.count();
     bytes_ += r.bytes();
   }
+  /// Counts `chunks` chunks of `bytes` bytes that joined the newest
+  /// request's run, in the request and here (buffered_queue::settle()).
+  void add_to_last(std::size_t chunks, std::size_t bytes) noexcept {
+    list_.back().size_count += chunks * write_req::one_chunk;
+    count_ += chunks;
+    bytes_ += bytes;
+  }
   write_req& pop_front() noexcept {
     SLUICE_ASSERT(!list_.empty());
-    write_req& r = front();
-    if (&r == open_) close_run();
+    write_req& r = list_.front();
     list_.pop_front();
     count_ -= r.count();
     bytes_ -= r.bytes();
@@ -113,8 +78,6 @@ class write_queue {
   /// Moves every request of `other` to the back of this queue, in O(1).
   void splice_back(write_queue& other) noexcept {
     if (other.empty()) return;
-    close_run();
-    other.close_run();
     list_.splice_after(list_.last(), other.list_);
     count_ += other.count_;
     bytes_ += other.bytes_;
@@ -125,7 +88,7 @@ class write_queue {
   /// n is the whole queue, else O(requests). Chunk n must begin a request
   /// (see split_at()).
   void move_front_to(write_queue& to, std::size_t n) noexcept {
-    if (n >= size()) {
+    if (n >= count_) {
       to.splice_back(*this);
       return;
     }
@@ -142,7 +105,6 @@ class write_queue {
   /// the split, the queue holds the same chunks, in the same order.
   template <class Take>
   void split_at(std::size_t n, Take&& take) {
-    settle();  // the walk reads the requests' counts (the assert is gone in release builds)
     SLUICE_ASSERT(n < count_);
     auto before = list_.before_begin();
     for (auto it = list_.begin();; before = it++) {
@@ -164,10 +126,7 @@ class write_queue {
   }
 
   using iterator = req_list::iterator;
-  iterator begin() noexcept {
-    settle();
-    return list_.begin();
-  }
+  iterator begin() noexcept { return list_.begin(); }
   iterator end() noexcept { return list_.end(); }
 
   static const write_req* next(const write_req& r) noexcept {
@@ -180,33 +139,80 @@ class write_queue {
   // The counters are kept apart: side by side, GCC merges their updates into
   // one 16-byte store, and the next push's 8-byte load of either then stalls
   // on store forwarding (measured: 2x the cost of a push + pop).
-  // Counts what joined the open run since the last settle(): in the
-  // request (its count) and in the queue's counters.
+  std::size_t count_ = 0;
+  req_list list_;
+  std::size_t bytes_ = 0;
+};
+
+/// Node's state.buffered: a write_queue whose newest request may be an open
+/// run (open_run()). A chunk of the run's size copied right after its last
+/// one joins it with join(), a pointer bump that touches neither the request
+/// nor the counters; what joined is counted (settle()) by the queue's next
+/// other use. Only the one queue of a writable that takes writes has a run,
+/// so the run's state (two words) is here and not in every write_queue.
+/// Anything that hands the queue on as a write_queue (a splice, a batch)
+/// takes closed(), which counts and closes the run first.
+class buffered_queue {
+ public:
+  bool empty() const noexcept { return q_.empty(); }
+  std::size_t size() const noexcept {
+    settle();
+    return q_.size();
+  }
+  std::size_t bytes() const noexcept {
+    settle();
+    return q_.bytes();
+  }
+  void push_back(write_req& r) noexcept {
+    close_run();
+    q_.push_back(r);
+  }
+  write_req& pop_front() noexcept {
+    close_run();
+    return q_.pop_front();
+  }
+  /// The queue, its run counted and closed: for a splice, a move, a batch.
+  write_queue& closed() noexcept {
+    close_run();
+    return q_;
+  }
+
+  /// Makes the newest request, `r` (one chunk or more, in the arena, whose
+  /// callback is empty or copyable), the open run.
+  void open_run(write_req& r) noexcept {
+    SLUICE_ASSERT(&r == q_.last() && !r.owned && r.size() > 0 && (!r.cb || r.cb.copyable()));
+    open_size_ = r.size();
+    open_end_ = r.first + r.bytes();
+  }
+  /// The open run's chunk size (none is SIZE_MAX: no chunk has it) and its
+  /// end: a chunk of that size copied there joins it.
+  std::size_t open_size() const noexcept { return open_size_; }
+  const char* open_end() const noexcept { return open_end_; }
+  /// The open run's request (only while open_end() is not null).
+  const write_req& open_req() const noexcept { return *q_.last(); }
+  /// A chunk of open_size() bytes was copied at open_end(): it joins the run.
+  void join() noexcept { open_end_ += open_size_; }
+
+ private:
+  // The run's request counts the chunks up to its own end (first + bytes);
+  // those joined since lie between there and open_end_.
   void settle() const noexcept {
-    if (open_end_ == counted_end_) return;
-    const std::size_t bytes = static_cast<std::size_t>(open_end_ - counted_end_);
-    const std::size_t chunks = bytes / open_size_;
-    open_->size_count += chunks * write_req::one_chunk;
-    count_ += chunks;
-    bytes_ += bytes;
-    counted_end_ = open_end_;
+    if (!open_end_) return;
+    const write_req& r = *q_.last();
+    const char* counted = r.first + r.bytes();
+    if (open_end_ == counted) return;
+    const auto bytes = static_cast<std::size_t>(open_end_ - counted);
+    q_.add_to_last(bytes / open_size_, bytes);
   }
   void close_run() noexcept {
     settle();
-    open_ = nullptr;
     open_size_ = SIZE_MAX;
-    open_end_ = counted_end_ = nullptr;
+    open_end_ = nullptr;
   }
 
-  // mutable: settle() brings them up to date in const reads.
-  mutable std::size_t count_ = 0;
-  req_list list_;
-  mutable std::size_t bytes_ = 0;
-  // The open run (see open_run()): closed, open_ and the ends are null.
-  write_req* open_ = nullptr;
+  mutable write_queue q_;  // mutable: settle() counts in const reads
   std::size_t open_size_ = SIZE_MAX;
   const char* open_end_ = nullptr;
-  mutable const char* counted_end_ = nullptr;
 };
 
 /// Recycles write_reqs and the arena bytes of small chunks. Requests are made

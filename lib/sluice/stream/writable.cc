@@ -79,7 +79,7 @@ writable::~writable() {
   call_back(failed_, failed_.size(), errored() ? errored() : gone);
   call_back(landed_, landed_.size(), {});
   call_back(writing_, writing_.size(), gone);
-  call_back(buffered_, buffered_.size(), errored() ? errored() : gone);
+  call_back(buffered_.closed(), buffered_.size(), errored() ? errored() : gone);
   call_finished_callbacks(gone);
 }
 
@@ -453,14 +453,14 @@ void writable::clear_buffer() noexcept {
   if (n > 1 && sink_->has_writev()) {
     state_.pending_cb -= n - 1;
     if (!state_.has(wf::all_noop)) state_.set(wf::writecb);
-    writing_.splice_back(buffered_);
+    writing_.splice_back(buffered_.closed());
     do_write(true, state_.length);
     state_.clear(wf::buffered);
     state_.set(wf::all_noop);
   } else {
     do {
       // One write at a time: the first chunk of a run leaves it.
-      pool_.move_front(buffered_, writing_, 1);
+      pool_.move_front(buffered_.closed(), writing_, 1);
       const write_req& r = writing_.front();
       if (r.cb) state_.set(wf::writecb);
       do_write(false, chunk_len(r));

@@ -258,7 +258,7 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
 
   std::unique_ptr<sink> sink_;
   detail::req_pool pool_;
-  detail::write_queue buffered_;  // Node: state.buffered
+  detail::buffered_queue buffered_;  // Node: state.buffered
   detail::write_queue writing_;   // the requests of the sink call in flight
   detail::write_queue done_;      // completed synchronously; callbacks wait for the tick
   detail::write_queue failed_;    // failed synchronously; callbacks wait for the tick
