@@ -304,14 +304,42 @@ class req_pool {
     run_bytes_ = 0;
   }
 
+  /// Gives the first slab back to this thread's slab_pool when it is the
+  /// only one and all its requests are free: a quiet stream (never more
+  /// than first_slab writes pending) then holds no request between its
+  /// writes, as it holds no arena block. Call it where the stream has
+  /// nothing pending; the next write takes a slab from the pool again.
+  void release_idle() noexcept {
+    if (slabs_.size() != 1) return;  // a busy stream keeps what it grew to
+    std::size_t free = 0;
+    for (const write_req* r = free_; r && free <= first_slab; r = r->next_free) ++free;
+    if (free != first_slab) return;
+    free_ = nullptr;
+    slab_pool::put(slabs_.back().release());
+    slabs_.clear();  // keeps its capacity: the next grow() allocates nothing
+  }
+
+  /// Free first slabs (first_slab requests each), per thread, as
+  /// byte_arena's block_pool keeps blocks; past max_slabs they are freed.
+  /// Defined in write_queue.cc.
+  struct slab_pool {
+    static constexpr std::size_t max_slabs = 256;
+    static write_req* take() noexcept;
+    static void put(write_req* slab) noexcept;
+    static std::size_t size() noexcept;
+    static void trim() noexcept;
+  };
+  static constexpr std::size_t first_slab = 4;
+
   byte_arena arena;
 
  private:
-  // Slabs of 4 (256 B: what a quiet connection keeps), then 64, 128, 192...
-  // requests, chained in address order.
+  // Slabs of 4 (256 B: what a quiet connection keeps while it writes), then
+  // 64, 128, 192... requests, chained in address order.
   [[gnu::noinline]] void grow() {
-    const std::size_t n = slabs_.empty() ? 4 : 64 * slabs_.size();
-    auto slab = std::unique_ptr<write_req[]>(new write_req[n]);
+    const std::size_t n = slabs_.empty() ? first_slab : 64 * slabs_.size();
+    write_req* pooled = slabs_.empty() ? slab_pool::take() : nullptr;
+    auto slab = std::unique_ptr<write_req[]>(pooled ? pooled : new write_req[n]);
     for (std::size_t i = n; i-- > 0;) {
       slab[i].next_free = free_;
       free_ = &slab[i];

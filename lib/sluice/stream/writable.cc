@@ -413,6 +413,8 @@ void writable::call_back(write_queue& reqs, std::size_t n, std::error_code ec) n
   write_queue batch;
   pool_.move_front(reqs, batch, n);
   pool_.recycle_all(batch, [this, ec](write_req& r) { call_each(r, ec); });
+  // Nothing pending: a quiet stream holds no requests between its writes.
+  if (state_.length == 0) pool_.release_idle();
 }
 
 // Node: errorBuffer(). Buffered requests will never be written: each
