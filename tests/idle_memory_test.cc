@@ -168,9 +168,10 @@ TEST_CASE("a writable whose writes are all done holds no block") {
 // What an idle connection's socket keeps: its states, its sink and source,
 // the peer's sockaddr, and nothing made for what it does not use (its local
 // address is looked up when asked, its timers and options live apart, made
-// on first use). sizeof was 1120 before.
-TEST_CASE("an idle connected socket is at most 912 bytes, and holds no heap for what it does not use") {
-  CHECK(sizeof(net::socket) <= 912);
+// on first use). sizeof was 1120 before; 912, then 928 with the write
+// path's open run (its size and end: buffered_queue).
+TEST_CASE("an idle connected socket is at most 928 bytes, and holds no heap for what it does not use") {
+  CHECK(sizeof(net::socket) <= 928);
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define SLUICE_TEST_SANITIZED 1
@@ -219,7 +220,7 @@ TEST_CASE("an idle connected socket is at most 912 bytes, and holds no heap for 
   connect_all();
   const double each = (heap() - before) / (2.0 * n);
   MESSAGE("heap per idle socket: " << each << " B");
-  CHECK(each <= 1330);  // 1,226 B here; 1,485 B with the 1,120-byte socket
+  CHECK(each <= 1330);  // 1,240 B here; 1,485 B with the 1,120-byte socket
   CHECK(clients.front()->remote_address() == "127.0.0.1");
   CHECK(clients.front()->remote_port() == srv.address()->port);
   const std::uint16_t local = clients.front()->local_port();

@@ -15,6 +15,7 @@
 #include "sluice/detail/write_queue.h"
 #include "support/alloc_counter.h"
 
+using sluice::detail::buffered_queue;
 using sluice::detail::byte_arena;
 using sluice::detail::req_pool;
 using sluice::detail::write_queue;
@@ -37,6 +38,17 @@ write_req& make(req_pool& pool, std::string_view chunk) {
 }
 
 byte_arena::block* block_of(const write_req& r) { return byte_arena::block_of(r.first); }
+
+// What writable::write() does with a chunk that joins `q`'s open run: a copy
+// at the arena's bump pointer, where the run ends.
+void join(buffered_queue& q, req_pool& pool, std::string_view chunk) {
+  REQUIRE(chunk.size() == q.open_size());
+  REQUIRE(chunk.size() <= pool.arena.room());
+  REQUIRE(reinterpret_cast<const char*>(pool.arena.next()) == q.open_end());
+  std::byte* p = pool.arena.bump(chunk.size());
+  byte_arena::copy_to(p, chunk.data(), chunk.size());
+  q.join();
+}
 
 // Each chunk of each request, comma-separated, with '|' between requests.
 std::string chunks(write_queue& q) {
@@ -256,18 +268,98 @@ TEST_CASE("a run request holds its chunks side by side and counts them as writes
   CHECK(q.front().size() == 2);
   CHECK(q.front().chunk(2) == "ab");
   CHECK(chunks(q) == "ab,ab,ab|xyz");
-  // A chunk joins the newest request in place.
+  // A chunk copied right after the newest request's last one joins it.
   write_req* last = q.last();
   REQUIRE(last != nullptr);
   std::byte* p = pool.arena.allocate(3);
   std::memcpy(p, "uvw", 3);
   REQUIRE(reinterpret_cast<const char*>(p) == last->first + last->bytes());
-  last->add_chunk();
-  q.added_to_last(3);
+  q.add_to_last(1, 3);
   CHECK(q.size() == 5);
   CHECK(q.bytes() == 12);
   CHECK(chunks(q) == "ab,ab,ab|xyz,uvw");
   CHECK(drain(q, pool) == "ababab,xyzuvw");
+}
+
+TEST_CASE("an open run takes chunks of its size at its end, counted by the first read of the queue") {
+  req_pool pool;
+  buffered_queue q;
+  CHECK(q.open_size() == SIZE_MAX);  // none open: no chunk has that size
+  CHECK(q.open_end() == nullptr);
+  q.push_back(make(pool, "0"));
+  write_req& run = make(pool, "ab");
+  q.push_back(run);
+  q.open_run(run);
+  CHECK(q.open_size() == 2);
+  CHECK(&q.open_req() == &run);
+  CHECK(q.open_end() == reinterpret_cast<const char*>(pool.arena.next()));
+  join(q, pool, "cd");
+  join(q, pool, "ef");
+  // The queue's end moved with the arena's bump pointer.
+  CHECK(q.open_end() == reinterpret_cast<const char*>(pool.arena.next()));
+
+  SUBCASE("each read settles the count: size(), bytes(), closed()") {
+    CHECK(q.size() == 4);
+    join(q, pool, "gh");
+    CHECK(q.bytes() == 9);
+    join(q, pool, "ij");
+    CHECK(q.size() == 6);
+    CHECK(q.open_size() == 2);  // reads leave it open
+    join(q, pool, "kl");
+    write_queue& all = q.closed();
+    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(all.size() == 7);
+    CHECK(all.last()->count() == 6);
+    CHECK(chunks(all) == "0|ab,cd,ef,gh,ij,kl");
+    CHECK(drain(all, pool) == "0,abcdefghijkl");
+  }
+  SUBCASE("a push closes the run, counting what joined it") {
+    q.push_back(make(pool, "xy"));
+    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(q.open_end() == nullptr);
+    CHECK(q.size() == 5);
+    CHECK(q.bytes() == 9);
+    CHECK(chunks(q.closed()) == "0|ab,cd,ef|xy");
+    CHECK(drain(q.closed(), pool) == "0,abcdef,xy");
+  }
+  SUBCASE("a pop closes the run, counting what joined it") {
+    write_req& first = q.pop_front();
+    CHECK(q.open_size() == SIZE_MAX);
+    pool.release(first);
+    CHECK(q.size() == 3);
+    CHECK(q.bytes() == 6);
+    write_req& r = q.pop_front();
+    CHECK(r.count() == 3);
+    CHECK(r.run() == "abcdef");
+    pool.release(r);
+    CHECK(q.empty());
+    CHECK(q.size() == 0);
+    CHECK(q.bytes() == 0);
+  }
+  SUBCASE("handed on whole (a splice into the writes in flight), what joined goes too") {
+    write_queue to;
+    to.splice_back(q.closed());
+    CHECK(q.empty());
+    CHECK(q.size() == 0);
+    CHECK(to.size() == 4);
+    CHECK(to.bytes() == 7);
+    CHECK(chunks(to) == "0|ab,cd,ef");
+    // A chunk at the old end starts a request of its own now.
+    q.push_back(make(pool, "gh"));
+    CHECK(chunks(q.closed()) == "gh");
+    CHECK(drain(to, pool) == "0,abcdef");
+    CHECK(drain(q.closed(), pool) == "gh");
+  }
+  SUBCASE("a move of the first chunks splits the run as it was counted") {
+    write_queue to;
+    pool.move_front(q.closed(), to, 2);
+    CHECK(chunks(to) == "0|ab");
+    CHECK(chunks(q.closed()) == "cd,ef");
+    CHECK(q.size() == 2);
+    CHECK(q.bytes() == 4);
+    CHECK(drain(to, pool) == "0,ab");
+    CHECK(drain(q.closed(), pool) == "cdef");
+  }
 }
 
 TEST_CASE("split_at makes a chunk inside a run the first of a request, copying the callback") {

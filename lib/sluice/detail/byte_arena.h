@@ -8,6 +8,7 @@
 // allocates nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,7 +27,7 @@ class byte_arena {
   static constexpr std::size_t max_chunk = 4096;
 
   struct block {
-    std::size_t used;      // bytes handed out, header included
+    std::size_t used;      // bytes handed out, header included (see used())
     std::size_t released;  // bytes given back; the block is free when equal to used
     block* next_spare;     // while the block waits in the pool: the next one
     std::size_t touched;   // the most it ever had in use: its resident pages (block_pool)
@@ -39,20 +40,38 @@ class byte_arena {
   ~byte_arena() {
     // Every allocation must have been released (requests outlive no
     // stream): a tail left is one reserve() gave room in and nothing took.
-    if (tail_) block_pool::put(tail_);
+    if (block* t = tail()) {
+      t->used = used(t);
+      block_pool::put(t);
+    }
   }
 
   /// Whether a block is held: only while chunks are pending (or room was
   /// reserved and not committed).
-  bool holds_block() const noexcept { return tail_ != nullptr; }
+  bool holds_block() const noexcept { return next_ != nullptr; }
 
   /// 0 < n <= max_chunk bytes, contiguous with the previous allocation when
   /// they fit in the same block.
   std::byte* allocate(std::size_t n) {
-    if (!tail_ || tail_->used + n > block_size) [[unlikely]]
+    if (n > room()) [[unlikely]]
       next_block();
-    std::byte* p = reinterpret_cast<std::byte*>(tail_) + tail_->used;
-    tail_->used += n;
+    return bump(n);
+  }
+
+  /// Where the next allocation goes when it fits in room() (null while no
+  /// block is held), and how many bytes fit there.
+  std::byte* next() const noexcept { return next_; }
+  std::size_t room() const noexcept {
+    // To the end of next_'s block (which next_ may be at: it is then the
+    // next block's start, so the block is that of next_ - 1); 0 while idle.
+    const auto p = reinterpret_cast<std::uintptr_t>(next_);
+    return ((p - 1) | (block_size - 1)) + 1 - p;
+  }
+  /// allocate(n) for n <= room(): what a write that joins a run of chunks
+  /// does, having checked the room itself.
+  std::byte* bump(std::size_t n) noexcept {
+    std::byte* p = next_;
+    next_ += n;
     return p;
   }
 
@@ -61,6 +80,13 @@ class byte_arena {
   /// in the middle: a few vector moves, without a call into libc.
   [[gnu::always_inline]] std::byte* copy(const char* src, std::size_t n) {
     std::byte* dst = allocate(n);
+    copy_to(dst, src, n);
+    return dst;
+  }
+  /// The copy of copy(), into room already taken. Called last by the hot
+  /// path: a std::byte store may alias anything, so whatever the caller
+  /// reads after it is read again from memory.
+  [[gnu::always_inline]] static void copy_to(std::byte* dst, const char* src, std::size_t n) noexcept {
     if (n >= 16 && n <= 64) {
       if (n > 32) {
         std::memcpy(dst, src, 32);
@@ -72,18 +98,17 @@ class byte_arena {
     } else {
       std::memcpy(dst, src, n);
     }
-    return dst;
   }
 
   /// Room to write in place (print() formats straight into the arena): at
   /// least `min` bytes, all that is left of the current block. Nothing is
   /// handed out until commit(n), which must follow before any allocate().
-  std::byte* reserve(std::size_t min, std::size_t& room) {
-    if (!tail_ || tail_->used + min > block_size) next_block();
-    room = block_size - tail_->used;
-    return reinterpret_cast<std::byte*>(tail_) + tail_->used;
+  std::byte* reserve(std::size_t min, std::size_t& room_left) {
+    if (min > room()) next_block();
+    room_left = room();
+    return next_;
   }
-  void commit(std::size_t n) noexcept { tail_->used += n; }
+  void commit(std::size_t n) noexcept { next_ += n; }
 
   static block* block_of(const void* p) noexcept {
     return reinterpret_cast<block*>(reinterpret_cast<std::uintptr_t>(p) & ~(block_size - 1));
@@ -95,8 +120,11 @@ class byte_arena {
   /// nothing pending, and an idle stream should hold no block.
   void release(block* b, std::size_t n) noexcept {
     b->released += n;
-    if (b->released != b->used - header) return;
-    if (b == tail_) tail_ = nullptr;
+    if (b->released != used(b) - header) return;
+    if (b == tail()) {
+      b->used = used(b);  // the pool reads it: the pages this use touched
+      next_ = nullptr;
+    }
     block_pool::put(b);
   }
 
@@ -130,20 +158,35 @@ class byte_arena {
   };
 
  private:
-  [[gnu::noinline]] void next_block() {
-    if (tail_ && tail_->released == tail_->used - header) {
-      tail_->used = header;  // drained: reuse in place
-      tail_->released = 0;
-      return;
-    }
-    block* fresh = block_pool::take();
-    if (!fresh) throw std::bad_alloc();
-    fresh->used = header;
-    fresh->released = 0;
-    tail_ = fresh;  // the old tail is freed by its last release()
+  // The block chunks are cut from (next_'s, see room()); null while idle.
+  block* tail() const noexcept { return next_ ? block_of(next_ - 1) : nullptr; }
+  // The bytes handed out of `b`, header included. The tail's count is
+  // next_: a write then bumps one pointer in the stream, not a count in the
+  // block's header (another cache line, which the chunk's bytes may alias).
+  std::size_t used(const block* b) const noexcept {
+    return b == tail() ? static_cast<std::size_t>(next_ - reinterpret_cast<const std::byte*>(b)) : b->used;
   }
 
-  block* tail_ = nullptr;  // the block chunks are cut from; null while idle
+  [[gnu::noinline]] void next_block() {
+    block* const t = tail();
+    if (t && t->released == used(t) - header) {
+      // Drained: reused in place. Its pages stay resident, for the pool's
+      // count when it goes back (block_pool::put()).
+      t->touched = std::max(t->touched, used(t));
+      next_ = reinterpret_cast<std::byte*>(t) + header;
+      t->released = 0;
+      return;
+    }
+    if (t) t->used = used(t);  // the old tail is freed by its last release()
+    block* fresh = block_pool::take();
+    if (!fresh) throw std::bad_alloc();
+    fresh->released = 0;
+    next_ = reinterpret_cast<std::byte*>(fresh) + header;
+  }
+
+  // Where the next chunk goes, in the tail block (see tail()); null while
+  // idle. The one word an arena costs a stream.
+  std::byte* next_ = nullptr;
 };
 
 }  // namespace sluice::detail

@@ -7,6 +7,7 @@
 
 #include <boost/intrusive/slist.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -59,10 +60,12 @@ class write_queue {
     count_ += r.count();
     bytes_ += r.bytes();
   }
-  /// Counts a chunk that last() took in (write_req::add_chunk()).
-  void added_to_last(std::size_t size) noexcept {
-    ++count_;
-    bytes_ += size;
+  /// Counts `chunks` chunks of `bytes` bytes that joined the newest
+  /// request's run, in the request and here (buffered_queue::settle()).
+  void add_to_last(std::size_t chunks, std::size_t bytes) noexcept {
+    list_.back().size_count += chunks * write_req::one_chunk;
+    count_ += chunks;
+    bytes_ += bytes;
   }
   write_req& pop_front() noexcept {
     SLUICE_ASSERT(!list_.empty());
@@ -139,6 +142,77 @@ class write_queue {
   std::size_t count_ = 0;
   req_list list_;
   std::size_t bytes_ = 0;
+};
+
+/// Node's state.buffered: a write_queue whose newest request may be an open
+/// run (open_run()). A chunk of the run's size copied right after its last
+/// one joins it with join(), a pointer bump that touches neither the request
+/// nor the counters; what joined is counted (settle()) by the queue's next
+/// other use. Only the one queue of a writable that takes writes has a run,
+/// so the run's state (two words) is here and not in every write_queue.
+/// Anything that hands the queue on as a write_queue (a splice, a batch)
+/// takes closed(), which counts and closes the run first.
+class buffered_queue {
+ public:
+  bool empty() const noexcept { return q_.empty(); }
+  std::size_t size() const noexcept {
+    settle();
+    return q_.size();
+  }
+  std::size_t bytes() const noexcept {
+    settle();
+    return q_.bytes();
+  }
+  void push_back(write_req& r) noexcept {
+    close_run();
+    q_.push_back(r);
+  }
+  write_req& pop_front() noexcept {
+    close_run();
+    return q_.pop_front();
+  }
+  /// The queue, its run counted and closed: for a splice, a move, a batch.
+  write_queue& closed() noexcept {
+    close_run();
+    return q_;
+  }
+
+  /// Makes the newest request, `r` (one chunk or more, in the arena, whose
+  /// callback is empty or copyable), the open run.
+  void open_run(write_req& r) noexcept {
+    SLUICE_ASSERT(&r == q_.last() && !r.owned && r.size() > 0 && (!r.cb || r.cb.copyable()));
+    open_size_ = r.size();
+    open_end_ = r.first + r.bytes();
+  }
+  /// The open run's chunk size (none is SIZE_MAX: no chunk has it) and its
+  /// end: a chunk of that size copied there joins it.
+  std::size_t open_size() const noexcept { return open_size_; }
+  const char* open_end() const noexcept { return open_end_; }
+  /// The open run's request (only while open_end() is not null).
+  const write_req& open_req() const noexcept { return *q_.last(); }
+  /// A chunk of open_size() bytes was copied at open_end(): it joins the run.
+  void join() noexcept { open_end_ += open_size_; }
+
+ private:
+  // The run's request counts the chunks up to its own end (first + bytes);
+  // those joined since lie between there and open_end_.
+  void settle() const noexcept {
+    if (!open_end_) return;
+    const write_req& r = *q_.last();
+    const char* counted = r.first + r.bytes();
+    if (open_end_ == counted) return;
+    const auto bytes = static_cast<std::size_t>(open_end_ - counted);
+    q_.add_to_last(bytes / open_size_, bytes);
+  }
+  void close_run() noexcept {
+    settle();
+    open_size_ = SIZE_MAX;
+    open_end_ = nullptr;
+  }
+
+  mutable write_queue q_;  // mutable: settle() counts in const reads
+  std::size_t open_size_ = SIZE_MAX;
+  const char* open_end_ = nullptr;
 };
 
 /// Recycles write_reqs and the arena bytes of small chunks. Requests are made
@@ -230,14 +304,42 @@ class req_pool {
     run_bytes_ = 0;
   }
 
+  /// Gives the first slab back to this thread's slab_pool when it is the
+  /// only one and all its requests are free: a quiet stream (never more
+  /// than first_slab writes pending) then holds no request between its
+  /// writes, as it holds no arena block. Call it where the stream has
+  /// nothing pending; the next write takes a slab from the pool again.
+  void release_idle() noexcept {
+    if (slabs_.size() != 1) return;  // a busy stream keeps what it grew to
+    std::size_t free = 0;
+    for (const write_req* r = free_; r && free <= first_slab; r = r->next_free) ++free;
+    if (free != first_slab) return;
+    free_ = nullptr;
+    slab_pool::put(slabs_.back().release());
+    slabs_.clear();  // keeps its capacity: the next grow() allocates nothing
+  }
+
+  /// Free first slabs (first_slab requests each), per thread, as
+  /// byte_arena's block_pool keeps blocks; past max_slabs they are freed.
+  /// Defined in write_queue.cc.
+  struct slab_pool {
+    static constexpr std::size_t max_slabs = 256;
+    static write_req* take() noexcept;
+    static void put(write_req* slab) noexcept;
+    static std::size_t size() noexcept;
+    static void trim() noexcept;
+  };
+  static constexpr std::size_t first_slab = 4;
+
   byte_arena arena;
 
  private:
-  // Slabs of 4 (256 B: what a quiet connection keeps), then 64, 128, 192...
-  // requests, chained in address order.
+  // Slabs of 4 (256 B: what a quiet connection keeps while it writes), then
+  // 64, 128, 192... requests, chained in address order.
   [[gnu::noinline]] void grow() {
-    const std::size_t n = slabs_.empty() ? 4 : 64 * slabs_.size();
-    auto slab = std::unique_ptr<write_req[]>(new write_req[n]);
+    const std::size_t n = slabs_.empty() ? first_slab : 64 * slabs_.size();
+    write_req* pooled = slabs_.empty() ? slab_pool::take() : nullptr;
+    auto slab = std::unique_ptr<write_req[]>(pooled ? pooled : new write_req[n]);
     for (std::size_t i = n; i-- > 0;) {
       slab[i].next_free = free_;
       free_ = &slab[i];

@@ -79,7 +79,7 @@ writable::~writable() {
   call_back(failed_, failed_.size(), errored() ? errored() : gone);
   call_back(landed_, landed_.size(), {});
   call_back(writing_, writing_.size(), gone);
-  call_back(buffered_, buffered_.size(), errored() ? errored() : gone);
+  call_back(buffered_.closed(), buffered_.size(), errored() ? errored() : gone);
   call_finished_callbacks(gone);
 }
 
@@ -244,16 +244,17 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
     start_coalescing();
 
   if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
-    write_req* last = buffered_.last();
-    if (last && !state_.has(wf::object_mode) && r.size() != 0 && !r.owned && joins(*last, r.first, r.size(), r.cb)) {
-      // The chunk follows the newest request's run: it is counted there.
-      last->add_chunk();
-      buffered_.added_to_last(r.size());
+    if (r.size() == buffered_.open_size() && r.first == buffered_.open_end() && !r.owned &&
+        buffered_.open_req().cb.same_target(r.cb)) {
+      // The chunk was copied right after the open run's last one (print()
+      // formats in place there): it joins the run.
+      buffered_.join();
       r.set({});
       r.cb = nullptr;
       pool_.release(r);
     } else {
       buffered_.push_back(r);
+      if (may_open_run(r)) buffered_.open_run(r);
       state_.set(wf::buffered);
       if (r.cb) state_.clear(wf::all_noop);
     }
@@ -264,6 +265,15 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
   const bool ret = state_.length < state_.high_water_mark || state_.length == 0;
   if (!ret) state_.set(wf::need_drain);
   return ret && !state_.has(wf::destroyed | wf::errored);
+}
+
+// Can the chunks that follow `r`, just buffered, join it (see
+// joins_open_run())? Not in object mode, where `length` counts writes, nor
+// with max_buffered, which every write must be checked against; and only a
+// chunk in the arena, whose callback is empty or can be called once per
+// write (inline_function::copyable()).
+inline bool writable::may_open_run(const write_req& r) const noexcept {
+  return !state_.has(wf::object_mode | wf::capped) && !r.owned && r.size() != 0 && (!r.cb || r.cb.copyable());
 }
 
 // Node: the else branch of writeOrBuffer(): nothing in flight, so the sink
@@ -403,6 +413,8 @@ void writable::call_back(write_queue& reqs, std::size_t n, std::error_code ec) n
   write_queue batch;
   pool_.move_front(reqs, batch, n);
   pool_.recycle_all(batch, [this, ec](write_req& r) { call_each(r, ec); });
+  // Nothing pending: a quiet stream holds no requests between its writes.
+  if (state_.length == 0) pool_.release_idle();
 }
 
 // Node: errorBuffer(). Buffered requests will never be written: each
@@ -443,14 +455,14 @@ void writable::clear_buffer() noexcept {
   if (n > 1 && sink_->has_writev()) {
     state_.pending_cb -= n - 1;
     if (!state_.has(wf::all_noop)) state_.set(wf::writecb);
-    writing_.splice_back(buffered_);
+    writing_.splice_back(buffered_.closed());
     do_write(true, state_.length);
     state_.clear(wf::buffered);
     state_.set(wf::all_noop);
   } else {
     do {
       // One write at a time: the first chunk of a run leaves it.
-      pool_.move_front(buffered_, writing_, 1);
+      pool_.move_front(buffered_.closed(), writing_, 1);
       const write_req& r = writing_.front();
       if (r.cb) state_.set(wf::writecb);
       do_write(false, chunk_len(r));

@@ -102,11 +102,18 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   /// stream has ended or is destroyed, in which case `cb` gets the error,
   /// or unless it would take the stream past max_buffered (see
   /// writable_options), in which case `cb` gets errc::buffer_full.
-  bool write(std::string_view chunk, write_cb cb = {}) {
+  bool write(std::string_view chunk, write_cb cb) {
     SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
-    if (can_buffer_fast(chunk.size())) [[likely]]
-      return buffer_fast(chunk, std::move(cb));
+    if (joins_open_run(chunk.size()) && buffered_.open_req().cb.same_target(cb)) [[likely]]
+      return join_open_run(chunk);
     return write_slow(chunk, std::move(cb));
+  }
+  /// The same without a callback: no callback to make, compare or destroy.
+  bool write(std::string_view chunk) {
+    SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
+    if (joins_open_run(chunk.size()) && !buffered_.open_req().cb) [[likely]]
+      return join_open_run(chunk);
+    return write_slow(chunk, write_cb{});
   }
   bool write(std::span<const std::byte> chunk, write_cb cb = {});
   bool write(const char* chunk, write_cb cb = {}) { return write(std::string_view(chunk), std::move(cb)); }
@@ -208,9 +215,9 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   void on_sink_error(std::error_code ec) noexcept final;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
-  bool can_buffer_fast(std::size_t size) const noexcept;
-  bool buffer_fast(std::string_view chunk, write_cb&& cb);
-  static bool joins(const detail::write_req& r, const char* at, std::size_t size, const write_cb& cb) noexcept;
+  bool joins_open_run(std::size_t size) const noexcept;
+  bool join_open_run(std::string_view chunk) noexcept;
+  bool may_open_run(const detail::write_req& r) const noexcept;
   void call_each(detail::write_req& r, std::error_code ec) noexcept;
   bool write_slow(std::string_view chunk, write_cb&& cb);
   // A write after end() or destroy(): an error, for the callback and the stream.
@@ -251,7 +258,7 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
 
   std::unique_ptr<sink> sink_;
   detail::req_pool pool_;
-  detail::write_queue buffered_;  // Node: state.buffered
+  detail::buffered_queue buffered_;  // Node: state.buffered
   detail::write_queue writing_;   // the requests of the sink call in flight
   detail::write_queue done_;      // completed synchronously; callbacks wait for the tick
   detail::write_queue failed_;    // failed synchronously; callbacks wait for the tick
@@ -269,51 +276,36 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
 };
 
 // write()'s fast path, inline in the caller: the chunk waits behind a sink
-// call in flight (or the turn's coalescing), the stream is in none of its
-// rare states, and the chunk is small. Then write() is Node's writeOrBuffer()
-// down its buffering branch and nothing else: a copy into the arena, the
-// counters and one flag word, and either a count on the newest request (see
-// write_req: the chunk follows its same-size run, with the same callback)
-// or a pooled request. Everything else goes to write_slow() (writable.cc),
-// which follows Node step by step.
-inline bool writable::can_buffer_fast(std::size_t size) const noexcept {
+// call in flight (or the turn's coalescing), the stream is in
+// none of its rare states, and the chunk joins the open run of buffered_
+// (write_queue::open_run()): the same size as its chunks, copied right after
+// the last of them in the arena, with the same callback (or none, as they
+// have). Then write() is Node's writeOrBuffer() down its buffering branch:
+// a copy, a bump, `length` and `pendingcb`. Everything else goes to
+// write_slow() (writable.cc), which follows Node step by step and opens the
+// runs this joins. A run opens only outside object mode and without
+// max_buffered (may_open_run()), so the flag test need not ask.
+inline bool writable::joins_open_run(std::size_t size) const noexcept {
   namespace wf = detail::wflag;
   const std::uint32_t f = state_.flags;
-  return (f & (wf::ending | wf::destroyed | wf::capped | wf::errored | wf::object_mode | wf::constructed)) ==
-             wf::constructed &&
-         (f & (wf::writing | wf::coalescing)) != 0 && size - 1 < detail::byte_arena::max_chunk;
+  return (f & (wf::ending | wf::destroyed | wf::errored | wf::constructed)) == wf::constructed &&
+         (f & (wf::writing | wf::coalescing)) != 0 && size == buffered_.open_size() &&
+         buffered_.open_end() == reinterpret_cast<const char*>(pool_.arena.next()) && size <= pool_.arena.room();
 }
 
-// Can the chunk of `size` bytes just copied to `at` join request `r`, the
-// newest buffered one, with callback `cb`?
-inline bool writable::joins(const detail::write_req& r, const char* at, std::size_t size,
-                            const write_cb& cb) noexcept {
-  return r.size() == size && r.first + size * r.count() == at && !r.owned && r.cb.same_target(cb);
-}
-
-// Node: writeOrBuffer(), its buffering branch, for a chunk of 1 to max_chunk
-// bytes (so `length` is above 0 afterwards).
-[[gnu::always_inline]] inline bool writable::buffer_fast(std::string_view chunk, write_cb&& cb) {
-  namespace wf = detail::wflag;
-  const char* at = reinterpret_cast<const char*>(pool_.arena.copy(chunk.data(), chunk.size()));
+// Node: writeOrBuffer(), its buffering branch, for a chunk that joins the
+// open run. The stream's fields are read and written first and the bytes
+// copied last: every store of the copy may alias them.
+[[gnu::always_inline]] inline bool writable::join_open_run(std::string_view chunk) noexcept {
+  const std::size_t size = chunk.size();
+  std::byte* const at = pool_.arena.bump(size);
+  buffered_.join();
   ++state_.pending_cb;
-  state_.length += chunk.size();
-  std::uint32_t f = state_.flags;
-  detail::write_req* last = buffered_.last();
-  if (last && joins(*last, at, chunk.size(), cb)) [[likely]] {
-    last->add_chunk();
-    buffered_.added_to_last(chunk.size());
-  } else {
-    detail::write_req& r = pool_.acquire();
-    r.set({at, chunk.size()});
-    r.cb.assign_empty(std::move(cb));  // pooled requests hold no callback
-    buffered_.push_back(r);
-    f |= wf::buffered;
-    if (r.cb) f &= ~std::uint32_t{wf::all_noop};
-  }
-  const bool ret = state_.length < state_.high_water_mark;
-  if (!ret) f |= wf::need_drain;
-  state_.flags = f;
+  const std::size_t length = state_.length + size;
+  state_.length = length;
+  const bool ret = length < state_.high_water_mark;
+  if (!ret) state_.flags |= detail::wflag::need_drain;
+  detail::byte_arena::copy_to(at, chunk.data(), size);
   return ret;
 }
 

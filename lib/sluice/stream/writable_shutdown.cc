@@ -24,11 +24,11 @@ void writable::write_pending_sync() noexcept {
     (ec ? failed_ : landed_).splice_back(writing_);
   }
   if (!ec && !buffered_.empty()) {
-    ec = sink_->write_sync(write_batch(buffered_));
+    ec = sink_->write_sync(write_batch(buffered_.closed()));
     if (ec)
-      pool_.move_front(buffered_, landed_, sink_->landed_sync());
+      pool_.move_front(buffered_.closed(), landed_, sink_->landed_sync());
     else
-      landed_.splice_back(buffered_);
+      landed_.splice_back(buffered_.closed());
   }
   state_.set(wf::writing);
   if (ec) {
