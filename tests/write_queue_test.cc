@@ -42,12 +42,12 @@ byte_arena::block* block_of(const write_req& r) { return byte_arena::block_of(r.
 // What writable::write() does with a chunk that joins `q`'s open run: a copy
 // at the arena's bump pointer, where the run ends.
 void join(buffered_queue& q, req_pool& pool, std::string_view chunk) {
-  REQUIRE(chunk.size() == q.open_size());
+  REQUIRE(chunk.size() == q.open_key());  // no callback: the key is the size
   REQUIRE(chunk.size() <= pool.arena.room());
   REQUIRE(reinterpret_cast<const char*>(pool.arena.next()) == q.open_end());
   std::byte* p = pool.arena.bump(chunk.size());
   byte_arena::copy_to(p, chunk.data(), chunk.size());
-  q.join();
+  q.join(chunk.size());
 }
 
 // Each chunk of each request, comma-separated, with '|' between requests.
@@ -284,13 +284,13 @@ TEST_CASE("a run request holds its chunks side by side and counts them as writes
 TEST_CASE("an open run takes chunks of its size at its end, counted by the first read of the queue") {
   req_pool pool;
   buffered_queue q;
-  CHECK(q.open_size() == SIZE_MAX);  // none open: no chunk has that size
+  CHECK(q.open_key() == SIZE_MAX);  // none open: no chunk has that size
   CHECK(q.open_end() == nullptr);
   q.push_back(make(pool, "0"));
   write_req& run = make(pool, "ab");
   q.push_back(run);
   q.open_run(run);
-  CHECK(q.open_size() == 2);
+  CHECK(q.open_key() == 2);
   CHECK(&q.open_req() == &run);
   CHECK(q.open_end() == reinterpret_cast<const char*>(pool.arena.next()));
   join(q, pool, "cd");
@@ -304,10 +304,10 @@ TEST_CASE("an open run takes chunks of its size at its end, counted by the first
     CHECK(q.bytes() == 9);
     join(q, pool, "ij");
     CHECK(q.size() == 6);
-    CHECK(q.open_size() == 2);  // reads leave it open
+    CHECK(q.open_key() == 2);  // reads leave it open
     join(q, pool, "kl");
     write_queue& all = q.closed();
-    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(q.open_key() == SIZE_MAX);
     CHECK(all.size() == 7);
     CHECK(all.last()->count() == 6);
     CHECK(chunks(all) == "0|ab,cd,ef,gh,ij,kl");
@@ -315,7 +315,7 @@ TEST_CASE("an open run takes chunks of its size at its end, counted by the first
   }
   SUBCASE("a push closes the run, counting what joined it") {
     q.push_back(make(pool, "xy"));
-    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(q.open_key() == SIZE_MAX);
     CHECK(q.open_end() == nullptr);
     CHECK(q.size() == 5);
     CHECK(q.bytes() == 9);
@@ -324,7 +324,7 @@ TEST_CASE("an open run takes chunks of its size at its end, counted by the first
   }
   SUBCASE("a pop closes the run, counting what joined it") {
     write_req& first = q.pop_front();
-    CHECK(q.open_size() == SIZE_MAX);
+    CHECK(q.open_key() == SIZE_MAX);
     pool.release(first);
     CHECK(q.size() == 3);
     CHECK(q.bytes() == 6);

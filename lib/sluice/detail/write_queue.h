@@ -181,17 +181,24 @@ class buffered_queue {
   /// callback is empty or copyable), the open run.
   void open_run(write_req& r) noexcept {
     SLUICE_ASSERT(&r == q_.last() && !r.owned && r.size() > 0 && (!r.cb || r.cb.copyable()));
-    open_size_ = r.size();
+    open_key_ = run_key(r.size(), static_cast<bool>(r.cb));
     open_end_ = r.first + r.bytes();
   }
-  /// The open run's chunk size (none is SIZE_MAX: no chunk has it) and its
-  /// end: a chunk of that size copied there joins it.
-  std::size_t open_size() const noexcept { return open_size_; }
+  /// What a chunk must match to join a run: its size, and whether it has
+  /// a callback (which must then be the run's: same_target()). A write
+  /// without one compares its size alone, and never reads the request.
+  static constexpr std::size_t called_back = std::size_t{1} << 63;
+  static constexpr std::size_t run_key(std::size_t size, bool has_cb) noexcept {
+    return size | (has_cb ? called_back : 0);
+  }
+  /// The open run's key (none is SIZE_MAX: no chunk has it) and its end: a
+  /// chunk with that key copied there joins it.
+  std::size_t open_key() const noexcept { return open_key_; }
   const char* open_end() const noexcept { return open_end_; }
   /// The open run's request (only while open_end() is not null).
   const write_req& open_req() const noexcept { return *q_.last(); }
-  /// A chunk of open_size() bytes was copied at open_end(): it joins the run.
-  void join() noexcept { open_end_ += open_size_; }
+  /// A chunk of the run's `size` was copied at open_end(): it joins the run.
+  void join(std::size_t size) noexcept { open_end_ += size; }
 
  private:
   // The run's request counts the chunks up to its own end (first + bytes);
@@ -202,16 +209,16 @@ class buffered_queue {
     const char* counted = r.first + r.bytes();
     if (open_end_ == counted) return;
     const auto bytes = static_cast<std::size_t>(open_end_ - counted);
-    q_.add_to_last(bytes / open_size_, bytes);
+    q_.add_to_last(bytes / (open_key_ & ~called_back), bytes);
   }
   void close_run() noexcept {
     settle();
-    open_size_ = SIZE_MAX;
+    open_key_ = SIZE_MAX;
     open_end_ = nullptr;
   }
 
   mutable write_queue q_;  // mutable: settle() counts in const reads
-  std::size_t open_size_ = SIZE_MAX;
+  std::size_t open_key_ = SIZE_MAX;
   const char* open_end_ = nullptr;
 };
 

@@ -244,11 +244,12 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
     start_coalescing();
 
   if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
-    if (r.size() == buffered_.open_size() && r.first == buffered_.open_end() && !r.owned &&
+    if (detail::buffered_queue::run_key(r.size(), static_cast<bool>(r.cb)) == buffered_.open_key() &&
+        r.first == buffered_.open_end() && !r.owned &&
         buffered_.open_req().cb.same_target(r.cb)) {
       // The chunk was copied right after the open run's last one (print()
       // formats in place there): it joins the run.
-      buffered_.join();
+      buffered_.join(r.size());
       r.set({});
       r.cb = nullptr;
       pool_.release(r);

@@ -104,14 +104,15 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   /// writable_options), in which case `cb` gets errc::buffer_full.
   bool write(std::string_view chunk, write_cb cb) {
     SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
-    if (joins_open_run(chunk.size()) && buffered_.open_req().cb.same_target(cb)) [[likely]]
+    if (joins_open_run(detail::buffered_queue::run_key(chunk.size(), static_cast<bool>(cb)), chunk.size()) &&
+        (!cb || buffered_.open_req().cb.same_target(cb))) [[likely]]
       return join_open_run(chunk);
     return write_slow(chunk, std::move(cb));
   }
   /// The same without a callback: no callback to make, compare or destroy.
   bool write(std::string_view chunk) {
     SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
-    if (joins_open_run(chunk.size()) && !buffered_.open_req().cb) [[likely]]
+    if (joins_open_run(chunk.size(), chunk.size())) [[likely]]
       return join_open_run(chunk);
     return write_slow(chunk, write_cb{});
   }
@@ -215,7 +216,7 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   void on_sink_error(std::error_code ec) noexcept final;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
-  bool joins_open_run(std::size_t size) const noexcept;
+  bool joins_open_run(std::size_t key, std::size_t size) const noexcept;
   bool join_open_run(std::string_view chunk) noexcept;
   bool may_open_run(const detail::write_req& r) const noexcept;
   void call_each(detail::write_req& r, std::error_code ec) noexcept;
@@ -278,18 +279,19 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
 // write()'s fast path, inline in the caller: the chunk waits behind a sink
 // call in flight (or the turn's coalescing), the stream is in
 // none of its rare states, and the chunk joins the open run of buffered_
-// (write_queue::open_run()): the same size as its chunks, copied right after
-// the last of them in the arena, with the same callback (or none, as they
-// have). Then write() is Node's writeOrBuffer() down its buffering branch:
+// (buffered_queue::open_run()): the same size as its chunks, copied right
+// after the last of them in the arena, with the same callback or, as they,
+// none (the run's key: a write without a callback compares its size alone).
+// Then write() is Node's writeOrBuffer() down its buffering branch:
 // a copy, a bump, `length` and `pendingcb`. Everything else goes to
 // write_slow() (writable.cc), which follows Node step by step and opens the
 // runs this joins. A run opens only outside object mode and without
 // max_buffered (may_open_run()), so the flag test need not ask.
-inline bool writable::joins_open_run(std::size_t size) const noexcept {
+inline bool writable::joins_open_run(std::size_t key, std::size_t size) const noexcept {
   namespace wf = detail::wflag;
   const std::uint32_t f = state_.flags;
   return (f & (wf::ending | wf::destroyed | wf::errored | wf::constructed)) == wf::constructed &&
-         (f & (wf::writing | wf::coalescing)) != 0 && size == buffered_.open_size() &&
+         (f & (wf::writing | wf::coalescing)) != 0 && key == buffered_.open_key() &&
          buffered_.open_end() == reinterpret_cast<const char*>(pool_.arena.next()) && size <= pool_.arena.room();
 }
 
@@ -299,7 +301,7 @@ inline bool writable::joins_open_run(std::size_t size) const noexcept {
 [[gnu::always_inline]] inline bool writable::join_open_run(std::string_view chunk) noexcept {
   const std::size_t size = chunk.size();
   std::byte* const at = pool_.arena.bump(size);
-  buffered_.join();
+  buffered_.join(size);
   ++state_.pending_cb;
   const std::size_t length = state_.length + size;
   state_.length = length;
