@@ -325,13 +325,14 @@ TEST_CASE("flat_map over streams reads each through, in input order, with concur
 struct late_streams {
   std::vector<std::deque<sluice::from_completion>> pulls;  // per stream, pulls in flight
   int closed = 0;                                          // 'close' of the streams made
+  bool listen_for_errors = true;                           // an 'error' listener of the test's own
   sluice::flat_map_stream_fn fn() {
     return [this](std::string_view) {
       const std::size_t k = pulls.size();
       pulls.emplace_back();
       auto s = sluice::readable_from_async([this, k](sluice::from_completion done) { pulls[k].push_back(done); });
       // flat_map destroys a stream it stops reading with ABORT_ERR.
-      s->on(sluice::event::error, [](std::error_code) {});
+      if (listen_for_errors) s->on(sluice::event::error, [](std::error_code) {});
       s->on(sluice::event::close, [this] { ++closed; });
       return s;
     };
@@ -377,6 +378,34 @@ TEST_CASE("flat_map over streams whose items come later keeps the order, and a s
   CHECK(closes == 1);
   CHECK(chunks == std::vector<std::string>{"x"});
   CHECK(src->destroyed());
+}
+
+// Node's for-await leaves its eos listener on a stream it destroys, and that
+// listener takes the AbortError: nothing is reported as unhandled.
+int unhandled_errors = 0;
+void count_unhandled(const std::error_code&) noexcept { ++unhandled_errors; }
+
+TEST_CASE("a stream flat_map stops reading takes its AbortError: no unhandled 'error' without a listener of its own") {
+  unhandled_errors = 0;
+  const auto old = sluice::set_unhandled_error_handler(count_unhandled);
+  {
+    auto src = source(3);
+    late_streams ls;
+    ls.listen_for_errors = false;
+    auto m = sluice::flat_map(*src, ls.fn());
+    m->on(sluice::event::data, [](std::string_view) {});
+    auto& l = sluice::loop::current();
+    l.run_until_idle();
+    REQUIRE(ls.pulls.size() == 1);
+    sluice::from_completion pending = ls.pulls[0].front();
+    m->destroy();
+    l.run_until_idle();
+    pending.item("x");  // the return reaches the stream at its next item
+    l.run_until_idle();
+    CHECK(ls.closed == 1);
+  }
+  sluice::set_unhandled_error_handler(old);
+  CHECK(unhandled_errors == 0);
 }
 
 TEST_CASE("destroying flat_map's result destroys the stream it reads; a null stream fails it") {

@@ -82,16 +82,18 @@ class iteration : public std::enable_shared_from_this<iteration> {
     auto keep = shared_from_this();  // the listeners below may hold the last reference
     const bool destroy = state_ == state::running || r_.readable_state().has(detail::rflag::auto_destroy);
     if (destroy) {
-      // Node leaves its listeners on a stream it destroys; 'readable' stays
-      // (taking it off would reset readableFlowing), and calls nothing here.
+      // Node leaves its listeners on a stream it destroys: 'readable' stays
+      // (taking it off would reset readableFlowing), and so does eos's,
+      // which takes the AbortError the destroy emits (no unhandled 'error').
+      // Both find the iteration closed, and call nothing here.
       if (!r_.destroyed()) r_.destroy(is_finished() ? std::error_code{} : make_error_code(errc::aborted));
     } else {
       r_.off(event::readable, readable_listener_);
-    }
-    if (cleanup_) {
-      auto c = std::move(cleanup_);
-      cleanup_ = nullptr;
-      c();
+      if (cleanup_) {
+        auto c = std::move(cleanup_);
+        cleanup_ = nullptr;
+        c();
+      }
     }
   }
 
