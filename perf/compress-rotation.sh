@@ -13,6 +13,9 @@
 #
 #   perf/compress-rotation.sh [LINES]
 #
+# Each METHOD of sluice-log's --compress is run, levels among them
+# (gzip:1, gzip, zstd, zstd:1; METHODS="..." to choose).
+#
 # Environment:
 #   SLUICE_LOG=P  the sluice-log binary (default build/tools/sluice-log)
 #   TMPDIR=D      where the input and the logs go (/tmp)
@@ -38,8 +41,9 @@ PY
 raw=$(stat -c %s "$work/in.txt")
 echo "input: $lines lines, $raw bytes; sluice-log --max-size 8M --keep 1000 [--compress M]; best of $reps"
 
+methods=${METHODS:-none gzip:1 gzip zstd:1 zstd}
 best_rate=() best_exit=()
-for method in none gzip zstd; do
+for method in $methods; do
   best="" best_in=""
   for _ in $(seq "$reps"); do
     rm -rf "$work/log" && mkdir "$work/log"
@@ -56,7 +60,7 @@ for method in none gzip zstd; do
   done
   # The last run's files: oldest first, then FILE, give the input back.
   n=$(ls "$work/log" | grep -c '^app\.log\.[0-9]' || true)
-  case $method in
+  case ${method%%:*} in
     none) suffix=""; cat_tool=cat ;;
     gzip) suffix=".gz"; cat_tool="gzip -dc" ;;
     zstd) suffix=".zst"; cat_tool="zstd -qdc" ;;
@@ -69,9 +73,15 @@ for method in none gzip zstd; do
   rate_in=$(echo "$raw / $best_in / 1000000" | bc -l)
   best_rate+=("$rate_in")
   best_exit+=("$rate")
-  printf '%-5s %3d rotated  taken %6.2fs %7.1f MB/s  exit %6.2fs %7.1f MB/s  size %.3fx of raw  input back: %s\n' \
+  printf '%-7s %3d rotated  taken %6.2fs %7.1f MB/s  exit %6.2fs %7.1f MB/s  size %.3fx of raw  input back: %s\n' \
     "$method" "$n" "$best_in" "$rate_in" "$best" "$rate" "$(echo "$stored / $rotated" | bc -l)" "$same"
 done
-printf 'taken rate with gzip: %.2fx of without, with zstd: %.2fx; exit rate: %.2fx, %.2fx (goal: >= 0.5x)\n' \
-  "$(echo "${best_rate[1]} / ${best_rate[0]}" | bc -l)" "$(echo "${best_rate[2]} / ${best_rate[0]}" | bc -l)" \
-  "$(echo "${best_exit[1]} / ${best_exit[0]}" | bc -l)" "$(echo "${best_exit[2]} / ${best_exit[0]}" | bc -l)"
+# Each against the first METHOD (none, unless METHODS says otherwise).
+i=0
+for method in $methods; do
+  if [ "$i" -gt 0 ]; then
+    printf '%-7s taken rate %.2fx of %s, exit rate %.2fx (goal: >= 0.5x)\n' "$method" \
+      "$(echo "${best_rate[$i]} / ${best_rate[0]}" | bc -l)" "${methods%% *}" "$(echo "${best_exit[$i]} / ${best_exit[0]}" | bc -l)"
+  fi
+  i=$((i + 1))
+done

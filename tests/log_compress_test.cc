@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 
+#include "sluice/errors.h"
 #include "sluice/factories.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/log_options.h"
@@ -141,6 +143,29 @@ TEST_CASE("compressed rotation: a compression this build lacks, or none, is said
   write_log(path, {.max_size = 1024, .keep = 0, .compress = compression::zstd}, lines(0, 200));
   CHECK(!exists(path + ".1"));
   CHECK(!exists(path + ".1.zst"));
+}
+
+TEST_CASE("compressed rotation: a level outside the codec's range is refused at open, not at the first rotation") {
+  temp_dir dir;
+  CHECK(log_compression_levels(compression::gzip).min == 1);
+  CHECK(log_compression_levels(compression::gzip).max == 9);
+  CHECK(log_compression_levels(compression::zstd).max == 22);
+  for (const auto& [c, level] : {std::pair{compression::gzip, 10}, {compression::gzip, -1}, {compression::zstd, 23}}) {
+    CAPTURE(level);
+    try {
+      make_log_writable(dir.file("bad.log"), {.max_size = 1024, .compress = c, .compress_level = level});
+      FAIL("opened with compress_level " << level);
+    } catch (const stream_error& e) {
+      CHECK(e.code() == std::errc::invalid_argument);
+      CHECK(std::string(e.what()).find("compress_level " + std::to_string(level)) != std::string::npos);
+    }
+  }
+  // A level within range reaches zlib: gzip's header names the fastest (XFL 4).
+  const std::string path = dir.file("fast.log");
+  write_log(path, {.max_size = 1024, .keep = 5, .compress = compression::gzip, .compress_level = 1}, lines(0, 60));
+  const std::string packed = slurp(path + ".1.gz");
+  REQUIRE(packed.size() > 9);
+  CHECK(static_cast<unsigned char>(packed[8]) == 4);
 }
 
 }  // namespace sluice::test

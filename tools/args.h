@@ -74,19 +74,34 @@ inline bool parse_fsync(const std::string& p, sluice::log_options& log) {
   return true;
 }
 
-// none, gzip or zstd into `log` (--compress); false for anything else.
-// Whether this build can compress so is for the caller to check
-// (sluice::log_compression_available()).
+// none, gzip or zstd, each but none with an optional :LEVEL (gzip:1,
+// zstd:19) into `log` (--compress); false for anything else, a level out of
+// sluice::log_compression_levels() among it. Whether this build can
+// compress so is for the caller to check (sluice::log_compression_available()).
 inline bool parse_compress(const std::string& p, sluice::log_options& log) {
   using compression = sluice::log_options::compression;
-  if (p == "none")
-    log.compress = compression::none;
-  else if (p == "gzip")
-    log.compress = compression::gzip;
-  else if (p == "zstd")
-    log.compress = compression::zstd;
+  const std::size_t colon = p.find(':');
+  const std::string method = p.substr(0, colon);
+  compression c;
+  if (method == "none")
+    c = compression::none;
+  else if (method == "gzip")
+    c = compression::gzip;
+  else if (method == "zstd")
+    c = compression::zstd;
   else
     return false;
+  int level = 0;
+  if (colon != std::string::npos) {
+    const sluice::compression_levels levels = sluice::log_compression_levels(c);
+    std::uint64_t v = 0;
+    if (c == compression::none || !parse_size(p.c_str() + colon + 1, false, static_cast<std::uint64_t>(levels.max), v) ||
+        v < static_cast<std::uint64_t>(levels.min))
+      return false;
+    level = static_cast<int>(v);
+  }
+  log.compress = c;
+  log.compress_level = level;
   return true;
 }
 

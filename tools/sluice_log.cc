@@ -163,7 +163,11 @@ Options for a FILE:
   --compress METHOD gzip or zstd: rotated files become FILE.N.gz or
                     FILE.N.zst, compressed by a background thread (FILE
                     itself stays plain); --keep counts them. none, the
-                    default: rotated files stay as they are.
+                    default: rotated files stay as they are. METHOD:LEVEL
+                    sets the level (gzip:1 to gzip:9, default 6; zstd:1
+                    to zstd:22, default 3). zstd and gzip:1 compress at
+                    least half as fast as sluice-log writes; gzip's default
+                    level, a sixth (perf/compress-rotation.sh).
   --fsync POLICY    when to fsync FILE:
                       never      leave it to the kernel (the default)
                       end        each file once, before it is closed (at
@@ -444,7 +448,7 @@ options parse_args(int argc, char** argv) {
         break;
       case compress:
         if (!sluice_tools::parse_compress(optarg, o.log))
-          this_tool.usage_error(std::string("--compress wants none, gzip or zstd, got '") + optarg + "'");
+          this_tool.usage_error(std::string("--compress wants none, gzip[:1-9] or zstd[:1-22], got '") + optarg + "'");
         if (!sluice::log_compression_available(o.log.compress))
           this_tool.usage_error(std::string("--compress ") + optarg + ": this sluice-log was built without it");
         file_option = "--compress";

@@ -101,7 +101,8 @@ Options:
                     FILE.N.zst, compressed by a background thread, so that
                     a rotation does not hold the writes up (FILE itself
                     stays plain), as sluice-log's --compress. none, the
-                    default: rotated files stay as they are
+                    default: rotated files stay as they are. METHOD:LEVEL
+                    sets the level (gzip:1-9, zstd:1-22)
   --fsync POLICY    never, end, bytes=SIZE or ms=T, as sluice-log's --fsync;
                     or ack: FILE is synced after each batch of messages
                     written (all that came, from every connection, while
@@ -295,7 +296,7 @@ options parse_args(int argc, char** argv) {
         break;
       case compress:
         if (!sluice_tools::parse_compress(arg, o.log))
-          this_tool.usage_error("--compress wants none, gzip or zstd, got '" + arg + "'");
+          this_tool.usage_error("--compress wants none, gzip[:1-9] or zstd[:1-22], got '" + arg + "'");
         if (!sluice::log_compression_available(o.log.compress))
           this_tool.usage_error("--compress " + arg + ": this sluice-logd was built without it");
         break;

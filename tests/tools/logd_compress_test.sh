@@ -15,8 +15,15 @@ logd=$1
 st=0
 "$logd" --listen 127.0.0.1:0 --compress xz "$dir/u.log" > /dev/null 2> "$dir/uerr" || st=$?
 [ "$st" -eq 2 ] || fail "--compress xz exited $st, not 2: $(cat "$dir/uerr")"
-grep -q "sluice-logd: --compress wants none, gzip or zstd, got 'xz'" "$dir/uerr" || fail "--compress xz: $(cat "$dir/uerr")"
+grep -qF "sluice-logd: --compress wants none, gzip[:1-9] or zstd[:1-22], got 'xz'" "$dir/uerr" || fail "--compress xz: $(cat "$dir/uerr")"
 ok "--compress xz: exit 2 with the reason"
+for bad in gzip:0 gzip:10 zstd:23 zstd:-1 zstd: none:3 gzip:1x; do
+  st=0
+  "$logd" --listen 127.0.0.1:0 --compress "$bad" "$dir/u.log" > /dev/null 2> "$dir/uerr" || st=$?
+  [ "$st" -eq 2 ] || fail "--compress $bad exited $st, not 2: $(cat "$dir/uerr")"
+  grep -qF "got '$bad'" "$dir/uerr" || fail "--compress $bad: $(cat "$dir/uerr")"
+done
+ok "--compress with a level out of range or malformed: exit 2 with the reason"
 
 # Sends N octet-counted messages over one connection, in order, and waits
 # for sluice-logd to close it after the sender's FIN (every message read).
@@ -72,6 +79,33 @@ for method in gzip zstd; do
   packed=$(cat "$out".*."$ext" | wc -c)
   ok "--compress $method: $rotated rotated files FILE.N.$ext (none plain), FILE plain; oldest first then FILE is the input, exactly ($n messages; $packed bytes compressed for $((raw - $(wc -c < "$out"))) rotated)"
 done
+
+# METHOD:LEVEL reaches the codec: gzip's header says so (XFL, its 9th byte:
+# 4 for the fastest level, 2 for the best), zstd:19 packs tighter than zstd:1.
+for level in 1 9; do
+  out=$dir/level$level.log
+  start --listen 127.0.0.1:0 --max-size 256K --keep 1000 --compress gzip:$level "$out"
+  send 20000 level
+  stop
+  xfl=$(od -An -tu1 -j8 -N1 "$out.1.gz" | tr -d ' ')
+  want=4; [ "$level" = 9 ] && want=2
+  [ "$xfl" = "$want" ] || fail "--compress gzip:$level: the gzip header's XFL is $xfl, not $want"
+  expected 20000 level > "$dir/want"
+  chain "$out" gz gzip > "$dir/got"
+  cmp -s "$dir/want" "$dir/got" || fail "--compress gzip:$level: the chain is not the input"
+done
+for level in 1 19; do
+  out=$dir/zlevel$level.log
+  start --listen 127.0.0.1:0 --max-size 256K --keep 1000 --compress zstd:$level "$out"
+  send 20000 zlevel
+  stop
+  eval "zsize$level=$(cat "$out".*.zst | wc -c)"
+  expected 20000 zlevel > "$dir/want"
+  chain "$out" zst "zstd -q" > "$dir/got"
+  cmp -s "$dir/want" "$dir/got" || fail "--compress zstd:$level: the chain is not the input"
+done
+[ "$zsize19" -lt "$zsize1" ] || fail "--compress zstd:19 gave $zsize19 bytes, zstd:1 $zsize1: the level did not reach the codec"
+ok "--compress gzip:1 / gzip:9 / zstd:1 / zstd:19: the level reaches the codec (gzip's XFL; zstd:19 $zsize19 bytes against zstd:1's $zsize1), the chain is the input"
 
 # --keep counts the compressed files.
 out=$dir/keep.log

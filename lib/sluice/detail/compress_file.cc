@@ -28,6 +28,14 @@ bool log_compression_available(log_options::compression c) noexcept {
   }
 }
 
+compression_levels log_compression_levels(log_options::compression c) noexcept {
+  switch (c) {
+    case log_options::compression::gzip: return {1, 9};
+    case log_options::compression::zstd: return {1, 22};
+    default: return {0, 0};
+  }
+}
+
 namespace detail {
 namespace {
 

@@ -58,6 +58,14 @@ log_rotation::log_rotation(int fd, const std::string& path, const log_options& o
       throw stream_error(std::make_error_code(std::errc::operation_not_supported),
                          "this sluice was built without " +
                              std::string(options.compress == log_options::compression::gzip ? "zlib" : "libzstd"));
+    // Checked here, not by the codec at the first rotation: there a bad
+    // level would fail every compression on the background thread.
+    const compression_levels levels = log_compression_levels(options.compress);
+    if (options.compress_level != 0 &&
+        (options.compress_level < levels.min || options.compress_level > levels.max))
+      throw stream_error(std::make_error_code(std::errc::invalid_argument),
+                         "compress_level " + std::to_string(options.compress_level) + " is not within " +
+                             std::to_string(levels.min) + " to " + std::to_string(levels.max));
     if (options.keep > 0) {
       compressor_ = std::make_unique<log_compressor>(path, options.keep, options);
       compressor_->recover();
