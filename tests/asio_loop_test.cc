@@ -106,10 +106,10 @@ TEST_CASE_FIXTURE(on_asio, "an fd watch fires when the pipe becomes readable, an
   CHECK_FALSE(l.alive());
 }
 
-// The engine keeps an fd registered with the reactor between watches (one
-// epoll_ctl per wait, not a DEL and an ADD). An fd closed between watches,
-// with no watch left to cancel, may have its number given to another file:
-// a watch on that one must wait on it, not on the old registration.
+// The engine keeps an fd in its epoll set while the fd's callback renews its
+// watch (no epoll_ctl per wait). A callback that closes the fd may have its
+// number given to another file, which the set does not hold: a watch on
+// that one must wait on it, not on the old registration.
 TEST_CASE_FIXTURE(on_asio, "an fd closed after its watch fired, its number now another pipe's, is watched anew") {
   net::steady_timer limit(ctx);
   limit.expires_after(std::chrono::seconds(5 * sluice::test::time_scale()));
@@ -164,12 +164,10 @@ TEST_CASE_FIXTURE(on_asio, "an fd closed after its watch fired, its number now a
   CHECK(second == 1);
 }
 
-// The engine keeps an fd registered from one watch to the next. A stream
-// that closes its fd must have it let go first (loop::forget_fd()): once
-// closed, the number may be another file's, registered on the same
-// io_context by someone else, whose registration a late epoll_ctl(DEL) on
-// the number would remove (and TSan sees the number's reuse by another
-// thread as a race).
+// A stream that closes its fd has the engine let go of it first
+// (loop::forget_fd()): once closed, the number may be another file's,
+// registered on the same io_context by someone else, whose events must not
+// be touched (and TSan sees the number's reuse by another thread as a race).
 TEST_CASE_FIXTURE(on_asio, "a stream's fd is let go before it closes: its number's next file, on the same io_context, keeps its events") {
   int fds[2];
   REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
@@ -206,6 +204,126 @@ TEST_CASE_FIXTURE(on_asio, "a stream's fd is let go before it closes: its number
   ctx.run_for(std::chrono::seconds(2 * sluice::test::time_scale()));
   CHECK(heard);
   ::close(p[1]);
+}
+
+// The loop's fds wait in the engine's own epoll set, and Asio's reactor
+// holds only that set: Asio's epoll_ctl(MOD) per async_wait is paid once per
+// batch of ready fds, not per fd and round trip. So the fd a watch waits on
+// is not in Asio's reactor, and Asio on the same io_context can wait on it too.
+TEST_CASE_FIXTURE(on_asio, "an fd the loop watches is not in Asio's reactor: Asio can wait on it on the same io_context") {
+  pipe_fds p;
+  int ours = 0;
+  bool theirs_heard = false;
+  l.watch(p.r, POLLIN, [&](short revents) {
+    ++ours;
+    CHECK((revents & POLLIN) != 0);
+  });
+  net::posix::stream_descriptor theirs(ctx);
+  boost::system::error_code ec;
+  theirs.assign(p.r, ec);  // EEXIST when the loop's watch put the fd in Asio's epoll
+  REQUIRE_MESSAGE(!ec, ec.message());
+  theirs.async_wait(net::posix::descriptor_base::wait_read, [&](boost::system::error_code wec) {
+    CHECK(!wec);
+    theirs_heard = true;
+  });
+  CHECK(::write(p.w, "x", 1) == 1);
+  ctx.run();
+  CHECK(ours == 1);
+  CHECK(theirs_heard);
+  theirs.release();  // the pipe's, not Asio's, to close
+}
+
+TEST_CASE_FIXTURE(on_asio, "200 fds ready at once: each watch runs once, its renewal runs again while data is left") {
+  std::vector<std::unique_ptr<pipe_fds>> pipes;
+  std::vector<int> calls(200, 0);
+  for (int i = 0; i < 200; ++i) {
+    pipes.push_back(std::make_unique<pipe_fds>());
+    CHECK(::write(pipes.back()->w, "ab", 2) == 2);
+  }
+  // Each callback reads one byte and watches again: two runs a pipe, the
+  // second from the set's level-triggered report of the byte left.
+  std::function<void(int)> watch = [&](int i) {
+    l.watch(pipes[static_cast<std::size_t>(i)]->r, POLLIN, [&, i](short revents) {
+      CHECK((revents & POLLIN) != 0);
+      char c;
+      REQUIRE(::read(pipes[static_cast<std::size_t>(i)]->r, &c, 1) == 1);
+      if (++calls[static_cast<std::size_t>(i)] == 1) watch(i);
+    });
+  };
+  for (int i = 0; i < 200; ++i) watch(i);
+  ctx.run();  // returns: no watch is left
+  CHECK(std::all_of(calls.begin(), calls.end(), [](int c) { return c == 2; }));
+  CHECK_FALSE(l.alive());
+}
+
+TEST_CASE_FIXTURE(on_asio, "a watch not renewed, its fd still readable, leaves the set: io_context::run() returns") {
+  pipe_fds p;
+  CHECK(::write(p.w, "x", 1) == 1);
+  int calls = 0;
+  l.watch(p.r, POLLIN, [&](short) { ++calls; });  // reads nothing, watches no more
+  ctx.run();  // a level-triggered set still holding the fd would keep it running
+  CHECK(calls == 1);
+  // Watched again later: the byte is still there, and is reported.
+  l.watch(p.r, POLLIN, [&](short revents) {
+    ++calls;
+    CHECK((revents & POLLIN) != 0);
+  });
+  ctx.restart();
+  ctx.run();
+  CHECK(calls == 2);
+}
+
+TEST_CASE_FIXTURE(on_asio, "ready together: a callback that lets go of another ready fd and reuses its number gets no stale report") {
+  int p[2][2];
+  for (auto& fds : p) {
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    CHECK(::write(fds[1], "x", 1) == 1);
+  }
+  int owner[2] = {0, 0};
+  int first = 0, stale = 0;
+  // Whichever the set reports first lets go of the other, closes it and
+  // opens a pipe under its read number, with nothing in it.
+  auto take = [&](int j) {
+    const int number = p[j][0];
+    l.cancel(&owner[j]);
+    l.forget_fd(number);
+    ::close(p[j][0]);
+    ::close(p[j][1]);
+    REQUIRE(::pipe2(p[j], O_CLOEXEC) == 0);
+    REQUIRE(p[j][0] == number);
+    l.watch(number, POLLIN, [&](short) { ++stale; }, &owner[j]);
+    net::post(ctx, [&, j] { l.cancel(&owner[j]); });
+  };
+  for (int i = 0; i < 2; ++i)
+    l.watch(p[i][0], POLLIN, [&, i](short) {
+      if (++first == 1) take(1 - i);
+    }, &owner[i]);
+  ctx.run();
+  CHECK(first == 1);
+  CHECK(stale == 0);
+  for (auto& fds : p) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+  }
+}
+
+TEST_CASE_FIXTURE(on_asio, "a watch on a regular file fires at once, as poll() says, and again when renewed") {
+  char path[] = "/tmp/sluice-asio-file-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::unlink(path);
+  int calls = 0;
+  l.watch(fd, POLLIN, [&](short revents) {
+    ++calls;
+    CHECK((revents & POLLIN) != 0);
+    l.watch(fd, POLLOUT, [&](short revents2) {
+      ++calls;
+      CHECK((revents2 & POLLOUT) != 0);
+    });
+  });
+  ctx.run();
+  CHECK(calls == 2);
+  ::close(fd);
 }
 
 TEST_CASE_FIXTURE(on_asio, "a watch for POLLOUT and one for POLLIN on the same fd are both served") {

@@ -6,9 +6,12 @@
 #include <utility>
 
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -17,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <system_error>
 #include <vector>
 
 #include "sluice/loop.h"
@@ -29,9 +33,27 @@ namespace sluice::asio::detail {
 // The loop_driver over an io_context. Its handlers can outlive the
 // attachment (an aborted wait still completes, later), so each holds a ref;
 // the engine frees itself when the attachment has gone and the last ref goes.
+//
+// The loop's fds wait in an epoll set of the engine's own, level-triggered
+// as poll() is, and only that set's fd is in Asio's reactor (as libuv's
+// uv_backend_fd() lets a host loop embed libuv's). Asio's reactor is
+// edge-triggered and each async_wait on an fd is an epoll_ctl(MOD) there:
+// one per watch, per round trip of a busy socket. Here a watch that the
+// fd's callback renews costs no epoll_ctl at all, and one wait of Asio's
+// serves every fd that became ready meanwhile.
 class engine final : public loop_driver {
  public:
-  engine(boost::asio::io_context& ctx, loop& l) : ctx_(ctx), loop_(&l), timer_(std::in_place, ctx) {}
+  engine(boost::asio::io_context& ctx, loop& l) : ctx_(ctx), loop_(&l), timer_(std::in_place, ctx) {
+    const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) throw std::system_error(errno, std::system_category(), "sluice::asio::attach: epoll_create1");
+    try {
+      ready_.emplace(ctx_, ep);  // owns ep from here on: closes it when reset
+    } catch (...) {
+      ::close(ep);
+      throw;
+    }
+    epfd_ = ep;
+  }
 
   void schedule() override {
     boost::asio::post(ctx_, [r = ref(this)] {
@@ -41,34 +63,26 @@ class engine final : public loop_driver {
 
   void watch(int fd, short events) override {
     fd_state& s = slot(fd);
-    // A registration kept from an earlier watch serves this one only if the
-    // fd is still the same open file: between watches its owner may have
-    // closed it (nothing tells the driver of that, as no watch was left to
-    // cancel) and the number may now be another file's.
-    if (s.desc && !s.confirmed && !s.same_file(fd)) let_go(s);
-    if (!s.desc) {
-      // The fd stays the caller's: let_go() releases it, never closes it.
-      boost::system::error_code ec;
-      s.desc.emplace(ctx_);
-      s.desc->assign(fd, ec);
-      ++s.gen;
-      if (ec) {
-        // Not an fd epoll takes (closed: EBADF): poll() would say POLLNVAL.
-        s.desc.reset();
-        boost::asio::post(ctx_, [r = ref(this), fd] {
-          if (r.e->loop_) r.e->loop_->on_ready(fd, POLLNVAL);
-        });
-        return;
-      }
-      s.remember_file(fd);
+    // A watch renewed by the fd's own callback is checked after it returns
+    // (on_epoll_ready()): the callback may have closed the fd meanwhile.
+    if (fd == dispatching_) return;
+    if (s.file) {
+      post_ready(fd, s, static_cast<short>(events & (POLLIN | POLLOUT)));
+      return;
     }
-    s.confirmed = true;
-    if (events & POLLIN) start_wait(fd, s, 0);
-    if (events & POLLOUT) start_wait(fd, s, 1);
+    update(fd, s, wanted(fd));
   }
 
   void unwatch(int fd) noexcept override {
-    if (static_cast<std::size_t>(fd) < fds_.size()) let_go(fds_[static_cast<std::size_t>(fd)]);
+    if (static_cast<std::size_t>(fd) >= fds_.size()) return;
+    fd_state& s = fds_[static_cast<std::size_t>(fd)];
+    // The fd may be closed as soon as this returns, and its number reused.
+    if (s.events) {
+      epoll_event ev{};
+      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, &ev);
+      registered(-1);
+    }
+    s = fd_state{.gen = s.gen + 1};
   }
 
   void arm_timer(std::chrono::steady_clock::time_point due) override {
@@ -94,7 +108,10 @@ class engine final : public loop_driver {
 
   void detached() noexcept override {
     loop_ = nullptr;
-    for (auto& s : fds_) let_go(s);
+    fds_.clear();
+    registered_ = 0;
+    ++ready_gen_;
+    ready_.reset();  // closes the epoll set: every registration goes with it
     ++timer_gen_;
     if (timer_) timer_->cancel();
     guard_.reset();
@@ -108,7 +125,7 @@ class engine final : public loop_driver {
   // is left to run.
   void release() noexcept {
     if (loop_) loop_->attach(nullptr);  // calls detached()
-    fds_.clear();
+    ready_.reset();
     timer_.reset();
     released_ = true;
     if (outstanding_.load(std::memory_order_acquire) == 0) delete this;
@@ -129,27 +146,12 @@ class engine final : public loop_driver {
   };
 
   struct fd_state {
-    std::optional<boost::asio::posix::stream_descriptor> desc;
-    std::uint32_t gen = 0;  // bumped per registration: stale completions are ignored
-    bool waiting[2] = {false, false};  // POLLIN, POLLOUT
-    // False once a watch has fired and until the next: the fd may have
-    // been closed in between, and its number given to another file.
-    bool confirmed = false;
+    std::uint32_t events = 0;  // in the epoll set for these (0: not in it)
+    std::uint32_t gen = 0;     // bumped when it leaves: readiness read before is stale
+    bool file = false;         // epoll refuses it (a regular file): always ready, as poll() says
     // Which open file the registration is for (a socket's inode is its own).
     dev_t dev = 0;
     ino_t ino = 0;
-
-    void remember_file(int fd) noexcept {
-      struct stat st {};
-      if (::fstat(fd, &st) == 0) {
-        dev = st.st_dev;
-        ino = st.st_ino;
-      }
-    }
-    bool same_file(int fd) const noexcept {
-      struct stat st {};
-      return ::fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
-    }
   };
 
   fd_state& slot(int fd) {
@@ -158,51 +160,151 @@ class engine final : public loop_driver {
     return fds_[i];
   }
 
-  void start_wait(int fd, fd_state& s, int dir) {
-    if (s.waiting[dir]) return;
-    s.waiting[dir] = true;
-    s.desc->async_wait(dir ? boost::asio::posix::descriptor_base::wait_write : boost::asio::posix::descriptor_base::wait_read,
-                       [r = ref(this), fd, gen = s.gen, dir](boost::system::error_code ec) {
-                         r.e->on_wait(fd, gen, dir, ec);
+  // POLLIN and POLLOUT are EPOLLIN and EPOLLOUT; the set always reports
+  // EPOLLERR and EPOLLHUP, which are POLLERR and POLLHUP.
+  std::uint32_t wanted(int fd) const noexcept {
+    return static_cast<std::uint32_t>(loop_->watched_events(fd)) & (EPOLLIN | EPOLLOUT);
+  }
+
+  // Brings the fd's registration to `want`: added at its first watch,
+  // changed when the watches ask for another direction, removed when none
+  // is left (so that a level-triggered set never reports an unwatched fd).
+  void update(int fd, fd_state& s, std::uint32_t want) {
+    if (want == s.events) return;
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.fd = fd;
+    const int op = s.events == 0 ? EPOLL_CTL_ADD : want == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+    if (::epoll_ctl(epfd_, op, fd, &ev) == 0) {
+      if (op == EPOLL_CTL_ADD) {
+        registered(+1);
+        remember_file(fd, s);
+      } else if (op == EPOLL_CTL_DEL) {
+        registered(-1);
+        ++s.gen;
+      }
+      s.events = want;
+      return;
+    }
+    const int err = errno;
+    if (op == EPOLL_CTL_DEL) {  // gone already
+      registered(-1);
+      s = fd_state{.gen = s.gen + 1};
+      return;
+    }
+    if (op == EPOLL_CTL_MOD) {
+      // Its file left the set when it was closed; the number is another's.
+      registered(-1);
+      s = fd_state{.gen = s.gen + 1};
+      update(fd, s, want);
+      return;
+    }
+    // Not an fd epoll takes: a regular file is always ready (poll() says
+    // so); a closed one gets POLLNVAL and anything else POLLERR, once.
+    if (err == EPERM) {
+      s.file = true;
+      post_ready(fd, s, static_cast<short>(want));
+    } else {
+      post_ready(fd, s, err == EBADF ? POLLNVAL : POLLERR);
+    }
+  }
+
+  static void remember_file(int fd, fd_state& s) noexcept {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) {
+      s.dev = st.st_dev;
+      s.ino = st.st_ino;
+    }
+  }
+  static bool same_file(int fd, const fd_state& s) noexcept {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && st.st_dev == s.dev && st.st_ino == s.ino;
+  }
+
+  void post_ready(int fd, const fd_state& s, short revents) {
+    boost::asio::post(ctx_, [r = ref(this), fd, gen = s.gen, revents] {
+      engine* e = r.e;
+      if (!e->loop_ || static_cast<std::size_t>(fd) >= e->fds_.size() || e->fds_[static_cast<std::size_t>(fd)].gen != gen)
+        return;
+      e->loop_->on_ready(fd, revents);
+    });
+  }
+
+  // Asio waits on the set while anything is in it, and not otherwise, so
+  // that io_context::run() returns once the loop watches nothing.
+  void registered(int delta) {
+    registered_ += delta;
+    if (registered_ > 0) {
+      arm();
+    } else if (waiting_) {
+      waiting_ = false;
+      ++ready_gen_;  // the aborted wait's handler finds its gen gone
+      boost::system::error_code ignored;
+      ready_->cancel(ignored);
+    }
+  }
+
+  void arm() {
+    if (waiting_) return;
+    waiting_ = true;
+    ready_->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                       [r = ref(this), gen = ready_gen_](boost::system::error_code ec) {
+                         if (gen == r.e->ready_gen_) r.e->on_epoll_ready(ec);
                        });
   }
 
-  // Releases the fd from the reactor (epoll_ctl DEL); pending waits end as
-  // aborted, and find their generation gone.
-  static void let_go(fd_state& s) noexcept {
-    if (!s.desc) return;
-    s.desc->release();
-    s.desc.reset();
-    s.waiting[0] = s.waiting[1] = false;
-    s.confirmed = false;
-    ++s.gen;
-  }
-
-  void on_wait(int fd, std::uint32_t gen, int dir, boost::system::error_code ec) {
-    if (!loop_) return;
-    const auto i = static_cast<std::size_t>(fd);
-    if (i >= fds_.size() || fds_[i].gen != gen || !fds_[i].desc) return;
-    short revents = dir ? POLLOUT : POLLIN;
-    // A regular file cannot be waited on (epoll refuses it): it is always ready.
-    if (ec && ec != boost::asio::error::operation_not_supported) revents |= POLLERR;
-    // The registration stays for the next watch: the reactor's epoll is
-    // edge-triggered and a watch level-triggered (as poll(): the callbacks
-    // may leave data unread and watch again), but each async_wait on a
-    // registered fd is an epoll_ctl MOD, which makes the kernel report the
-    // fd at once if it is still ready. One MOD per wait, where ending the
-    // registration at each readiness cost a DEL and an ADD.
-    fd_state& s = fds_[i];
-    s.waiting[dir] = false;
-    s.confirmed = false;
+  // The set is ready: runs the callbacks of up to 64 ready fds, each fd's
+  // once, then waits again (Asio's next report comes at once if more are
+  // ready, after its other handlers had their turn).
+  void on_epoll_ready(boost::system::error_code ec) {
+    waiting_ = false;
+    if (!loop_ || ec) return;
+    epoll_event evs[64];
+    int n;
+    do {
+      n = ::epoll_wait(epfd_, evs, 64, 0);
+    } while (n < 0 && errno == EINTR);
+    struct ready_fd {
+      int fd;
+      std::uint32_t gen;
+      short revents;
+    } ready[64];
+    // The callbacks may close fds and reuse their numbers: an fd that left
+    // the set after epoll_wait() (its gen moved on) is not run.
+    for (int i = 0; i < n; ++i) {
+      const int fd = evs[i].data.fd;
+      ready[i] = {fd, fds_[static_cast<std::size_t>(fd)].gen, static_cast<short>(evs[i].events)};
+    }
     loop* l = loop_;
-    l->on_ready(fd, revents);
-    if (loop_ != l) return;
-    // Watches the callbacks left in place (another direction's) wait on.
-    if (const short left = l->watched_events(fd)) watch(fd, left);
+    for (int i = 0; i < n; ++i) {
+      const int fd = ready[i].fd;
+      if (fds_[static_cast<std::size_t>(fd)].gen != ready[i].gen) continue;
+      dispatching_ = fd;
+      l->on_ready(fd, ready[i].revents);
+      dispatching_ = -1;
+      if (loop_ != l) return;
+      fd_state& s = fds_[static_cast<std::size_t>(fd)];
+      if (s.gen != ready[i].gen) continue;  // let go of by a callback (loop::forget_fd())
+      const std::uint32_t want = wanted(fd);
+      // Watched again: the callback may have closed the fd and opened
+      // another file under its number, which the set does not hold.
+      if (want != 0 && !same_file(fd, s)) {
+        registered(-1);
+        s = fd_state{.gen = s.gen + 1};
+      }
+      update(fd, s, want);
+    }
+    if (registered_ > 0) arm();
   }
 
   boost::asio::io_context& ctx_;
   loop* loop_;
+  int epfd_ = -1;
+  std::optional<boost::asio::posix::stream_descriptor> ready_;  // epfd_ in Asio's reactor
+  bool waiting_ = false;       // an async_wait on ready_ is pending
+  std::uint64_t ready_gen_ = 0;  // bumped when that wait is cancelled
+  int registered_ = 0;         // fds in the epoll set
+  int dispatching_ = -1;       // the fd whose callbacks run now
   std::optional<boost::asio::steady_timer> timer_;
   std::uint64_t timer_gen_ = 0;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
