@@ -352,10 +352,11 @@ class [[nodiscard]] attachment {
 ///     ctx.run();  // returns when the streams (and ctx's other work) are done
 ///
 /// The sluice loop keeps Node's nextTick and setImmediate queues and their
-/// order; fd readiness (a posix::stream_descriptor's async_wait on the fd,
-/// which it does not own or close), timers (one steady_timer, for the
-/// earliest), post() from other threads (asio::post) and hold() (a work guard)
-/// go to `ctx`. Each turn of immediates is one handler posted to `ctx`, so a
+/// order; fd readiness (an epoll set of the attachment's own, level-triggered,
+/// whose fd is the one `ctx` waits on: the loop's fds are never in Asio's
+/// reactor, and never owned or closed by it), timers (one steady_timer, for
+/// the earliest), post() from other threads (asio::post) and hold() (a work
+/// guard) go to `ctx`. Each turn of immediates is one handler posted to `ctx`, so a
 /// stream that always has more to do (a flowing readable over /dev/zero)
 /// takes turns with ctx's other handlers instead of starving them.
 ///
