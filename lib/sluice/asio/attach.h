@@ -231,12 +231,14 @@ class engine final : public loop_driver {
   }
 
   // Asio waits on the set while anything is in it, and not otherwise, so
-  // that io_context::run() returns once the loop watches nothing.
+  // that io_context::run() returns once the loop watches nothing. Only an
+  // fd added arms the wait (which allocates): one that leaves, from
+  // unwatch() among others, only cancels it when it was the last.
   void registered(int delta) {
     registered_ += delta;
-    if (registered_ > 0) {
+    if (delta > 0) {
       arm();
-    } else if (waiting_) {
+    } else if (registered_ == 0 && waiting_) {
       waiting_ = false;
       ++ready_gen_;  // the aborted wait's handler finds its gen gone
       boost::system::error_code ignored;
