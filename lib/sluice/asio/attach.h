@@ -74,15 +74,8 @@ class engine final : public loop_driver {
   }
 
   void unwatch(int fd) noexcept override {
-    if (static_cast<std::size_t>(fd) >= fds_.size()) return;
-    fd_state& s = fds_[static_cast<std::size_t>(fd)];
     // The fd may be closed as soon as this returns, and its number reused.
-    if (s.events) {
-      epoll_event ev{};
-      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, &ev);
-      registered(-1);
-    }
-    s = fd_state{.gen = s.gen + 1};
+    if (static_cast<std::size_t>(fd) < fds_.size()) leave(fd, fds_[static_cast<std::size_t>(fd)]);
   }
 
   void arm_timer(std::chrono::steady_clock::time_point due) override {
@@ -171,42 +164,47 @@ class engine final : public loop_driver {
   // is left (so that a level-triggered set never reports an unwatched fd).
   void update(int fd, fd_state& s, std::uint32_t want) {
     if (want == s.events) return;
+    if (want == 0) return leave(fd, s);
     epoll_event ev{};
     ev.events = want;
     ev.data.fd = fd;
-    const int op = s.events == 0 ? EPOLL_CTL_ADD : want == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
-    if (::epoll_ctl(epfd_, op, fd, &ev) == 0) {
-      if (op == EPOLL_CTL_ADD) {
-        registered(+1);
-        remember_file(fd, s);
-      } else if (op == EPOLL_CTL_DEL) {
-        registered(-1);
-        ++s.gen;
+    if (s.events != 0) {
+      if (::epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev) == 0) {
+        s.events = want;
+        return;
       }
+      forget(s);  // ENOENT: its file left the set when it was closed; the number is another's
+    }
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) == 0) {
       s.events = want;
-      return;
-    }
-    const int err = errno;
-    if (op == EPOLL_CTL_DEL) {  // gone already
-      registered(-1);
-      s = fd_state{.gen = s.gen + 1};
-      return;
-    }
-    if (op == EPOLL_CTL_MOD) {
-      // Its file left the set when it was closed; the number is another's.
-      registered(-1);
-      s = fd_state{.gen = s.gen + 1};
-      update(fd, s, want);
+      remember_file(fd, s);
+      registered(+1);
       return;
     }
     // Not an fd epoll takes: a regular file is always ready (poll() says
     // so); a closed one gets POLLNVAL and anything else POLLERR, once.
+    const int err = errno;
     if (err == EPERM) {
       s.file = true;
       post_ready(fd, s, static_cast<short>(want));
     } else {
       post_ready(fd, s, err == EBADF ? POLLNVAL : POLLERR);
     }
+  }
+
+  // Takes the fd out of the set (an error means it is gone already: closed).
+  void leave(int fd, fd_state& s) noexcept {
+    if (s.events) {
+      epoll_event ev{};
+      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, &ev);
+    }
+    forget(s);
+  }
+
+  // The fd is no longer in the set: readiness read before is stale.
+  void forget(fd_state& s) noexcept {
+    if (s.events) registered(-1);
+    s = fd_state{.gen = s.gen + 1};
   }
 
   static void remember_file(int fd, fd_state& s) noexcept {
@@ -290,10 +288,7 @@ class engine final : public loop_driver {
       const std::uint32_t want = wanted(fd);
       // Watched again: the callback may have closed the fd and opened
       // another file under its number, which the set does not hold.
-      if (want != 0 && !same_file(fd, s)) {
-        registered(-1);
-        s = fd_state{.gen = s.gen + 1};
-      }
+      if (want != 0 && !same_file(fd, s)) forget(s);
       update(fd, s, want);
     }
     if (registered_ > 0) arm();

@@ -30,7 +30,8 @@ struct log_options {
   compression compress = compression::none;
   /// The codec's level: 0 means its default (gzip 6, zstd 3); otherwise
   /// within log_compression_levels(compress), or opening the log throws.
-  /// Lower is faster: gzip 1 compresses about twice as fast as gzip 6.
+  /// Lower is faster: gzip 1 compresses about three times as fast as gzip 6
+  /// (perf/compress-rotation.sh).
   int compress_level = 0;
 
   enum class fsync_policy {
