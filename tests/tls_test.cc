@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -877,7 +878,9 @@ TEST_CASE("a FIFO as a context's file is refused at once, not waited on ('not a 
   ::unlink(fifo.c_str());
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // In a child with an alarm: an open that blocks fails the test instead
-  // of hanging it.
+  // of hanging it. (Flushed first: the child must not write the parent's
+  // buffered output again.)
+  std::fflush(nullptr);
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -905,6 +908,7 @@ TEST_CASE("a server with no 'error' listener on a port already taken ends the pr
   const auto run = [&](bool tls_server, std::string& said) {
     int err[2];
     REQUIRE(::pipe(err) == 0);
+    std::fflush(nullptr);  // the child's exit flushes what it inherited
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
