@@ -229,7 +229,8 @@ Options for syslog+tls:// and relp+tls://:
   looks like a reset connection), is not tried again: 'sluice-log: DEST:
   TLS: certificate verify failed: REASON', every line is dropped
   (counted), exit 1. A missing or unreadable --tls-*
-  file, or one OpenSSL cannot load: exit 2 with the reason.
+  file, one that is not a regular file (a FIFO, a device), or one OpenSSL
+  cannot load: exit 2 with the reason.
   What a success means over TLS, and what a broken connection can lose or
   send twice: docs/shipping.md.
 

@@ -73,6 +73,8 @@ Options:
                     'sluice-logd: listening on HOST:PORT (TLS)'. A sender
                     whose handshake fails is cut off before anything it
                     sent is written, said on standard error with the reason.
+                    The handshake must be done within 10 s (or
+                    --idle-timeout, when shorter), else it fails.
   --tls-cert FILE   the server's certificate (PEM; any intermediate ones
                     after it), for --listen-tls
   --tls-key FILE    its private key (PEM); a warning if group or others may
@@ -123,7 +125,14 @@ Options:
   --max-connections N
                     at most N connections at a time on each --listen
                     address; one past it is closed at once (counted as
-                    refused)
+                    refused). On --listen-tls N counts the senders whose
+                    handshake is done, and at most N more connections may
+                    be in their handshake besides: one more cuts off the
+                    oldest of them (a failed handshake, 'too many
+                    connections in their handshake'), so that connections
+                    that never finish a handshake cannot lock a sender
+                    out. One whose handshake ends while N senders are in
+                    is closed then (counted as refused).
   --idle-timeout T  close a connection that sent nothing for T (e.g. 10m,
                     30s, 500ms; default: never); a connection paused because
                     FILE is behind is not idle. Counted as idle closed; with
@@ -201,8 +210,10 @@ Exit status: 0 after SIGTERM/SIGINT with every message read in FILE; 1 when
 FILE cannot be opened or written (with --on-full exit: is full), messages
 were not written, or an address cannot be listened on; 2 on bad usage.
 
-A missing or unreadable --tls-* file, or one OpenSSL cannot load (not PEM,
-a key that does not match the certificate), is bad usage (exit status 2).
+A missing or unreadable --tls-* file, one that is not a regular file (a
+FIFO, a device: 'not a regular file'), or one OpenSSL cannot load (not
+PEM, a key that does not match the certificate), is bad usage (exit
+status 2).
 
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M --compress zstd app.log
          sluice-logd --listen-relp 127.0.0.1:2514 --fsync ack app.log
@@ -570,7 +581,7 @@ class logd {
   bool listen_tls() {
     sluice::net::server_options listener = o_.server;
     listener.max_connections = o_.max_connections;
-    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, listener);
+    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, listener, o_.idle_timeout);
     for (const std::string& addr : o_.tls.listen) {
       std::unique_ptr<sluice::tls::server> srv;
       try {
@@ -1013,7 +1024,7 @@ class logd {
     std::size_t refused = 0;
     for (const auto& s : servers_) refused += s->dropped();
 #if SLUICE_TOOL_TLS
-    for (const auto& s : tls_servers_) refused += s->tcp().dropped();
+    for (const auto& s : tls_servers_) refused += s->dropped();
 #endif
     if (o_.json)
       std::fprintf(stderr,
