@@ -129,10 +129,28 @@ Options for every DEST:
                             after a reconnect, so the receiver may hold them
                             twice, D: given up or refused, F: of D,
                             answered other than 200)
-                    with --spool, S counts the lines taken into the
-                    spool, and the line goes on: 'P spooled (B bytes), Q
-                    sent from spool, A acked, G segments left, R
-                    recovered, T torn bytes, F spool failures'
+                    with --spool, the line goes on: 'P spooled (B
+                            bytes), Q sent from spool, A acked, F refused,
+                            K left in spool, E acked and X refused of
+                            earlier runs, G segments left, R recovered, T
+                            torn bytes, W spool failures' (P: this run's
+                            lines written to the spool; Q, A, F: records
+                            sent from the spool, earlier runs' included,
+                            and of Q, acknowledged (syslog: in the socket
+                            buffer) and refused (relp: answered other than
+                            200, dropped from the spool, never sent
+                            again); K: this run's lines in the spool
+                            neither acknowledged nor refused, sent first by
+                            the next run on DIR; E, X: of A and F, lines
+                            an earlier run spooled; T: bytes of records
+                            that were not whole and intact, each ending
+                            its segment, never sent). syslog's S then
+                            counts the lines taken into the spool, and N =
+                            S + D still; relp's A, D and F count this run's
+                            lines (A: acknowledged, from the spool or, while
+                            it could not be written, from memory; D: given
+                            up, or refused; F: of D, refused), and N = A +
+                            D + K
                     kafka:  'sluice-log: N lines, D delivered, F failed'
                             (D: acknowledged by the broker)
   --json            with --stats: print them as one JSON object instead:
@@ -141,7 +159,14 @@ Options for every DEST:
                     "maybe_lost":L,"truncated":T},
                     {"lines":N,"acked":A,"resent":S,"dropped":D,
                     "reconnects":R,"refused":F,"truncated":T} or
-                    {"lines":N,"delivered":D,"failed":F}
+                    {"lines":N,"delivered":D,"failed":F}; with
+                    --spool, followed in the same object by
+                    "spooled":P,"spooled_bytes":B,"sent_from_spool":Q,
+                    "acked_from_spool":A,"refused_from_spool":F,
+                    "left_in_spool":K,"earlier_acked":E,
+                    "earlier_refused":X,"segments":G,
+                    "recovered_segments":R,"torn_bytes":T,
+                    "spool_failures":W
   -h, --help        show this help
 
 Options for a FILE:
@@ -255,7 +280,17 @@ Options for a network DEST:
                     loss); the exit status is 0 only once every line is sent
                     and the spool empty. A spool that cannot be written
                     (ENOSPC, EIO) is said once on standard error, and lines
-                    then wait in memory, with backpressure, as without it.
+                    then wait in memory, with backpressure, as without it,
+                    and go after what is on disk, in order; new lines go to
+                    DIR again once those in memory are sent. A line the
+                    RELP receiver refuses is dropped from the spool, as it
+                    fails alone without it: said once, counted (--stats),
+                    exit 1, never sent again; the lines after it go on. A
+                    record in DIR that is not whole and intact (a tail torn
+                    by a crash, a length past what its segment holds, a
+                    checksum that does not match) ends its segment: the
+                    rest of that segment is counted (torn bytes), never
+                    sent; the next segment goes on.
   --spool-max SIZE  the most the spool holds on disk (default 1G; SIZE as
                     --max-size, at least 64K); when full, the input is held
                     back as without --spool
