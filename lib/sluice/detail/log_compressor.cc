@@ -316,9 +316,13 @@ void log_compressor::run() {
     if (ec) {
       ++failures_;
       last_error_ = ec;
+      // One wait for all that failed since the last round, doubled each
+      // round that fails.
+      if (retry_.empty()) {
+        retry_at_ = std::chrono::steady_clock::now() + backoff_;
+        backoff_ = std::min(backoff_ * 2, std::chrono::seconds(64));
+      }
       retry_.push_back(j);
-      retry_at_ = std::chrono::steady_clock::now() + backoff_;
-      backoff_ = std::min(backoff_ * 2, std::chrono::seconds(64));
     } else {
       sys.close(j.fd);
       if (packed) ++compressed_;
