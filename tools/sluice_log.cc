@@ -115,7 +115,9 @@ Options for every DEST:
                     FILE:   'sluice-log: N lines, B bytes, R rotations,
                             H reopens' (N: lines written, B: bytes written,
                             timestamps and newlines included; a line the
-                            file refused is not counted)
+                            file refused is not counted); with --compress
+                            also ', C compressed, F failed compressions'
+                            (rotated files compressed; tries that failed)
                     syslog: 'sluice-log: N lines, S sent, D dropped,
                             R reconnects, L maybe lost, T truncated' (N:
                             lines read, S: in the kernel's socket buffer, D:
@@ -136,7 +138,8 @@ Options for every DEST:
                     kafka:  'sluice-log: N lines, D delivered, F failed'
                             (D: acknowledged by the broker)
   --json            with --stats: print them as one JSON object instead:
-                    {"lines":N,"bytes":B,"rotations":R,"reopens":H},
+                    {"lines":N,"bytes":B,"rotations":R,"reopens":H} (with
+                    --compress also "compressed":C,"compress_failures":F),
                     {"lines":N,"sent":S,"dropped":D,"reconnects":R,
                     "maybe_lost":L,"truncated":T},
                     {"lines":N,"acked":A,"resent":S,"dropped":D,

@@ -141,7 +141,8 @@ Options:
                     connections, M malformed, R rotations, H reopens; W
                     written, L not written; T truncated, I idle closed, F
                     refused, E accept errors, S waits for space; Y fsyncs,
-                    A RELP answered'; N = W + L)
+                    A RELP answered'; N = W + L; with --compress also
+                    '; C compressed, F failed compressions')
   --json            with --stats: each as one JSON object
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
