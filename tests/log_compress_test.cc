@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <chrono>
+#include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -213,6 +216,65 @@ TEST_CASE("compressed rotation: compressed, then plain, then compressed again: e
   std::sort(got.begin(), got.end());
   CHECK(std::adjacent_find(got.begin(), got.end()) == got.end());
   CHECK(got.size() == 30000);
+}
+
+// Issue 34, item 14: such a file stayed plain without a word, and for good.
+TEST_CASE("compressed rotation: a rotated file that cannot be compressed is told, and tried again until it is") {
+  temp_dir dir;
+  const std::string path = dir.file("app.log");
+  std::filesystem::create_directory(path + ".gz.tmp");  // the temporary cannot be created
+  std::mutex m;
+  std::vector<log_options::compress_problem> told;
+  log_options o{.max_size = 8 * 1024, .keep = 100, .compress = compression::gzip};
+  o.on_compress_problem = [&](const log_options::compress_problem& p) {
+    std::lock_guard lock(m);
+    told.push_back(p);
+  };
+  const auto plain_left = [&] {
+    int n = 0;
+    for (int i = 1; i <= 100; ++i) n += exists(path + "." + std::to_string(i));
+    return n;
+  };
+  const auto told_count = [&] {
+    std::lock_guard lock(m);
+    return told.size();
+  };
+  int calls = 0;
+  {
+    auto w = make_log_writable(path, o);
+    const std::string text = lines(0, 2000);
+    for (std::size_t off = 0; off < text.size();) {
+      const std::size_t nl = text.find('\n', off);
+      w->write(std::string_view(text).substr(off, nl + 1 - off), [&](std::error_code ec) {
+        CHECK(!ec);
+        ++calls;
+      });
+      off = nl + 1;
+    }
+    loop::current().run_until_idle();
+    for (int i = 0; i < 500 && told_count() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(told_count() > 0);
+    {
+      std::lock_guard lock(m);
+      CHECK(told[0].error == std::errc::is_a_directory);
+      CHECK(!told[0].bad_twin);
+      CHECK(told[0].file.starts_with(path + "."));
+    }
+    CHECK(plain_left() > 0);
+    std::filesystem::remove(path + ".gz.tmp");
+    // Tried again 1 s after the first failure, then 2 s...: within 10 s.
+    for (int i = 0; i < 1000 && plain_left() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(plain_left() == 0);
+    w->end();
+    loop::current().run_until_idle();
+  }
+  CHECK(calls == 2000);
+  std::string all;
+  int n = 0;
+  while (exists(path + "." + std::to_string(n + 1) + ".gz")) ++n;
+  for (int i = n; i >= 1; --i) all += sh("gzip -dc < " + path + "." + std::to_string(i) + ".gz");
+  all += slurp(path);
+  CHECK((all == lines(0, 2000)));
 }
 
 TEST_CASE("compressed rotation: a compression this build lacks, or none, is said at open; keep 0 removes as before") {
