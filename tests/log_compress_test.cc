@@ -1,7 +1,9 @@
 // Compressed rotation (log_options::compress): rotated files become
 // app.log.N.gz / app.log.N.zst, compressed off the writer's path, while
 // app.log stays plain; keep counts them; a crash's leftovers are finished
-// or removed at the next start.
+// or removed at the next start, but a plain file beside a twin that is not
+// its whole copy is kept (issue 34, item 2); a file that cannot be
+// compressed is told and tried again (item 14).
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
