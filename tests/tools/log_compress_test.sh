@@ -118,7 +118,8 @@ check "compressed, plain, compressed: exit 0 (got $st)" test $st -eq 0
 all_lines "$tmp/regime.log" > "$tmp/regime.all"
 check "compressed, plain, compressed: 30000 lines once each" \
   same "$(wc -l < "$tmp/regime.all") $(sort -u "$tmp/regime.all" | wc -l)" "30000 30000"
-check "compressed, plain, compressed: said" grep -q "^sluice-log: $tmp/regime.log.1.gz is not a whole compressed copy of $tmp/regime.log.1: both kept" "$tmp/regime.err"
+# (Rotations go on while the start looks, so the pair may have moved up.)
+check "compressed, plain, compressed: said" grep -Eq "^sluice-log: $tmp/regime.log.([0-9]+).gz is not a whole compressed copy of $tmp/regime.log.\1: both kept" "$tmp/regime.err"
 
 # A dangling link, a directory, an empty file at FILE.N.gz: the plain file stays.
 for i in 1 2 3; do seq -f "r$i %05.0f" 1 100 > "$tmp/junk.log.$i"; done
