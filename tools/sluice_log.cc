@@ -115,7 +115,9 @@ Options for every DEST:
                     FILE:   'sluice-log: N lines, B bytes, R rotations,
                             H reopens' (N: lines written, B: bytes written,
                             timestamps and newlines included; a line the
-                            file refused is not counted)
+                            file refused is not counted); with --compress
+                            also ', C compressed, F failed compressions'
+                            (rotated files compressed; tries that failed)
                     syslog: 'sluice-log: N lines, S sent, D dropped,
                             R reconnects, L maybe lost, T truncated' (N:
                             lines read, S: in the kernel's socket buffer, D:
@@ -154,7 +156,8 @@ Options for every DEST:
                     kafka:  'sluice-log: N lines, D delivered, F failed'
                             (D: acknowledged by the broker)
   --json            with --stats: print them as one JSON object instead:
-                    {"lines":N,"bytes":B,"rotations":R,"reopens":H},
+                    {"lines":N,"bytes":B,"rotations":R,"reopens":H} (with
+                    --compress also "compressed":C,"compress_failures":F),
                     {"lines":N,"sent":S,"dropped":D,"reconnects":R,
                     "maybe_lost":L,"truncated":T},
                     {"lines":N,"acked":A,"resent":S,"dropped":D,
@@ -192,7 +195,19 @@ Options for a FILE:
                     sets the level (gzip:1 to gzip:9, default 6; zstd:1
                     to zstd:22, default 3). zstd and gzip:1 compress at
                     least half as fast as sluice-log writes; gzip's default
-                    level, a sixth (perf/compress-rotation.sh).
+                    level, a sixth (perf/compress-rotation.sh). Needs
+                    --max-size and a --keep above 0 (else nothing is
+                    rotated and kept: bad usage). Several sluice-log
+                    processes may compress one FILE (each its own
+                    rotations; a lock orders them). A rotated file that
+                    cannot be compressed (a full disk, FILE.gz.tmp not
+                    creatable) stays plain, is said on standard error (at
+                    most once every 10 s, with a count) and counted in
+                    --stats, and is tried again 1 s later, then after twice
+                    the last wait (up to 64 s). At start, a plain FILE.N is
+                    removed only beside a FILE.N.gz that decompresses whole
+                    into exactly it (a crash before its removal); beside
+                    any other FILE.N.gz both are kept, and said.
   --fsync POLICY    when to fsync FILE:
                       never      leave it to the kernel (the default)
                       end        each file once, before it is closed (at
@@ -619,6 +634,12 @@ options parse_args(int argc, char** argv) {
     if (opt) this_tool.usage_error(std::string(opt) + " applies to " + what + " only, not to '" + o.dest_text + "'");
   };
   if (k != kind::file) only(file_option, "a FILE");
+  // Compression acts on rotated files only: without them it would be
+  // accepted and never happen.
+  if (o.log.compress != sluice::log_options::compression::none && o.log.max_size == 0)
+    this_tool.usage_error("--compress goes with --max-size (without rotation there is nothing to compress)");
+  if (o.log.compress != sluice::log_options::compression::none && o.log.keep == 0)
+    this_tool.usage_error("--compress goes with a --keep above 0 (--keep 0 keeps no rotated file to compress)");
   if (k != kind::syslog_tcp && k != kind::syslog_unix) only(syslog_option, "syslog:// and syslog+unix:");
   if (k == kind::file || k == kind::kafka)
     only(message_option, "syslog://, syslog+unix:, syslog+tls://, relp:// and relp+tls://");

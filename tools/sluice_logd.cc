@@ -36,6 +36,7 @@
 
 #include "tool.h"
 #include "args.h"
+#include "compress_problems.h"
 #include "log_dest.h"
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
@@ -104,7 +105,12 @@ Options:
                     a rotation does not hold the writes up (FILE itself
                     stays plain), as sluice-log's --compress. none, the
                     default: rotated files stay as they are. METHOD:LEVEL
-                    sets the level (gzip:1-9, zstd:1-22)
+                    sets the level (gzip:1-9, zstd:1-22). Needs --max-size
+                    and a --keep above 0 (else bad usage). A rotated file
+                    that cannot be compressed stays plain, is said (at
+                    most once every 10 s), counted in --stats and tried
+                    again; the start keeps a plain FILE.N beside a FILE.N.gz
+                    that is not its whole copy (as sluice-log's --compress)
   --fsync POLICY    never, end, bytes=SIZE or ms=T, as sluice-log's --fsync;
                     or ack: FILE is synced after each batch of messages
                     written (all that came, from every connection, while
@@ -144,7 +150,8 @@ Options:
                     connections, M malformed, R rotations, H reopens; W
                     written, L not written; T truncated, I idle closed, F
                     refused, E accept errors, S waits for space; Y fsyncs,
-                    A RELP answered'; N = W + L)
+                    A RELP answered'; N = W + L; with --compress also
+                    '; C compressed, F failed compressions')
   --json            with --stats: each as one JSON object
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
@@ -365,6 +372,12 @@ options parse_args(int argc, char** argv) {
   if ((o.server.unix_mode || o.server.unix_group) &&
       std::none_of(o.listen.begin(), o.listen.end(), [](const std::string& a) { return a.rfind("unix:", 0) == 0; }))
     this_tool.usage_error("--socket-mode and --socket-group go with a --listen unix:PATH");
+  // Compression acts on rotated files only: without them it would be
+  // accepted and never happen.
+  if (o.log.compress != sluice::log_options::compression::none && o.log.max_size == 0)
+    this_tool.usage_error("--compress goes with --max-size (without rotation there is nothing to compress)");
+  if (o.log.compress != sluice::log_options::compression::none && o.log.keep == 0)
+    this_tool.usage_error("--compress goes with a --keep above 0 (--keep 0 keeps no rotated file to compress)");
   if (optind == argc) this_tool.usage_error("missing FILE");
   if (argc - optind > 1) this_tool.usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   o.file = argv[optind];
@@ -488,7 +501,9 @@ class logd {
       return 1;
     }
 
-    worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
+    sluice::log_options log = o_.log;
+    sluice_tools::say_compress_problems(log, "sluice-logd");
+    worker_ = sluice::file_worker::open_log(o_.file, log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
@@ -986,6 +1001,10 @@ class logd {
   // for good (a FIFO nobody reads): its thread ends with the process, and a
   // message it was writing may be cut.
   void give_up(const std::string& why) {
+    // The messages of a batch that waits for space (--on-full wait) which
+    // landed before the disk was full are in FILE, though their callbacks
+    // will never come: the worker counts them.
+    written_ = std::max(written_, worker_->chunks_written());
     std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written: %s\n", o_.file.c_str(),
                  messages_ - written_, messages_, why.c_str());
     if (o_.stats) print_totals();
@@ -1031,18 +1050,27 @@ class logd {
                    "{\"messages\":%zu,\"bytes\":%llu,\"written\":%zu,\"not_written\":%zu,\"connections\":%zu,"
                    "\"malformed\":%zu,\"truncated\":%zu,\"idle_closed\":%zu,\"refused\":%zu,\"accept_errors\":%zu,"
                    "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu,\"fsyncs\":%zu,\"relp_answered\":%zu,"
-                   "\"tls_refused\":%zu}\n",
+                   "\"tls_refused\":%zu%s}\n",
                    messages_, b, written_, messages_ - written_, connections_, malformed_, truncated_, idle_closed_,
                    refused, accept_errors_, worker_->rotations(), worker_->reopens(), worker_->space_waits(),
-                   worker_->fsyncs(), answered_, tls_refused_);
+                   worker_->fsyncs(), answered_, tls_refused_, compress_counts(true).c_str());
     else
       std::fprintf(stderr,
                    "sluice-logd: %zu messages, %llu bytes, %zu connections, %zu malformed, %zu rotations, %zu reopens; "
                    "%zu written, %zu not written; %zu truncated, %zu idle closed, %zu refused, %zu accept errors, "
-                   "%zu waits for space; %zu fsyncs, %zu RELP answered, %zu TLS refused\n",
+                   "%zu waits for space; %zu fsyncs, %zu RELP answered, %zu TLS refused%s\n",
                    messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens(), written_,
                    messages_ - written_, truncated_, idle_closed_, refused, accept_errors_, worker_->space_waits(),
-                   worker_->fsyncs(), answered_, tls_refused_);
+                   worker_->fsyncs(), answered_, tls_refused_, compress_counts(false).c_str());
+  }
+
+  // With --compress: the rotated files compressed and the tries that failed.
+  std::string compress_counts(bool json) const {
+    if (o_.log.compress == sluice::log_options::compression::none) return "";
+    char buf[128];
+    std::snprintf(buf, sizeof buf, json ? ",\"compressed\":%zu,\"compress_failures\":%zu" : "; %zu compressed, %zu failed compressions",
+                  worker_->compressed(), worker_->compress_failures());
+    return buf;
   }
 
   const options& o_;
