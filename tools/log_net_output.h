@@ -45,7 +45,7 @@ class log_net_output final : public log_output {
   bool open() override {
     if (!open_destination()) return false;
     if (spool_settings_.dir.empty()) return true;
-    out_ = spool_.wrap(std::move(out_), spool_settings_, name_);
+    out_ = spool_.wrap(std::move(out_), spool_settings_, name_, dest_.type == log_destination::kind::kafka);
     return out_ != nullptr;
   }
 

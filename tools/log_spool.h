@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "sluice/sluice.h"
@@ -19,12 +20,42 @@ struct log_spool_settings {
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
 };
 
+// A Kafka delivery report's error that says the brokers were away or slow,
+// not that they refused the message: sent again later, it would land. Such
+// a record stays in the spool for the next run (the run ends with exit 1),
+// where any other delivery error drops it as a refusal. sluice-log does not
+// link librdkafka (its Kafka part is a module), so the codes are
+// rd_kafka_resp_err_t's values, from librdkafka's rdkafka.h.
+inline bool kafka_transient(std::error_code ec) {
+  if (std::string_view(ec.category().name()) != "rdkafka") return false;
+  switch (ec.value()) {
+    case -195:  // _TRANSPORT
+    case -192:  // _MSG_TIMED_OUT
+    case -187:  // _ALL_BROKERS_DOWN
+    case -185:  // _TIMED_OUT
+    case -184:  // _QUEUE_FULL
+    case -166:  // _TIMED_OUT_QUEUE
+    case 5:     // LEADER_NOT_AVAILABLE
+    case 6:     // NOT_LEADER_FOR_PARTITION
+    case 7:     // REQUEST_TIMED_OUT
+    case 8:     // BROKER_NOT_AVAILABLE
+    case 13:    // NETWORK_EXCEPTION
+    case 19:    // NOT_ENOUGH_REPLICAS
+    case 20:    // NOT_ENOUGH_REPLICAS_AFTER_APPEND
+      return true;
+    default:
+      return false;
+  }
+}
+
 class log_spool {
  public:
   // Puts `down` behind a spool on settings.dir; null after saying why on
   // standard error (a DIR refused).
+  // `kafka`: `down` is a Kafka writable, whose failed deliveries are
+  // refusals only when the broker said no (see kafka_transient()).
   std::unique_ptr<sluice::writable> wrap(std::unique_ptr<sluice::writable> down, const log_spool_settings& s,
-                                         const std::string& name) {
+                                         const std::string& name, bool kafka = false) {
     sluice::spool_options o;
     o.dir = s.dir;
     o.max_bytes = s.max_bytes;
@@ -42,6 +73,7 @@ class log_spool {
       std::fprintf(stderr, "sluice-log: %s: %s: dropped from the spool, not sent again\n", name.c_str(),
                    ec.message().c_str());
     };
+    if (kafka) o.is_refusal = [](std::error_code ec) { return !kafka_transient(ec); };
     std::error_code ec;
     auto w = sluice::spool_writable::open(std::move(down), o, ec);
     if (!w) {

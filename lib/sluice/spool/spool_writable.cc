@@ -540,6 +540,7 @@ class spool_sink final : public sink {
         if (o.ec) return on_down_error(o.ec);
     }
     for (const outcome& o : q) {
+      if (o.ec && o_.is_refusal && !o_.is_refusal(o.ec)) return on_down_error(o.ec);
       settle(o.end, o.ec);
       if (destroyed_now()) return;
     }

@@ -60,6 +60,12 @@ struct spool_options {
   /// record is dropped from the spool (refused()), never sent again, and
   /// the spool goes on with the next.
   std::function<void(std::error_code ec)> on_refused{};
+  /// Which of those failures are refusals. A failure this says is not one
+  /// (a Kafka delivery report that timed out while the brokers were away: sent
+  /// again later it would land) fails the spool as the downstream's own
+  /// failure does: the record and those after it stay in the spool for the
+  /// next run. Empty: every failure that leaves the downstream up is a refusal.
+  std::function<bool(std::error_code ec)> is_refusal{};
   /// The stream's options. Chunks are messages: object mode, and the
   /// high-water mark counts messages (1024 unless set).
   writable_options stream{};
