@@ -697,11 +697,15 @@ TEST_CASE("destroy(err) with a write in flight: 'error', then the write callback
   c->on(event::connect, [&] {
     // More than the kernel takes at once: the first write waits for POLLOUT.
     c->write(std::string(8 << 20, 'a'), w1.cb(note("w1")));
-    c->write("b", w2.cb(note("w2")));
-    c->write("c", w3.cb(note("w3")));
-    REQUIRE(c->writable_length() > 0);
-    w.loop.next_tick([&] { w.events.push_back("tick after destroy"); });
-    c->destroy(boom);
+    // A later turn, so that these wait behind it (a turn's writes leave
+    // together: these would be in flight with it).
+    w.loop.set_immediate([&] {
+      CHECK(c->writable_length() > 0);  // the first write is still in flight
+      c->write("b", w2.cb(note("w2")));
+      c->write("c", w3.cb(note("w3")));
+      w.loop.next_tick([&] { w.events.push_back("tick after destroy"); });
+      c->destroy(boom);
+    });
   });
   REQUIRE(spin(w.loop, [&] { return w.has("client close true"); }));
   w1.check();

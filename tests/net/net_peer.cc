@@ -210,10 +210,12 @@ int run_local(const std::string& scenario) {
       record(*c, "client");
       c->on(event::connect, [&] {
         c->write(std::string(8 << 20, 'a'));
-        c->write("b", cb("w2"));
-        c->write("c", cb("w3"));
-        loop.next_tick([] { out("tick after destroy"); });
-        c->destroy(std::error_code(EPIPE, std::system_category()));
+        loop.set_immediate([&] {
+          c->write("b", cb("w2"));
+          c->write("c", cb("w3"));
+          loop.next_tick([] { out("tick after destroy"); });
+          c->destroy(std::error_code(EPIPE, std::system_category()));
+        });
       });
     });
   } else if (scenario == "addresses-after-close") {

@@ -183,10 +183,14 @@ const local = {
       record(c, 'client');
       c.on('connect', () => {
         c.write(Buffer.alloc(8 << 20, 'a'));
-        c.write('b', cb('w2'));
-        c.write('c', cb('w3'));
-        process.nextTick(() => out('tick after destroy'));
-        c.destroy(Object.assign(new Error('broken pipe'), { code: 'EPIPE' }));
+        // A later turn: buffered behind it (sluice sends a turn's writes
+        // together, so those of the same turn would be in flight with it).
+        setImmediate(() => {
+          c.write('b', cb('w2'));
+          c.write('c', cb('w3'));
+          process.nextTick(() => out('tick after destroy'));
+          c.destroy(Object.assign(new Error('broken pipe'), { code: 'EPIPE' }));
+        });
       });
     });
   },
