@@ -702,11 +702,22 @@ TEST_CASE("a pipeline that is always ready lets timers, posts and request_stop()
   bool timer_ran = false, immediate_ran = false, posted_ran = false;
   l.set_immediate([&] { immediate_ran = true; });
   l.post([&] { posted_ran = true; });
-  l.set_timeout(std::chrono::milliseconds(20), [&] {
-    timer_ran = true;
-    stop.request_stop();
-  });
+  std::thread stopper;
+  SUBCASE("request_stop() from a timer") {
+    l.set_timeout(std::chrono::milliseconds(20), [&] {
+      timer_ran = true;
+      stop.request_stop();
+    });
+  }
+  SUBCASE("request_stop() from another thread") {
+    l.set_timeout(std::chrono::milliseconds(1), [&] { timer_ran = true; });
+    stopper = std::thread([&stop] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      stop.request_stop();
+    });
+  }
   l.run();
+  if (stopper.joinable()) stopper.join();
   CHECK(timer_ran);
   CHECK(immediate_ran);
   CHECK(posted_ran);
