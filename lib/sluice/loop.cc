@@ -555,9 +555,15 @@ void loop::run() {
       // A post() from another thread must be able to wake this wait: the
       // eventfd is in the poll set from the first wait on (a post that
       // came first has made it already, and poll() finds it readable).
+      // Out of fds, the loop waits without it, as it did before: a
+      // program that never posts must not fail for it (the first post
+      // then makes it, or throws, and waits for the next wake-up).
       if (wake_fd_.load(std::memory_order_relaxed) < 0) {
         std::lock_guard lock(posted_mutex_);
-        make_wake_fd();
+        try {
+          make_wake_fd();
+        } catch (const std::exception&) {
+        }
       }
       poll_watches(next_timeout_ms());
     }
