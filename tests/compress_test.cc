@@ -6,9 +6,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "sluice/errors.h"
 #include "sluice/factories.h"
@@ -396,6 +398,49 @@ TEST_CASE("options out of range throw, as Node's RangeError") {
   CHECK_THROWS_AS(create_gzip({.window_bits = 7}), stream_error);
   CHECK_THROWS_AS(create_deflate({.chunk_size = 10}), stream_error);
   CHECK_THROWS_AS(create_zstd_compress({.level = 100}), stream_error);
+}
+
+// What() and the code of the stream_error a factory throws.
+template <class F>
+std::pair<std::string, std::error_code> range_error_of(F make) {
+  try {
+    make();
+  } catch (const stream_error& e) {
+    return {e.what(), e.code()};
+  }
+  return {"no throw", {}};
+}
+
+TEST_CASE("an option out of range names that option and its range, as Node's message does") {
+  // Node v20: zlib.createGzip({level: 12}) and so on (node -e).
+  const std::pair<std::function<void()>, std::string> cases[] = {
+      {[] { create_gzip({.level = 12}); },
+       "The value of \"options.level\" is out of range. It must be >= -1 and <= 9. Received 12"},
+      {[] { create_gzip({.window_bits = 8}); },
+       "The value of \"options.windowBits\" is out of range. It must be >= 9 and <= 15. Received 8"},
+      {[] { create_gunzip({.window_bits = 7}); },
+       "The value of \"options.windowBits\" is out of range. It must be >= 8 and <= 15. Received 7"},
+      {[] { create_gzip({.mem_level = 10}); },
+       "The value of \"options.memLevel\" is out of range. It must be >= 1 and <= 9. Received 10"},
+      {[] { create_gzip({.strategy = 5}); },
+       "The value of \"options.strategy\" is out of range. It must be >= 0 and <= 4. Received 5"},
+      {[] { create_deflate({.chunk_size = 10}); },
+       "The value of \"options.chunkSize\" is out of range. It must be >= 64. Received 10"},
+      {[] { create_zstd_decompress({.chunk_size = 10}); },
+       "The value of \"options.chunkSize\" is out of range. It must be >= 64. Received 10"},
+  };
+  for (const auto& [make, message] : cases) {
+    const auto [what, code] = range_error_of(make);
+    CHECK(what == message);
+    CHECK(code == errc::out_of_range);
+    CHECK(code_name(code) == "ERR_OUT_OF_RANGE");
+  }
+  // zstd's range is the library's (ZSTD_minCLevel() is negative, and
+  // depends on its version); its maximum has been 22 since 1.0.
+  const auto [what, code] = range_error_of([] { create_zstd_compress({.level = 100}); });
+  CHECK(what.starts_with("The value of \"options.level\" is out of range. It must be >= -"));
+  CHECK(what.ends_with(" and <= 22. Received 100"));
+  CHECK(code == errc::out_of_range);
 }
 
 }  // namespace sluice::test

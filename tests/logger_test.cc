@@ -217,6 +217,34 @@ TEST_CASE("logger: flush() returns once every line printed before it is in the f
   CHECK(!lg.flush());  // nothing printed since: at once
 }
 
+// Issue 34, item 12: a line whose runtime format fmt rejects lost the
+// callback that tells the run has landed, and flush() waited for ever.
+TEST_CASE("logger: a line with a bad runtime format is reported, and flush() returns") {
+  temp_dir dir;
+  const std::string path = dir.file("app.log");
+  logger lg([&] { return make_log_writable(path); }, {.poll_interval = std::chrono::milliseconds(60000)});
+  lg.print("before\n");
+  lg.print(fmt::runtime("bad {} {}\n"), 1);  // two fields, one argument
+  auto flushed = std::async(std::launch::async, [&] { return lg.flush(); });
+  const bool in_time = flushed.wait_for(std::chrono::seconds(10 * sluice::test::time_scale())) ==
+                       std::future_status::ready;
+  CHECK(in_time);
+  if (!in_time) {
+    // Unsticks it, so that a failing test ends: a later line lands the run.
+    lg.print("unstick\n");
+    lg.flush();
+  }
+  CHECK(!flushed.get());
+  lg.print("after\n");
+  CHECK(!lg.flush());
+  const std::vector<std::string> l = lines_of(slurp(path));
+  REQUIRE(l.size() >= 3);
+  CHECK(l[0] == "before");
+  CHECK(l[1].starts_with("sluice::logger: format error: "));
+  CHECK(l[1].ends_with(": bad {} {}"));
+  CHECK(l.back() == "after");
+}
+
 TEST_CASE("logger: a slow stream fills the ring, and print() blocks until it drains") {
   slow_pipe pipe;
   std::atomic<int> printed{0};

@@ -9,13 +9,21 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <stop_token>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "sluice/loop.h"
+#include "sluice/sinks/sink.h"
+#include "sluice/stream/from.h"
+#include "sluice/stream/pipeline.h"
+#include "sluice/stream/transform.h"
+#include "sluice/stream/writable.h"
 #include "support/pipe_fds.h"
+#include "support/time_scale.h"
 
 using sluice::loop;
 using sluice::test::pipe_fds;
@@ -500,6 +508,31 @@ TEST_CASE("a task posted from another thread runs on the loop's thread and wakes
   CHECK_FALSE(l.alive());
 }
 
+// Issue 34, item 10: the eventfd was made by the first post(), after run()
+// had begun to wait without it, so that post waited for the next timer.
+TEST_CASE("the first post from another thread wakes a run() already waiting for a timer") {
+  loop l;
+  using clock = std::chrono::steady_clock;
+  const auto delay = std::chrono::milliseconds(2000 * sluice::test::time_scale());
+  const auto due = clock::now() + delay;
+  bool timer_ran = false;
+  bool posted_in_time = false;
+  const sluice::timer_id id = l.set_timeout(delay, [&] { timer_ran = true; });
+  std::thread t([&] {
+    // Posted once run() waits (a post before the wait finds the loop awake
+    // either way): the wait ends with it, long before the timer's due.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    l.post([&] {
+      posted_in_time = clock::now() < due;
+      l.clear_timeout(id);
+    });
+  });
+  l.run();
+  t.join();
+  CHECK(posted_in_time);
+  CHECK_FALSE(timer_ran);
+}
+
 TEST_CASE("posts from several threads all run, in each thread's order") {
   loop l;
   constexpr int per_thread = 2000;
@@ -597,4 +630,98 @@ TEST_CASE("run_microtasks runs the microtasks only, leaving the ticks queued") {
   CHECK(order == "m");
   l.run_until_idle();
   CHECK(order == "mt");
+}
+
+// Issue 34, item 9: a drain of ticks had no end while ticks queued ticks.
+TEST_CASE("a chain of ticks that never ends lets timers, immediates and posts in, its ticks in order") {
+  loop l;
+  constexpr int cap = 20'000'000;  // ends a failing test; the fix stops the chain far sooner
+  int n = 0;
+  int at_timer = -1, at_immediate = -1, at_post = -1;
+  bool in_order = true;
+  std::function<void(int)> chain = [&](int i) {
+    in_order = in_order && i == n;
+    ++n;
+    const bool all_in = at_timer >= 0 && at_immediate >= 0 && at_post >= 0;
+    if (!all_in && n < cap) l.next_tick([&chain, next = n] { chain(next); });
+  };
+  l.next_tick([&] { chain(0); });
+  l.set_immediate([&] { at_immediate = n; });
+  l.post([&] { at_post = n; });
+  l.set_timeout(std::chrono::milliseconds(5), [&] { at_timer = n; });
+  l.run();
+  CHECK(in_order);
+  CHECK(n < cap);
+  CHECK(at_immediate >= 0);
+  CHECK(at_post >= 0);
+  CHECK(at_timer >= 0);
+  CHECK(at_timer < cap);
+}
+
+namespace {
+// Completes every write at once, counting them: the sink of a pipeline that
+// is never waiting for anything.
+struct counting_sink final : sluice::sink {
+  std::size_t writes = 0;
+  void write(std::string_view, sluice::write_done done) override {
+    ++writes;
+    done();
+  }
+};
+}  // namespace
+
+TEST_CASE("a pipeline that is always ready lets timers, posts and request_stop() in") {
+  loop l;
+  std::size_t pulled = 0;
+  sluice::from_options fo;
+  fo.event_loop = &l;
+  auto src = sluice::readable_from(
+      [&pulled]() -> std::optional<std::string> {
+        // Ends by itself if the loop starves, so that the test fails, not hangs.
+        if (++pulled == 2'000'000) return std::nullopt;
+        return std::string("x");
+      },
+      fo);
+  sluice::duplex_options d;
+  d.event_loop = &l;
+  sluice::pass_through mid(d);
+  auto s = std::make_unique<counting_sink>();
+  counting_sink& sink = *s;
+  sluice::writable_options wo;
+  wo.event_loop = &l;
+  sluice::writable out(std::move(s), wo);
+  std::stop_source stop;
+  sluice::pipeline_options po;
+  po.signal = stop.get_token();
+  std::error_code result;
+  int called = 0;
+  sluice::pipeline({*src, mid, out}, [&](std::error_code ec) {
+    result = ec;
+    ++called;
+  }, po);
+  bool timer_ran = false, immediate_ran = false, posted_ran = false;
+  l.set_immediate([&] { immediate_ran = true; });
+  l.post([&] { posted_ran = true; });
+  std::thread stopper;
+  SUBCASE("request_stop() from a timer") {
+    l.set_timeout(std::chrono::milliseconds(20), [&] {
+      timer_ran = true;
+      stop.request_stop();
+    });
+  }
+  SUBCASE("request_stop() from another thread") {
+    l.set_timeout(std::chrono::milliseconds(1), [&] { timer_ran = true; });
+    stopper = std::thread([&stop] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      stop.request_stop();
+    });
+  }
+  l.run();
+  if (stopper.joinable()) stopper.join();
+  CHECK(timer_ran);
+  CHECK(immediate_ran);
+  CHECK(posted_ran);
+  CHECK(called == 1);
+  CHECK(result == sluice::errc::aborted);
+  CHECK(sink.writes > 0);
 }

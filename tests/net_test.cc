@@ -675,6 +675,52 @@ TEST_CASE("write() to a peer that has reset returns true; the callback and 'erro
   srv.close();
 }
 
+// Issue 34, item 18: destroyed with an error while a write waits for the
+// kernel, Node emits 'error' (next tick) before the write callbacks, which
+// come as the handle closes, then 'close' (tests/net: destroy-error-inflight,
+// from Node v20). sluice called the callbacks on the tick before 'error'.
+TEST_CASE("destroy(err) with a write in flight: 'error', then the write callbacks, then 'close', as in Node") {
+  net_world w;
+  server srv(w.server_opts());
+  srv.on_connection([&](socket& s) {
+    s.on(event::data, [](std::string_view) {});
+    s.on(event::error, [](std::error_code) {});
+  });
+  srv.listen(0, "127.0.0.1");
+  auto c = net::connect(port_of(srv), "127.0.0.1", w.socket_opts());
+  w.record(*c, "client");
+  must_call w1(1), w2(1), w3(1);
+  const auto note = [&w](const char* who) {
+    return [&w, who](std::error_code ec) { w.events.push_back(std::string(who) + " " + (ec ? code_name(ec) : "ok")); };
+  };
+  const std::error_code boom(EPIPE, std::system_category());
+  c->on(event::connect, [&] {
+    // More than the kernel takes at once: the first write waits for POLLOUT.
+    c->write(std::string(8 << 20, 'a'), w1.cb(note("w1")));
+    // A later turn, so that these wait behind it (a turn's writes leave
+    // together: these would be in flight with it).
+    w.loop.set_immediate([&] {
+      CHECK(c->writable_length() > 0);  // the first write is still in flight
+      c->write("b", w2.cb(note("w2")));
+      c->write("c", w3.cb(note("w3")));
+      w.loop.next_tick([&] { w.events.push_back("tick after destroy"); });
+      c->destroy(boom);
+    });
+  });
+  REQUIRE(spin(w.loop, [&] { return w.has("client close true"); }));
+  w1.check();
+  w2.check();
+  w3.check();
+  // Node's w1 hears success (its cancelled request); sluice's the destroy
+  // (docs/differences-from-node.md). The order is Node's.
+  const std::vector<std::string> expected{
+      "client connect", "client ready", "tick after destroy", "client error EPIPE",
+      "w1 ERR_STREAM_DESTROYED", "w2 EPIPE", "w3 EPIPE", "client close true"};
+  CHECK(w.events == expected);
+  srv.close();
+  spin(w.loop, [&] { return srv.connections() == 0; });
+}
+
 // Issue 26, item 6: end(cb) after destroy(), with nothing in flight: Node's
 // Writable keeps the callback and never calls it; sluice keeps it while the
 // loop runs too, and the socket's destructor calls it with

@@ -332,7 +332,10 @@ struct logger::state {
   void pass();
   enum class drained { empty, budget, pushed_back };
   drained drain_queue(log_queue& q, std::size_t& budget);
-  bool write_line(log_queue& q, const log_record& r, write_cb cb);
+  // Writes one record. `landed_at`, when not 0, is where the queue's lines
+  // that it ends land (the last line of a run: see drain_queue()).
+  bool write_line(log_queue& q, const log_record& r, std::uint64_t landed_at);
+  static write_cb land_cb(log_queue& q, std::uint64_t pos);
   void land(log_queue& q, std::uint64_t pos) noexcept;
   void land_all() noexcept;
   void check_flush() noexcept;
@@ -566,21 +569,22 @@ logger::state::drained logger::state::drain_queue(log_queue& q, std::size_t& bud
       }
       const std::uint64_t end = q.read_pos + r->size;
       --budget;
-      // The last line of this run tells when it and those before it landed.
-      write_cb cb;
-      if (end == tail || budget == 0)
-        cb = [qp = &q, pos = b->base + end](std::error_code) {
-          static_cast<logger::state*>(qp->owner)->land(*qp, pos);
-        };
+      // The last line of this run tells when it and those before it landed
+      // (a position past a record, never 0).
+      const std::uint64_t landed_at = end == tail || budget == 0 ? b->base + end : 0;
       q.reported_drops += r->dropped;
-      const bool ok = write_line(q, *r, std::move(cb));
+      const bool ok = write_line(q, *r, landed_at);
       q.read_pos = end;
       if (!ok) return drained::pushed_back;
     }
   }
 }
 
-bool logger::state::write_line(log_queue& q, const log_record& r, write_cb cb) {
+write_cb logger::state::land_cb(log_queue& q, std::uint64_t pos) {
+  return [qp = &q, pos](std::error_code) { static_cast<logger::state*>(qp->owner)->land(*qp, pos); };
+}
+
+bool logger::state::write_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {
   if (r.dropped) stream->print(fmt::runtime(drop_format), r.dropped);
   if (r.timestamp) {
     std::uint64_t ns = stamp_ns(r.timestamp);
@@ -595,14 +599,20 @@ bool logger::state::write_line(log_queue& q, const log_record& r, write_cb cb) {
   }
   detail::log_output out;
   out.stream = stream.get();
-  out.cb = std::move(cb);
+  if (landed_at) out.cb = land_cb(q, landed_at);
   try {
     return r.decode(reinterpret_cast<const std::byte*>(&r + 1), r.format, r.format_size, out);
   } catch (const std::exception& e) {
-    // A format fmt checked at compile time, so only a runtime spec such as
-    // a dynamic width out of range: the line says so, as fmt would throw.
-    return stream->print("sluice::logger: format error: {}: {}\n", e.what(),
-                         std::string_view(r.format, r.format_size));
+    // A runtime format fmt rejects (fmt::runtime("bad {} {}") given one
+    // argument), or a spec such as a dynamic width out of range: the line
+    // says so, as fmt would throw. The throw took the line's callback with
+    // it (vprint() had it by value), so the error line carries a new one:
+    // without it, the run would never land and flush() would wait for ever.
+    write_cb cb;
+    if (landed_at) cb = land_cb(q, landed_at);
+    const char* what = e.what();
+    const std::string_view format(r.format, r.format_size);
+    return stream->vprint("sluice::logger: format error: {}: {}\n", fmt::make_format_args(what, format), std::move(cb));
   }
 }
 

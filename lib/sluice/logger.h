@@ -109,7 +109,10 @@ class logger {
   /// Queues a line: copies the arguments (trivially copyable ones as they
   /// are, strings by content) with the format's address and the decoder for
   /// their types. False if the line was dropped (policy drop, a line larger
-  /// than the ring, after shutdown).
+  /// than the ring, after shutdown). A runtime format (fmt::runtime()) that
+  /// fmt rejects when the backend formats it (a field without an argument, a
+  /// dynamic width out of range) is written as the line
+  /// "sluice::logger: format error: <fmt's message>: <the format>" instead.
   template <class... Args>
   bool print(fmt::format_string<Args...> format, Args&&... args) {
     const fmt::string_view f = format;

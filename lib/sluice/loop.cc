@@ -410,14 +410,31 @@ void loop::run_microtasks() {
 }
 
 // Node: processTicksAndRejections(): the ticks, then the microtasks, until
-// neither queue has work.
+// neither queue has work, or tick_budget of them ran. Differs from Node,
+// whose drain has no end: a chain of ticks that never ends (a pipeline whose
+// every stage completes at once: Node's would wait for its I/O) would keep
+// timers, posts, signals and fds out for ever. What is left runs in the next
+// drain, after the loop has looked at them (run() polls without waiting
+// while ticks are queued); the ticks keep their order.
 void loop::drain_ticks() {
+  std::size_t budget = tick_budget;
+  // A drain stopped among the microtasks goes on with them, before the
+  // ticks they queued, as it would have.
+  bool microtasks_first = std::exchange(microtasks_first_, false);
   do {
-    while (!ticks_.empty()) {
-      queued q = ticks_.pop();
-      if (q.fn) q.fn();
+    if (!microtasks_first) {
+      while (!ticks_.empty()) {
+        if (budget-- == 0) return;
+        queued q = ticks_.pop();
+        if (q.fn) q.fn();
+      }
     }
+    microtasks_first = false;
     while (!microtasks_.empty()) {
+      if (budget-- == 0) {
+        microtasks_first_ = true;
+        return;
+      }
       queued q = microtasks_.pop();
       if (q.fn) q.fn();
     }
@@ -430,7 +447,7 @@ void loop::run_until_idle() {
     drain_posted();
     drain_ticks();
     run_timers();
-    if (immediates_.empty() && ticks_.empty()) break;
+    if (immediates_.empty() && ticks_.empty() && microtasks_.empty()) break;
     run_immediates();
   }
   --running_;
@@ -529,11 +546,25 @@ void loop::run() {
     drain_posted();
     drain_ticks();
     run_timers();
-    const bool busy = !immediates_.empty() || !ticks_.empty();
+    // Ticks left by a drain that reached tick_budget count as work too.
+    const bool busy = !immediates_.empty() || !ticks_.empty() || !microtasks_.empty();
     if (!busy && holds_ == 0 && !referenced_waits()) break;
     if (busy) {
       if (watch_count_ != 0 || wake_fd_.load(std::memory_order_relaxed) >= 0) poll_watches(0);
     } else {
+      // A post() from another thread must be able to wake this wait: the
+      // eventfd is in the poll set from the first wait on (a post that
+      // came first has made it already, and poll() finds it readable).
+      // Out of fds, the loop waits without it, as it did before: a
+      // program that never posts must not fail for it (the first post
+      // then makes it, or throws, and waits for the next wake-up).
+      if (wake_fd_.load(std::memory_order_relaxed) < 0) {
+        std::lock_guard lock(posted_mutex_);
+        try {
+          make_wake_fd();
+        } catch (const std::exception&) {
+        }
+      }
       poll_watches(next_timeout_ms());
     }
     drain_posted();

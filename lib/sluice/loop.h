@@ -82,9 +82,18 @@ class loop {
   static loop& current();
 
   /// Node: process.nextTick(). Runs before anything else that is deferred;
-  /// ticks queued by ticks run in the same drain. `owner` tags the task so
-  /// that cancel(owner) can drop it when its object goes away.
+  /// ticks queued by ticks run in the same drain, up to tick_budget ticks
+  /// and microtasks a drain. `owner` tags the task so that cancel(owner) can
+  /// drop it when its object goes away.
   void next_tick(task t, const void* owner = nullptr);
+  /// The most ticks and microtasks one drain runs. Differs from Node, whose
+  /// drain goes on while ticks queue ticks: past this many, the rest wait
+  /// until the loop has run its due timers, looked at its fds and posts
+  /// (without waiting) and run a turn of immediates, so that a chain of
+  /// ticks that never ends (a pipeline from an always-ready source through
+  /// stages that all complete at once) cannot starve them. The ticks keep
+  /// their order.
+  static constexpr std::size_t tick_budget = 16 * 1024;
   /// Node: queueMicrotask(), and the jobs of settled promises: runs once
   /// the ticks queued so far have run, before the ticks that microtasks
   /// queue (Node's processTicksAndRejections(): the tick queue, then the
@@ -302,11 +311,14 @@ class loop {
   std::chrono::steady_clock::time_point timer_armed_ = std::chrono::steady_clock::time_point::max();
   std::uint64_t watch_seq_ = 0;  // numbers watches, so a dispatch skips the ones it added
   int running_ = 0;
+  bool microtasks_first_ = false;  // the last drain stopped among the microtasks
   std::size_t holds_ = 0;
   std::vector<const void*> unrefd_;  // owners whose waits do not count (unref())
 
-  // post(): the only state shared across threads. The eventfd is made on the
-  // first post, so a loop that never hears from another thread has none.
+  // post(): the only state shared across threads. The eventfd is made by the
+  // first post or hold(), or before run() first waits in poll() (a post made
+  // once the wait began could not wake it otherwise), so a loop that never
+  // waits nor hears from another thread has none.
   std::mutex posted_mutex_;
   std::vector<task> posted_;
   std::vector<task> posted_swap_;  // reused, so draining allocates nothing

@@ -28,7 +28,7 @@ expected="$here/expected.trace"
 expected_local="$here/expected-local.trace"
 scenarios=(half-close server-ends-first reset timeout server-close
   connect-write-destroy held-write-destroy end-then-bad-write connect-destroy reset-connecting)
-local_scenarios=(refused-writes destroy-error-writes addresses-after-close listen-order close-twice
+local_scenarios=(refused-writes destroy-error-writes destroy-error-inflight addresses-after-close listen-order close-twice
   close-not-listening end-after-destroy-connecting end-after-destroy-in-connect end-after-destroy-idle unref-server unref-connection ref-again set-timeout-callback is-ip
   unhandled-listen-error unhandled-listen-error-asio lookup-localhost lookup-not-found lookup-destroy)
 have_node=false

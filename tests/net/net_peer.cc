@@ -200,6 +200,24 @@ int run_local(const std::string& scenario) {
     c->write("a", cb("w1"));
     c->write("b", cb("w2"));
     c->destroy(std::error_code(EPIPE, std::system_category()));
+  } else if (scenario == "destroy-error-inflight") {
+    serve([&](socket& s) {
+      s.on(event::data, [](std::string_view) {});
+      s.on(event::error, [] {});
+      s.on(event::close, [&] { srv->close(); });
+    }, [&](std::uint16_t port) {
+      c = sluice::net::connect(port, "127.0.0.1");
+      record(*c, "client");
+      c->on(event::connect, [&] {
+        c->write(std::string(8 << 20, 'a'));
+        loop.set_immediate([&] {
+          c->write("b", cb("w2"));
+          c->write("c", cb("w3"));
+          loop.next_tick([] { out("tick after destroy"); });
+          c->destroy(std::error_code(EPIPE, std::system_category()));
+        });
+      });
+    });
   } else if (scenario == "addresses-after-close") {
     serve([&](socket& s) {
       s.on(event::end, [&s] { s.end(); });

@@ -165,6 +165,35 @@ const local = {
       c.destroy(Object.assign(new Error('broken pipe'), { code: 'EPIPE' }));
     });
   },
+  // Issue 34, item 18: connected, with a write in flight (8 MiB: more than
+  // the kernel takes at once) and two buffered behind it, destroyed with an
+  // error: 'error' on the next tick, then, as the handle closes, the
+  // buffered writes are called back with the error, and 'close' comes last.
+  // The write in flight has no callback here: Node calls it back with null
+  // (libuv cancels it, and a destroyed socket's completion reports success),
+  // sluice with ERR_STREAM_DESTROYED (docs/differences-from-node.md), after
+  // 'error' too (net_test.cc).
+  'destroy-error-inflight'() {
+    const srv = withServer((s) => {
+      s.on('data', () => {});
+      s.on('error', () => {});
+      s.on('close', () => srv.close());
+    }, (_, port) => {
+      const c = net.connect(port, '127.0.0.1');
+      record(c, 'client');
+      c.on('connect', () => {
+        c.write(Buffer.alloc(8 << 20, 'a'));
+        // A later turn: buffered behind it (sluice sends a turn's writes
+        // together, so those of the same turn would be in flight with it).
+        setImmediate(() => {
+          c.write('b', cb('w2'));
+          c.write('c', cb('w3'));
+          process.nextTick(() => out('tick after destroy'));
+          c.destroy(Object.assign(new Error('broken pipe'), { code: 'EPIPE' }));
+        });
+      });
+    });
+  },
   // Item 7: the local address goes with destroy(); the remote one stays.
   'addresses-after-close'() {
     const srv = withServer((s) => { s.on('end', () => s.end()); s.on('close', () => srv.close()); }, (_, port) => {

@@ -192,11 +192,10 @@ ssize_t fd_writer::write_iov(const iovec* iov, int n) noexcept {
   }
   if (kind_ != kind::pipe || ignore_sigpipe_) return sys.writev(fd_, iov, n);
 
-  // A pipe whose reader is gone raises SIGPIPE, which would kill the process.
+  // A pipe whose reader is gone raises SIGPIPE, which would kill the
+  // process: the guard takes it, after EPIPE or a short write alike.
   sigpipe_block guard;
-  const ssize_t r = sys.writev(fd_, iov, n);
-  if (r < 0 && errno == EPIPE) guard.swallow();
-  return r;
+  return sys.writev(fd_, iov, n);
 }
 
 std::error_code fd_writer::write_all() noexcept {

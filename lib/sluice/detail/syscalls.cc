@@ -43,14 +43,23 @@ sigpipe_block::sigpipe_block() noexcept {
   was_pending_ = sigismember(&pending, SIGPIPE) == 1;
 }
 
-sigpipe_block::~sigpipe_block() { pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr); }
+// Whatever the call returned: Linux raises SIGPIPE on a write that the
+// reader's leaving cuts short, and that write returns the bytes it wrote.
+// Unblocked, that SIGPIPE would kill the process.
+sigpipe_block::~sigpipe_block() {
+  swallow();
+  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+}
 
 void sigpipe_block::swallow() noexcept {
   if (was_pending_) return;
   const int saved = errno;
-  const sigset_t pipe_set = sigpipe_set();
-  const timespec zero{0, 0};
-  while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+  sigset_t pending;
+  if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+    const sigset_t pipe_set = sigpipe_set();
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
   }
   errno = saved;
 }

@@ -44,9 +44,11 @@ syscall_table swap_syscalls(const syscall_table& table) noexcept;
 
 /// SIGPIPE blocked for this thread while it lives, around a write to a pipe
 /// (or a splice or sendfile into a pipe or socket) whose reader may be
-/// gone: the call fails with EPIPE instead of killing the process.
-/// swallow() after a call that failed with EPIPE takes the SIGPIPE it
-/// raised, but never one already pending for someone else; errno is kept.
+/// gone: the call fails with EPIPE, or returns short, instead of killing the
+/// process. The destructor takes a SIGPIPE that became pending meanwhile,
+/// whatever the call returned (a write the reader's leaving cuts short
+/// raises one too), but never one already pending for someone else; so
+/// does swallow(), earlier. errno is kept.
 class sigpipe_block {
  public:
   sigpipe_block() noexcept;

@@ -105,6 +105,13 @@ class socket_sink final : public sink {
       // ERR_STREAM_DESTROYED where Node's libuv request would be called back
       // with ECANCELED or null.
       error_ = make_error_code(errc::destroyed);
+      // Node calls it back as the handle closes (libuv cancels the request
+      // in uv_close()), so after the 'error' that destroy() emits on the
+      // next tick, and then the buffered writes (errorBuffer() waits for
+      // the write in flight): an immediate, queued before the one of
+      // 'close' (close_handle(), the source's destroy, comes after this).
+      loop_->set_immediate([this] { complete(); }, this);
+      return err;
     }
     loop_->next_tick([this] { complete(); }, this);
     return err;

@@ -418,9 +418,21 @@ readable& readable::pause() {
   return *this;
 }
 
-// Node: flow().
+// Node: flow(). Differs from Node: after flow_budget chunks the rest flow
+// from an immediate (one batch a turn), so that a source that is always
+// ready, read by consumers that all complete at once (readable_from() over a
+// range, through a transform, into a synchronous sink), cannot keep timers,
+// posts, signals and fds out for ever: its flow() would never return.
+// Node's would not either; there, the sink's I/O is what makes its loop
+// turn. Below the budget the order is Node's.
 void readable::flow() noexcept {
-  while (state_.has(rf::flowing) && read_impl(0, true)) {
+  constexpr std::size_t flow_budget = 1024;
+  for (std::size_t n = 0; state_.has(rf::flowing); ++n) {
+    if (n == flow_budget) {
+      loop_->set_immediate([this] { flow(); }, static_cast<detail::stream_side*>(this));
+      return;
+    }
+    if (!read_impl(0, true)) return;
   }
 }
 

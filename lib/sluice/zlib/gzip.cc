@@ -46,14 +46,8 @@ int zlib_flush_flag(detail::codec_op op, flush_kind kind) noexcept {
   return Z_NO_FLUSH;
 }
 
-[[noreturn]] void out_of_range(const char* name, int lo, int hi, long long got) {
-  throw stream_error(make_error_code(errc::out_of_range),
-                     "The value of \"options." + std::string(name) + "\" is out of range. It must be >= " +
-                         std::to_string(lo) + " and <= " + std::to_string(hi) + ". Received " + std::to_string(got));
-}
-
 void check(const char* name, int v, int lo, int hi) {
-  if (v < lo || v > hi) out_of_range(name, lo, hi, v);
+  if (v < lo || v > hi) detail::throw_option_out_of_range(name, v, lo, hi);
 }
 
 class zlib_codec final : public detail::codec {
@@ -64,10 +58,7 @@ class zlib_codec final : public detail::codec {
     check("level", o.level, -1, 9);
     check("memLevel", o.mem_level, 1, 9);
     check("strategy", o.strategy, 0, 4);
-    if (o.chunk_size < 64)
-      throw stream_error(make_error_code(errc::out_of_range),
-                         "The value of \"options.chunkSize\" is out of range. It must be >= 64. Received " +
-                             std::to_string(o.chunk_size));
+    if (o.chunk_size < 64) detail::throw_option_out_of_range("chunkSize", static_cast<long long>(o.chunk_size), 64, {});
     int bits = o.window_bits;
     if (mode == zlib_mode::gzip || mode == zlib_mode::gunzip) bits += 16;
     if (mode == zlib_mode::unzip) bits += 32;

@@ -2,6 +2,8 @@
 
 #include <deque>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "sluice/errors.h"
 
@@ -59,6 +61,31 @@ std::error_code make_zlib_error(std::string_view code, int errno_value, std::str
 
 int zlib_errno(const std::error_code& ec) {
   return ec.category() == zlib_category() ? category_impl().errno_of(ec.value()) : 0;
+}
+
+namespace {
+// std::system_error's what() appends the code's message, and the message of
+// errc::out_of_range is the one of read(n)'s size ('The value of "size"
+// ... <= 1GiB'): the option's own message must stand alone, as Node's does.
+class option_range_error final : public stream_error {
+ public:
+  explicit option_range_error(std::string message)
+      : stream_error(make_error_code(errc::out_of_range)), message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+}  // namespace
+
+void detail::throw_option_out_of_range(std::string_view option, long long got, long long min,
+                                       std::optional<long long> max) {
+  std::string m = "The value of \"options.";
+  m += option;
+  m += "\" is out of range. It must be >= " + std::to_string(min);
+  if (max) m += " and <= " + std::to_string(*max);
+  m += ". Received " + std::to_string(got);
+  throw option_range_error(std::move(m));
 }
 
 }  // namespace sluice

@@ -4,6 +4,7 @@
 // library's message ("incorrect header check", "Unknown frame descriptor").
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -25,5 +26,15 @@ std::error_code make_zlib_error(std::string_view code, int errno_value, std::str
 
 /// Node's err.errno of an error of zlib_category(); 0 for any other error.
 int zlib_errno(const std::error_code& ec);
+
+namespace detail {
+/// Node's RangeError for an option out of its range (ERR_OUT_OF_RANGE,
+/// errc::out_of_range): a stream_error whose what() is Node's message alone,
+/// 'The value of "options.NAME" is out of range. It must be >= MIN and <=
+/// MAX. Received GOT' (no "and <= MAX" for an option without a maximum).
+/// Thrown from the codecs' constructors, as Node's throw from the Zlib one.
+[[noreturn]] void throw_option_out_of_range(std::string_view option, long long got, long long min,
+                                            std::optional<long long> max);
+}  // namespace detail
 
 }  // namespace sluice

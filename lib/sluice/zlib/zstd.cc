@@ -72,10 +72,7 @@ class zstd_compress_codec final : public detail::codec {
 
   static ZSTD_CCtx* make_cctx(int level) {
     if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
-      throw stream_error(make_error_code(errc::out_of_range),
-                         "The value of \"options.level\" is out of range. It must be >= " +
-                             std::to_string(ZSTD_minCLevel()) + " and <= " + std::to_string(ZSTD_maxCLevel()) +
-                             ". Received " + std::to_string(level));
+      detail::throw_option_out_of_range("level", level, ZSTD_minCLevel(), ZSTD_maxCLevel());
     return ZSTD_createCCtx();
   }
 
@@ -136,11 +133,11 @@ class zstd_decompress_codec final : public detail::codec {
 
 // Node 22: the zstd streams' _defaultFullFlushFlag is ZSTD_e_flush.
 std::unique_ptr<zlib_base> create_zstd_compress(const zstd_options& o) {
-  if (o.chunk_size < 64) throw stream_error(make_error_code(errc::out_of_range), "The value of \"options.chunkSize\" is out of range. It must be >= 64");
+  if (o.chunk_size < 64) detail::throw_option_out_of_range("chunkSize", static_cast<long long>(o.chunk_size), 64, {});
   return std::make_unique<zlib_base>(std::make_unique<zstd_compress_codec>(o), o.chunk_size, flush_kind::full);
 }
 std::unique_ptr<zlib_base> create_zstd_decompress(const zstd_options& o) {
-  if (o.chunk_size < 64) throw stream_error(make_error_code(errc::out_of_range), "The value of \"options.chunkSize\" is out of range. It must be >= 64");
+  if (o.chunk_size < 64) detail::throw_option_out_of_range("chunkSize", static_cast<long long>(o.chunk_size), 64, {});
   return std::make_unique<zlib_base>(std::make_unique<zstd_decompress_codec>(o), o.chunk_size, flush_kind::full);
 }
 
