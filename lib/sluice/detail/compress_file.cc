@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "sluice/detail/syscalls.h"
+
 #include <cerrno>
 #include <memory>
 #include <vector>
@@ -54,7 +56,7 @@ ssize_t read_some(int fd, char* p, std::size_t n) noexcept {
 
 std::error_code write_all(int fd, const char* p, std::size_t n) noexcept {
   while (n > 0) {
-    const ssize_t r = ::write(fd, p, n);
+    const ssize_t r = sys.write(fd, p, n);
     if (r < 0) {
       if (errno == EINTR) continue;
       return last_error();

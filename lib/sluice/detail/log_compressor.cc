@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "sluice/detail/compress_file.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice::detail {
 namespace {
@@ -21,7 +22,7 @@ bool exists(const std::string& p) noexcept {
 int open_retry(const char* path, int flags, mode_t mode = 0) noexcept {
   int fd;
   do {
-    fd = ::open(path, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+    fd = sys.open(path, flags | O_CLOEXEC | O_NOFOLLOW, mode);
   } while (fd < 0 && errno == EINTR);
   return fd;
 }
@@ -29,7 +30,7 @@ int open_retry(const char* path, int flags, mode_t mode = 0) noexcept {
 std::error_code fsync_fd(int fd) noexcept {
   int r;
   do {
-    r = ::fsync(fd);
+    r = sys.fsync(fd);
   } while (r != 0 && errno == EINTR);
   return r != 0 ? errno_code() : std::error_code{};
 }
@@ -86,13 +87,13 @@ std::error_code log_compressor::add(const std::string& plain) {
 
 void log_compressor::recover() {
   std::lock_guard chain(chain_mutex_);
-  ::unlink(tmp_.c_str());
+  sys.unlink(tmp_.c_str());
   for (std::size_t i = 0; i < plain_.size(); ++i) {
     struct stat st {};
     if (::lstat(plain_[i].c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     // The compressed twin is renamed into place only once whole and synced.
     if (exists(packed_[i]))
-      ::unlink(plain_[i].c_str());
+      sys.unlink(plain_[i].c_str());
     else
       add(plain_[i]);
   }
@@ -163,12 +164,12 @@ std::error_code log_compressor::compress(const job& j) {
     std::lock_guard chain(chain_mutex_);
     const int i = find(j);
     if (ec || i < 0) {
-      ::unlink(tmp_.c_str());
+      sys.unlink(tmp_.c_str());
       return ec;
     }
-    if (::rename(tmp_.c_str(), packed_[static_cast<std::size_t>(i)].c_str()) != 0) {
+    if (sys.rename(tmp_.c_str(), packed_[static_cast<std::size_t>(i)].c_str()) != 0) {
       ec = errno_code();
-      ::unlink(tmp_.c_str());
+      sys.unlink(tmp_.c_str());
       return ec;
     }
   }
@@ -177,7 +178,7 @@ std::error_code log_compressor::compress(const job& j) {
   if ((ec = fsync_dir(dir_))) return ec;  // both files stay: recover() removes the plain one
   std::lock_guard chain(chain_mutex_);
   const int i = find(j);
-  if (i >= 0 && ::unlink(plain_[static_cast<std::size_t>(i)].c_str()) != 0) return errno_code();
+  if (i >= 0 && sys.unlink(plain_[static_cast<std::size_t>(i)].c_str()) != 0) return errno_code();
   return {};
 }
 
