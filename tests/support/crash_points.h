@@ -229,14 +229,14 @@ class crash_model {
     return m.step(name("ftruncate", p), [&] { return detail::real_syscalls.ftruncate(fd, length); });
   }
   // The sync is the model's: nothing is asked of the disk.
-  static int sync_step(const char* call, int fd) {
+  static int sync_step(const char* call, int fd, int (*real)(int)) {
     crash_model& m = *active();
     const std::string p = fd_path(fd);
-    if (!m.under_root(p) && p != m.root_) return detail::real_syscalls.fsync(fd);
+    if (!m.under_root(p) && p != m.root_) return real(fd);
     return m.step(name(call, p), [] { return 0; }, [&](int) { m.synced(fd); });
   }
-  static int hook_fsync(int fd) { return sync_step("fsync", fd); }
-  static int hook_fdatasync(int fd) { return sync_step("fdatasync", fd); }
+  static int hook_fsync(int fd) { return sync_step("fsync", fd, detail::real_syscalls.fsync); }
+  static int hook_fdatasync(int fd) { return sync_step("fdatasync", fd, detail::real_syscalls.fdatasync); }
   // An open that creates a file (the only kind that is a durable step)
   // begins a file of no synced bytes, whatever inode number it reuses.
   static int hook_open(const char* path, int flags, mode_t mode) {
