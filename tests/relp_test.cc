@@ -25,6 +25,7 @@
 #include "sluice/errors.h"
 #include "sluice/loop.h"
 #include "sluice/net/server.h"
+#include "sluice/spool/spool_writable.h"
 #include "sluice/syslog/relp_frames.h"
 #include "sluice/syslog/relp_writable.h"
 #include "support/free_port.h"
@@ -386,6 +387,59 @@ TEST_CASE("a message answered 500: its callback alone hears which, counted; the 
   // The receiver saw them all, in order: the refused one is its gap.
   REQUIRE(rx.messages.size() == 6);
   for (int i = 0; i < 6; ++i) CHECK(body_of(rx.messages[i]) == (i == 2 ? std::string("refuse me") : seq(i)));
+}
+
+TEST_CASE("behind a spool, a message answered 500 is dropped from the spool, counted, said; the rest go on and the spool drains") {
+  loop l;
+  temp_dir d;
+  relp_receiver rx(l);
+  rx.refuse_marker = "refuse me";
+  REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
+  spool_options so;
+  so.dir = d.file("spool");
+  so.stream.event_loop = &l;
+  std::vector<std::error_code> said;
+  so.on_refused = [&](std::error_code ec) { said.push_back(ec); };
+  {
+    auto relp = std::make_unique<relp_writable>(test_options(l, rx.port()));
+    relp_writable* r = relp.get();
+    spool_writable w(std::move(relp), so);
+    std::error_code stream_error;
+    w.on(event::error, [&](std::error_code ec) { stream_error = ec; });
+    std::vector<int> calls(10, 0);
+    for (int i = 0; i < 10; ++i)
+      w.write(i == 2 ? std::string("refuse me") : seq(i), [&, i](std::error_code ec) { calls[i] += ec ? 100 : 1; });
+    bool ended = false;
+    std::error_code end_ec;
+    w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+    REQUIRE(spin(l, [&] { return ended; }));
+    CHECK_FALSE(end_ec);
+    CHECK_FALSE(stream_error);
+    for (int c : calls) CHECK(c == 1);  // each in the spool
+    REQUIRE(said.size() == 1);
+    CHECK(said[0].message() == "RELP: the receiver refused a message: rsp 500 not today");
+    // The spool's counts are the receiver's: 9 answered 200, 1 refused.
+    CHECK(w.sent_from_spool() == 10);
+    CHECK(w.acked() == 9);
+    CHECK(w.refused() == 1);
+    CHECK(r->acked() == 9);
+    CHECK(r->refused() == 1);
+    REQUIRE(rx.messages.size() == 10);
+    for (int i = 0; i < 10; ++i) CHECK(body_of(rx.messages[i]) == (i == 2 ? std::string("refuse me") : seq(i)));
+  }
+  // The next run on DIR has nothing to send: the refused message is not
+  // sent again, nor what came after it.
+  {
+    spool_writable w(std::make_unique<relp_writable>(test_options(l, rx.port())), so);
+    bool ended = false;
+    std::error_code end_ec;
+    w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+    REQUIRE(spin(l, [&] { return ended; }));
+    CHECK_FALSE(end_ec);
+    CHECK(w.sent_from_spool() == 0);
+  }
+  CHECK(rx.messages.size() == 10);
+  CHECK(said.size() == 1);
 }
 
 TEST_CASE("the window slides: messages written later go out while older ones are unanswered; a break resends in order") {

@@ -10,10 +10,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -462,6 +465,203 @@ TEST_CASE("spool_sync::batch: one fsync a batch before its callbacks; an fsync t
   for (int i = 0; i < 500; ++i) REQUIRE(got[std::size_t(i)] == msg(i));
   // What failed its fsync was cut back, not left to be sent twice.
   CHECK(w.spooled_records() == 0);
+}
+
+// A child process spools `n` records in segments of `segment` bytes, the
+// downstream acknowledging them all; then the disk fails (ENOSPC) for one
+// more record, which goes from memory: the live segment is closed and, all
+// acknowledged, deleted. SIGKILLed then, it leaves a position and no
+// segment, as a run does whose segments were all acknowledged and released.
+void spool_release_all_and_die(const temp_dir& d, int n, std::uint64_t segment) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    loop l;
+    downstream down;
+    spool_writable w(down.make(l, false), opts(l, d, segment));
+    for (int i = 0; i < n; ++i) w.write(msg(i));
+    spin(l, [&] {
+      while (down.sink->pending() > 0) down.sink->complete();
+      return w.acked() == std::uint64_t(n);
+    });
+    for (int i = 0; i < 40; ++i) spin(l, [] { return false; }, 1);  // the position saved
+    {
+      fault_injector faults;
+      faults.set_rate(sys_call::writev, 1.0, {fault::enospc});
+      w.write(msg(n));
+      spin(l, [&] {
+        while (down.sink->pending() > 0) down.sink->complete();
+        return w.bypassed() == 1 && down.sink->pending() == 0 && w.segments() == 0;
+      });
+    }
+    if (w.segments() != 0 || segment_files(d) != 0) ::_exit(4);
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(3);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(WTERMSIG(status) == SIGKILL);
+}
+
+TEST_CASE("a saved position never applies to a later run's segment: killed with all released, a run that cannot send, then one that can") {
+  // Several segments: the position names a higher sequence than a fresh
+  // numbering's first; one large segment: the same sequence, and an offset
+  // inside what the next run wrote.
+  std::uint64_t segment = 4096;
+  int later = 100;
+  SUBCASE("the position's segment number is higher") {}
+  SUBCASE("the position's segment number is the first") {
+    segment = 1 << 20;
+    later = 2000;
+  }
+  temp_dir d;
+  spool_release_all_and_die(d, 1000, segment);
+  REQUIRE(segment_files(d) == 0);
+  loop l;
+  {
+    // Cannot send: the downstream never acknowledges; the run goes away.
+    downstream down;
+    spool_writable w(down.make(l, false), opts(l, d, segment));
+    CHECK(w.recovered_segments() == 0);
+    for (int i = 0; i < later; ++i) w.write(msg(1000 + i));
+    REQUIRE(spin(l, [&] { return w.spooled_records() == std::uint64_t(later); }));
+    w.destroy();
+  }
+  REQUIRE(segment_files(d) > 0);
+  downstream down;
+  spool_writable w(down.make(l, true), opts(l, d, segment));
+  CHECK(w.recovered_segments() > 0);
+  bool ended = false;
+  std::error_code end_ec;
+  w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+  REQUIRE(spin(l, [&] { return ended; }));
+  CHECK_FALSE(end_ec);
+  const auto got = down.got();
+  REQUIRE(got.size() == std::size_t(later));
+  for (int i = 0; i < later; ++i) REQUIRE(got[std::size_t(i)] == msg(1000 + i));
+  CHECK(w.torn_bytes() == 0);
+  CHECK(segment_files(d) == 0);
+}
+
+TEST_CASE("ENOSPC, then room again: the records kept in memory go after the disk's and before any newer, and end() comes") {
+  loop l;
+  temp_dir d;
+  downstream down;
+  auto o = opts(l, d);
+  int said = 0;
+  o.on_spool_error = [&](std::error_code) { ++said; };
+  spool_writable w(down.make(l, false, 16), o);
+  const int n = 1000;
+  std::vector<int> calls(n, 0);
+  int errors = 0;
+  const auto write = [&](int first, int count) {
+    for (int i = first; i < first + count; ++i)
+      w.write(msg(i), [&, i](std::error_code ec) { ++calls[std::size_t(i)], errors += bool(ec); });
+  };
+  write(0, 500);
+  REQUIRE(spin(l, [&] { return w.spooled_records() == 500; }));
+  {
+    fault_injector faults;
+    faults.set_rate(sys_call::writev, 1.0, {fault::enospc});
+    write(500, 200);
+    REQUIRE(spin(l, [&] { return w.spool_failures() >= 1; }));
+  }
+  // Room again, and past the spool's second before it tries the disk again,
+  // with the 200 still in memory (the downstream acknowledged nothing).
+  const auto later = std::chrono::steady_clock::now() + 1200ms;
+  spin(l, [&] { return std::chrono::steady_clock::now() >= later; }, 100000);
+  write(700, 300);
+  for (int i = 0; i < 20; ++i) spin(l, [] { return false; }, 1);
+  bool ended = false;
+  std::error_code end_ec;
+  w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+  REQUIRE(spin(l, [&] {
+    while (down.sink->pending() > 0) down.sink->complete();
+    return ended;
+  }));
+  CHECK_FALSE(end_ec);
+  CHECK(said == 1);
+  CHECK(errors == 0);
+  for (int c : calls) CHECK(c == 1);
+  const auto got = down.got();
+  REQUIRE(got.size() == std::size_t(n));
+  for (int i = 0; i < n; ++i) REQUIRE(got[std::size_t(i)] == msg(i));
+  // The disk was used again after the memory's records: the last 300 were spooled.
+  CHECK(w.spooled_records() >= 800);
+  CHECK(segment_files(d) == 0);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool limit_address_space = false;  // the sanitizers reserve terabytes of it
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool limit_address_space = false;
+#else
+constexpr bool limit_address_space = true;
+#endif
+#else
+constexpr bool limit_address_space = true;
+#endif
+
+TEST_CASE("a corrupt record length (1 GiB, the maximum) ends its segment, counted: nothing of that size is allocated") {
+  temp_dir d;
+  spool_and_die(d, 500, 0);
+  std::vector<std::filesystem::path> segs;
+  for (const auto& e : std::filesystem::directory_iterator(d.file("spool")))
+    if (e.path().filename().string().rfind("seg-", 0) == 0) segs.push_back(e.path());
+  std::sort(segs.begin(), segs.end());
+  REQUIRE(!segs.empty());
+  {
+    // A length of 0x40000000, its checksum garbage, and a little after it.
+    std::ofstream f(segs.back(), std::ios::app | std::ios::binary);
+    const char planted[16] = {0, 0, 0, 0x40, 'c', 'r', 'c', '!', 'p', 'a', 'y', 'l', 'o', 'a', 'd', '.'};
+    f.write(planted, sizeof planted);
+  }
+  // In a child whose address space is bounded 256 MiB above what it uses:
+  // a buffer of the planted length fails there (bad_alloc).
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int code = 0;
+    try {
+      if (limit_address_space) {
+        std::ifstream st("/proc/self/status");
+        std::string key;
+        std::uint64_t kb = 0;
+        while (st >> key)
+          if (key == "VmSize:" && st >> kb) break;
+        rlimit r{};
+        r.rlim_cur = r.rlim_max = (kb << 10) + (std::uint64_t{256} << 20);
+        if (kb == 0 || ::setrlimit(RLIMIT_AS, &r) != 0) ::_exit(5);
+      }
+      loop l;
+      downstream down;
+      spool_writable w(down.make(l, true), opts(l, d));
+      for (int i = 500; i < 600; ++i) w.write(msg(i));
+      bool ended = false;
+      std::error_code end_ec;
+      w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+      spin(l, [&] { return ended; });
+      const auto got = down.got();
+      bool in_order = got.size() == 600;
+      for (std::size_t i = 0; in_order && i < got.size(); ++i) in_order = got[i] == msg(int(i));
+      if (!ended || end_ec) code = 6;
+      else if (!in_order) code = 7;
+      else if (w.torn_bytes() != 16) code = 8;
+    } catch (const std::bad_alloc&) {
+      code = 9;
+    } catch (...) {
+      code = 10;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  // 0: the 500 before it and the 100 new ones sent, in order, the 16 planted
+  // bytes counted as torn; 9: bad_alloc.
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("DIR: made 0700, files 0600; a symbolic link, a DIR others can write, or one in use is refused") {

@@ -14,11 +14,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -31,6 +33,7 @@
 #include "sluice/asio/writer.h"
 #include "sluice/errors.h"
 #include "sluice/loop.h"
+#include "sluice/net/server.h"
 #include "sluice/tls/server.h"
 #include "sluice/syslog/syslog_writable.h"
 #include "sluice/tls/socket.h"
@@ -811,7 +814,7 @@ TEST_CASE("errors carry OpenSSL's reason and Node's code; a bad key file is an e
   mismatched.cert_file = pki_file("server.crt");
   auto ctx = tls::context::make(mismatched, true, ec);
   CHECK_FALSE(ctx);
-  CHECK(ec.message() == "key values mismatch");
+  CHECK(ec.message().ends_with(": key values mismatch"));
   CHECK(code_name(ec) == "ERR_OSSL_X509_KEY_VALUES_MISMATCH");  // as Node names it
   tls::context_options missing;
   missing.cert_file = "/nonexistent/server.crt";
@@ -821,6 +824,218 @@ TEST_CASE("errors carry OpenSSL's reason and Node's code; a bad key file is an e
   tls::server_options bad;
   bad.context.cert = "not a pem";
   CHECK_THROWS_AS(tls::server{bad}, sluice::stream_error);
+}
+
+TEST_CASE("a context's errors name the file: missing, not PEM, a key of another certificate; the code stays the error's") {
+  std::error_code ec;
+  tls::context_options missing;
+  missing.ca_file = "/nonexistent/ca.crt";
+  CHECK_FALSE(tls::context::make(missing, false, ec));
+  CHECK(ec.message() == "ca_file /nonexistent/ca.crt: No such file or directory");
+  CHECK(code_name(ec) == "ENOENT");
+  CHECK(ec == std::errc::no_such_file_or_directory);
+  try {
+    tls::context::make(missing, false);
+    FAIL("no throw");
+  } catch (const sluice::stream_error& e) {
+    CHECK(std::string(e.what()) == "tls::context: ca_file /nonexistent/ca.crt: No such file or directory");
+  }
+  tls::context_options not_pem;
+  not_pem.cert_file = SLUICE_TLS_MJS;  // a file, but no PEM in it
+  CHECK_FALSE(tls::context::make(not_pem, true, ec));
+  CHECK(ec.message() == std::string("cert_file ") + SLUICE_TLS_MJS + ": no start line");
+  CHECK(code_name(ec) == "ERR_OSSL_PEM_NO_START_LINE");
+  tls::context_options mismatched;
+  mismatched.key_file = pki_file("ca.key");
+  mismatched.cert_file = pki_file("server.crt");
+  CHECK_FALSE(tls::context::make(mismatched, true, ec));
+  CHECK(ec.message() == "key_file " + pki_file("ca.key") + " (with cert_file " + pki_file("server.crt") +
+                            "): key values mismatch");
+  CHECK(code_name(ec) == "ERR_OSSL_X509_KEY_VALUES_MISMATCH");
+  // The same error twice is the same code.
+  std::error_code again;
+  tls::context::make(mismatched, true, again);
+  CHECK(again == ec);
+}
+
+TEST_CASE("a client whose ca_file is missing: its 'error' names the file") {
+  world w;
+  echo_server es(w);
+  auto o = w.client_opts();
+  o.context.ca_file = pki() + "/nothing.crt";
+  auto c = tls::connect(port_of(es.srv), "127.0.0.1", o);
+  std::error_code err;
+  bool closed = false;
+  c->on(event::error, [&](std::error_code ec) { err = ec; });
+  c->on(event::close, [&] { closed = true; });
+  REQUIRE(spin(w.loop, [&] { return closed; }));
+  CHECK(err.message() == "ca_file " + pki() + "/nothing.crt: No such file or directory");
+  CHECK(code_name(err) == "ENOENT");
+}
+
+TEST_CASE("a FIFO as a context's file is refused at once, not waited on ('not a regular file')") {
+  const std::string fifo = pki() + "/fifo.crt";
+  ::unlink(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // In a child with an alarm: an open that blocks fails the test instead
+  // of hanging it. (Flushed first: the child must not write the parent's
+  // buffered output again.)
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::alarm(static_cast<unsigned>(5 * sluice::test::time_scale()));
+    std::error_code ec;
+    tls::context_options o;
+    o.ca_file = fifo;
+    const bool refused = !tls::context::make(o, false, ec) && ec.message() == "ca_file " + fifo + ": not a regular file" &&
+                         ec == std::errc::invalid_argument;
+    ::_exit(refused ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK_MESSAGE(WIFEXITED(status), "the child hung on the FIFO (killed by its alarm)");
+  CHECK(WIFEXITED(status));
+  if (WIFEXITED(status)) CHECK(WEXITSTATUS(status) == 0);
+  ::unlink(fifo.c_str());
+}
+
+TEST_CASE("a server with no 'error' listener on a port already taken ends the program, exit 1, as net::server does") {
+  world w;
+  echo_server taken(w);
+  const std::uint16_t port = port_of(taken.srv);
+  // server: "net" or "tls"; what the child printed on stderr, and its status.
+  const auto run = [&](bool tls_server, std::string& said) {
+    int err[2];
+    REQUIRE(::pipe(err) == 0);
+    std::fflush(nullptr);  // the child's exit flushes what it inherited
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(err[1], 2);
+      ::alarm(static_cast<unsigned>(10 * sluice::test::time_scale()));
+      sluice::loop l;
+      if (tls_server) {
+        tls::server_options o = w.server_opts();
+        o.listener.event_loop = &l;
+        o.connection.event_loop = &l;
+        tls::server s(o);
+        s.listen(port, "127.0.0.1");
+        l.run();
+      } else {
+        net::server_options o;
+        o.event_loop = &l;
+        net::server s(o);
+        s.listen(port, "127.0.0.1");
+        l.run();
+      }
+      ::_exit(0);  // run() returned: the error was not fatal
+    }
+    ::close(err[1]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    char buf[512];
+    for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<std::size_t>(n));
+    ::close(err[0]);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  };
+  std::string said;
+  CHECK(run(false, said) == 1);
+  CHECK(said == "sluice: unhandled 'error' event on net::server: Address already in use\n");
+  said.clear();
+  CHECK(run(true, said) == 1);
+  CHECK(said == "sluice: unhandled 'error' event on tls::server: Address already in use\n");
+}
+
+TEST_CASE("connections that never send a ClientHello keep no client out: max_connections counts the secure, the oldest handshake makes room") {
+  world w;
+  auto so = w.server_opts();
+  so.listener.max_connections = 2;
+  // Long: only the rule on handshakes can let a client in before it.
+  so.handshake_timeout = std::chrono::seconds(60);
+  echo_server es(w, so);
+  net::socket_options plain;
+  plain.event_loop = &w.loop;
+  std::vector<std::unique_ptr<net::socket>> bare;
+  std::size_t bare_closed = 0;
+  const auto connect_bare = [&] {
+    bare.push_back(net::connect(port_of(es.srv), "127.0.0.1", plain));
+    bare.back()->on(event::error, [](std::error_code) {});
+    bare.back()->on(event::close, [&] { ++bare_closed; });
+    bare.back()->resume();
+  };
+  connect_bare();
+  connect_bare();
+  REQUIRE(spin(w.loop, [&] { return es.srv.handshakes() == 2; }));
+  std::vector<std::unique_ptr<tls::socket>> clients;
+  // A real client: it gets in past them (the oldest makes room), and gets
+  // its echo.
+  const auto client_in = [&](int i) {
+    clients.push_back(tls::connect(port_of(es.srv), "127.0.0.1", w.client_opts()));
+    tls::socket* c = clients.back().get();
+    const std::string who = "client" + std::to_string(i);
+    w.record(*c, who);
+    auto echoed = std::make_shared<std::string>();
+    c->on(event::data, [echoed](std::string_view d) { *echoed += d; });
+    c->write(who + "\n");
+    REQUIRE_MESSAGE(spin(w.loop, [&] { return *echoed == who + "\n"; }), w.all());
+  };
+  const auto settle = [&](std::size_t handshakes, std::size_t closed) {
+    REQUIRE_MESSAGE(spin(w.loop, [&] { return es.srv.handshakes() == handshakes && bare_closed == closed; }),
+                    "handshakes " << es.srv.handshakes() << ", bare closed " << bare_closed << " of " << bare.size());
+  };
+  client_in(0);
+  settle(1, 1);  // bare0 made room
+  connect_bare();
+  connect_bare();
+  settle(2, 2);  // bare1 made room for bare3
+  client_in(1);
+  settle(1, 3);  // bare2 made room
+  INFO(w.all());
+  CHECK(es.secured.size() == 2);
+  CHECK(es.srv.displaced() == 3);
+  CHECK(w.has("server tlsClientError ERR_SLUICE_TLS_TOO_MANY_HANDSHAKES (TLS handshake cut off: too many connections in "
+              "their handshake, this one the oldest)"));
+  // Two are secure: a bare connect, and a third client, are closed at once,
+  // and counted.
+  connect_bare();
+  settle(1, 4);
+  clients.push_back(tls::connect(port_of(es.srv), "127.0.0.1", w.client_opts()));
+  w.record(*clients.back(), "client2");
+  clients.back()->resume();
+  REQUIRE(spin(w.loop, [&] { return w.has("client2 close"); }));
+  CHECK_FALSE(w.has("client2 secureConnect"));
+  CHECK(es.srv.dropped() == 2);
+  CHECK(es.secured.size() == 2);
+  // A secure one goes: its place is free again.
+  clients[0]->end();
+  REQUIRE(spin(w.loop, [&] { return w.has("client0 close") && es.srv.connections() == 2; }));
+  client_in(3);
+  CHECK(es.secured.size() == 3);
+  for (auto& b : bare) b->destroy();
+  for (auto& c : clients) c->destroy();
+  REQUIRE(spin(w.loop, [&] { return es.srv.connections() == 0; }));
+}
+
+TEST_CASE("syslog over TLS with its receiver down: once it gave up, nothing is left to keep the loop (no handshake timer)") {
+  world w;
+  syslog_options o;
+  o.host = "127.0.0.1";
+  o.port = sluice::test::free_port();
+  o.reconnect_min = std::chrono::milliseconds(10);
+  o.give_up_after = std::chrono::milliseconds(200);
+  o.stream.event_loop = &w.loop;
+  tls::socket_options t = w.client_opts();
+  t.handshake_timeout = std::chrono::seconds(30);  // as sluice-log's
+  tls::use_tls(o, t);
+  syslog_writable log(o);
+  log.on(event::error, [](std::error_code) {});
+  sluice::test::must_call written;
+  log.write("m", written.cb());
+  REQUIRE(spin(w.loop, [&] { return written.calls() == 1; }));
+  CHECK(code_name(written.error()) == "ECONNREFUSED");
+  // The give-up is done; a loop with nothing to wait for is not alive().
+  CHECK(spin(w.loop, [&] { return !w.loop.alive(); }, 400));
 }
 
 TEST_CASE("on an attached io_context: a server's echo and a client's co_await, 1 MiB") {

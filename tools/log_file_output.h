@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "args.h"
+#include "compress_problems.h"
 #include "log_output.h"
 #include "sluice/sluice.h"
 
@@ -25,7 +26,9 @@ class log_file_output final : public log_output {
 
   bool open() override {
     std::error_code ec;
-    worker_ = sluice::file_worker::open_log(file_, log_, ec);
+    sluice::log_options log = log_;
+    sluice_tools::say_compress_problems(log, "sluice-log");
+    worker_ = sluice::file_worker::open_log(file_, log, ec);
     if (!worker_) {
       std::fprintf(stderr, "sluice-log: %s: %s\n", file_.c_str(), file_error(ec).c_str());
       return false;
@@ -57,12 +60,24 @@ class log_file_output final : public log_output {
 
   void print_stats(const log_counts& n, bool json) const override {
     const auto bytes = static_cast<unsigned long long>(worker_->bytes_written());
-    if (json)
-      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu}\n", n.written, bytes,
+    // With --compress: the rotated files compressed, and the tries that
+    // failed (final: the worker's close waited for the compressor).
+    const bool packed = log_.compress != sluice::log_options::compression::none;
+    if (json) {
+      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu", n.written, bytes,
                    worker_->rotations(), worker_->reopens());
-    else
-      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens\n", n.written, bytes,
+      if (packed)
+        std::fprintf(stderr, ",\"compressed\":%zu,\"compress_failures\":%zu", worker_->compressed(),
+                     worker_->compress_failures());
+      std::fprintf(stderr, "}\n");
+    } else {
+      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens", n.written, bytes,
                    worker_->rotations(), worker_->reopens());
+      if (packed)
+        std::fprintf(stderr, ", %zu compressed, %zu failed compressions", worker_->compressed(),
+                     worker_->compress_failures());
+      std::fprintf(stderr, "\n");
+    }
   }
 
  private:

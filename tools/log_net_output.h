@@ -159,17 +159,27 @@ class log_net_output final : public log_output {
   void print_stats(const log_counts& n, bool json) const override {
     if (relp_) {
       const std::size_t resent = relp_->resent(), reconnects = relp_->reconnects();
-      const std::size_t refused = relp_->refused(), cut = relp_->truncated();
+      std::size_t acked = relp_->acked(), dropped = n.unsent, refused = relp_->refused();
+      const std::size_t cut = relp_->truncated();
+      if (spool_) {
+        // The spool sends earlier runs' lines too, and takes this run's
+        // before the receiver has them: the counts are this run's lines,
+        // N = A + D + the spool's 'left in spool' (see --help).
+        const log_spool::own_counts c = spool_.own(n.written);
+        acked = c.acked;
+        dropped += c.refused;
+        refused -= spool_.get()->refused_earlier();
+      }
       if (json)
         std::fprintf(stderr,
                      "{\"lines\":%zu,\"acked\":%zu,\"resent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,"
                      "\"refused\":%zu,\"truncated\":%zu%s}\n",
-                     n.lines, relp_->acked(), resent, n.unsent, reconnects, refused, cut, spool_.stats(true).c_str());
+                     n.lines, acked, resent, dropped, reconnects, refused, cut, spool_.stats(true).c_str());
       else
         std::fprintf(stderr,
                      "sluice-log: %zu lines, %zu acked, %zu resent, %zu dropped, %zu reconnects, %zu refused, "
                      "%zu truncated%s\n",
-                     n.lines, relp_->acked(), resent, n.unsent, reconnects, refused, cut, spool_.stats(false).c_str());
+                     n.lines, acked, resent, dropped, reconnects, refused, cut, spool_.stats(false).c_str());
       return;
     }
     if (syslog_) {

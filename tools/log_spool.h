@@ -34,6 +34,14 @@ class log_spool {
                    "until it can\n",
                    name.c_str(), dir.c_str(), ec.message().c_str());
     };
+    // A refused line is dropped from the spool, as without it a refused line
+    // fails alone: said once here, counted in --stats, and the run exits 1.
+    o.on_refused = [this, name](std::error_code ec) {
+      if (said_refusal_) return;
+      said_refusal_ = true;
+      std::fprintf(stderr, "sluice-log: %s: %s: dropped from the spool, not sent again\n", name.c_str(),
+                   ec.message().c_str());
+    };
     std::error_code ec;
     auto w = sluice::spool_writable::open(std::move(down), o, ec);
     if (!w) {
@@ -45,6 +53,27 @@ class log_spool {
   }
 
   explicit operator bool() const noexcept { return spool_ != nullptr; }
+
+  // This run's lines, as the spool settled them: `taken` of the run's lines
+  // had a callback that said success (in the spool, or, while it could not
+  // be written, delivered from memory). Of those in the spool: acknowledged,
+  // refused (dropped), or left for the next run; the rest of `taken` went
+  // from memory and were acknowledged.
+  struct own_counts {
+    std::uint64_t acked = 0;    // acknowledged, from the spool or from memory
+    std::uint64_t refused = 0;  // refused by the receiver, dropped from the spool
+    std::uint64_t left = 0;     // in the spool, for the next run
+  };
+  own_counts own(std::uint64_t taken) const {
+    own_counts c;
+    if (!spool_) return c;
+    const std::uint64_t spooled = spool_->spooled_records();
+    c.refused = spool_->refused() - spool_->refused_earlier();
+    c.acked = spool_->acked() - spool_->acked_earlier() + (taken > spooled ? taken - spooled : 0);
+    c.left = left();
+    return c;
+  }
+  sluice::spool_writable* get() const noexcept { return spool_; }
 
   // Said once, at the end, when the spool still holds lines: the next run
   // on DIR sends them.
@@ -60,27 +89,39 @@ class log_spool {
   // its JSON object's fields.
   std::string stats(bool json) const {
     if (!spool_) return {};
-    char b[256];
+    char b[512];
     const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
     if (json)
       std::snprintf(b, sizeof b,
                     ",\"spooled\":%llu,\"spooled_bytes\":%llu,\"sent_from_spool\":%llu,\"acked_from_spool\":%llu,"
-                    "\"segments\":%zu,\"recovered_segments\":%zu,\"torn_bytes\":%llu,\"spool_failures\":%zu",
+                    "\"refused_from_spool\":%llu,\"left_in_spool\":%llu,\"earlier_acked\":%llu,"
+                    "\"earlier_refused\":%llu,\"segments\":%zu,\"recovered_segments\":%zu,\"torn_bytes\":%llu,"
+                    "\"spool_failures\":%zu",
                     u(spool_->spooled_records()), u(spool_->spooled_bytes()), u(spool_->sent_from_spool()),
-                    u(spool_->acked()), spool_->segments(), spool_->recovered_segments(), u(spool_->torn_bytes()),
-                    spool_->spool_failures());
+                    u(spool_->acked()), u(spool_->refused()), u(left()), u(spool_->acked_earlier()),
+                    u(spool_->refused_earlier()), spool_->segments(), spool_->recovered_segments(),
+                    u(spool_->torn_bytes()), spool_->spool_failures());
     else
       std::snprintf(b, sizeof b,
-                    ", %llu spooled (%llu bytes), %llu sent from spool, %llu acked, %zu segments left, %zu "
-                    "recovered, %llu torn bytes, %zu spool failures",
+                    ", %llu spooled (%llu bytes), %llu sent from spool, %llu acked, %llu refused, %llu left in "
+                    "spool, %llu acked and %llu refused of earlier runs, %zu segments left, %zu recovered, %llu torn bytes, %zu "
+                    "spool failures",
                     u(spool_->spooled_records()), u(spool_->spooled_bytes()), u(spool_->sent_from_spool()),
-                    u(spool_->acked()), spool_->segments(), spool_->recovered_segments(), u(spool_->torn_bytes()),
-                    spool_->spool_failures());
+                    u(spool_->acked()), u(spool_->refused()), u(left()), u(spool_->acked_earlier()),
+                    u(spool_->refused_earlier()), spool_->segments(), spool_->recovered_segments(),
+                    u(spool_->torn_bytes()), spool_->spool_failures());
     return b;
   }
 
  private:
+  // This run's records in the spool, neither acknowledged nor refused.
+  std::uint64_t left() const noexcept {
+    return spool_->spooled_records() - (spool_->acked() - spool_->acked_earlier()) -
+           (spool_->refused() - spool_->refused_earlier());
+  }
+
   sluice::spool_writable* spool_ = nullptr;
+  bool said_refusal_ = false;
 };
 
 }  // namespace sluice_tools

@@ -61,7 +61,9 @@ Options:
                         printed as 'sluice-fanout: listening on HOST:PORT
                         (TLS)'. A subscriber gets lines once its handshake
                         is done; one whose handshake fails gets none, and
-                        is said on standard error with the reason
+                        is said on standard error with the reason. The
+                        handshake must be done within 10 s (or
+                        --idle-timeout, when shorter), else it fails
   --tls-cert FILE       the server's certificate (PEM; any intermediate
                         ones after it), for --listen-tls
   --tls-key FILE        its private key (PEM); a warning if its group or
@@ -95,7 +97,15 @@ Options:
                         reading while lines wait: --write-deadline is.
   --max-connections N   at most N subscribers at once on each address; one
                         more is closed at once, without a line (0, the
-                        default: no limit)
+                        default: no limit). On --listen-tls N counts the
+                        subscribers whose handshake is done, and at most N
+                        more connections may be in their handshake besides:
+                        one more cuts off the oldest of them (a failed
+                        handshake, 'too many connections in their
+                        handshake'), so that connections that never finish
+                        a handshake cannot lock a subscriber out. One whose
+                        handshake ends while N subscribers are in is closed
+                        then, without a line
   --linger MS           drop, disconnect: after the end of the input (or the
                         first SIGTERM or SIGINT), the subscribers have MS
                         milliseconds (default 5000) to take what they are
@@ -147,8 +157,10 @@ live listener) is an error.
 
 Exit status: 0 at the end of the input or on SIGTERM/SIGINT; 1 when ADDR
 cannot be listened on, standard input cannot be read, or a line is too long;
-2 on bad usage. A missing or unreadable --tls-* file, or one OpenSSL cannot
-load (not PEM, a key that does not match the certificate), is bad usage.
+2 on bad usage. A missing or unreadable --tls-* file, one that is not a
+regular file (a FIFO, a device: 'not a regular file'), or one OpenSSL
+cannot load (not PEM, a key that does not match the certificate), is bad
+usage.
 
 Example: tail -F app.log | sluice-fanout --listen 127.0.0.1:9000 --policy drop --stats
          tail -F app.log | sluice-fanout --listen-tls 0.0.0.0:9443 --tls-cert fanout.crt --tls-key fanout.key --tls-client-ca ca.crt
@@ -469,7 +481,8 @@ class fanout_tool {
   // One tls::server for each --listen-tls address. False: the key or a
   // certificate cannot be loaded, said with OpenSSL's reason.
   bool make_tls_servers() {
-    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, server_options(o_));
+    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(
+        o_.tls, server_options(o_), std::chrono::milliseconds(o_.idle_timeout_ms));
     for (const auto& [host, port] : o_.tls_addrs) {
       std::unique_ptr<sluice::tls::server> srv;
       try {

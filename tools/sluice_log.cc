@@ -115,7 +115,9 @@ Options for every DEST:
                     FILE:   'sluice-log: N lines, B bytes, R rotations,
                             H reopens' (N: lines written, B: bytes written,
                             timestamps and newlines included; a line the
-                            file refused is not counted)
+                            file refused is not counted); with --compress
+                            also ', C compressed, F failed compressions'
+                            (rotated files compressed; tries that failed)
                     syslog: 'sluice-log: N lines, S sent, D dropped,
                             R reconnects, L maybe lost, T truncated' (N:
                             lines read, S: in the kernel's socket buffer, D:
@@ -129,19 +131,45 @@ Options for every DEST:
                             after a reconnect, so the receiver may hold them
                             twice, D: given up or refused, F: of D,
                             answered other than 200)
-                    with --spool, S counts the lines taken into the
-                    spool, and the line goes on: 'P spooled (B bytes), Q
-                    sent from spool, A acked, G segments left, R
-                    recovered, T torn bytes, F spool failures'
+                    with --spool, the line goes on: 'P spooled (B
+                            bytes), Q sent from spool, A acked, F refused,
+                            K left in spool, E acked and X refused of
+                            earlier runs, G segments left, R recovered, T
+                            torn bytes, W spool failures' (P: this run's
+                            lines written to the spool; Q, A, F: records
+                            sent from the spool, earlier runs' included,
+                            and of Q, acknowledged (syslog: in the socket
+                            buffer) and refused (relp: answered other than
+                            200, dropped from the spool, never sent
+                            again); K: this run's lines in the spool
+                            neither acknowledged nor refused, sent first by
+                            the next run on DIR; E, X: of A and F, lines
+                            an earlier run spooled; T: bytes of records
+                            that were not whole and intact, each ending
+                            its segment, never sent). syslog's S then
+                            counts the lines taken into the spool, and N =
+                            S + D still; relp's A, D and F count this run's
+                            lines (A: acknowledged, from the spool or, while
+                            it could not be written, from memory; D: given
+                            up, or refused; F: of D, refused), and N = A +
+                            D + K
                     kafka:  'sluice-log: N lines, D delivered, F failed'
                             (D: acknowledged by the broker)
   --json            with --stats: print them as one JSON object instead:
-                    {"lines":N,"bytes":B,"rotations":R,"reopens":H},
+                    {"lines":N,"bytes":B,"rotations":R,"reopens":H} (with
+                    --compress also "compressed":C,"compress_failures":F),
                     {"lines":N,"sent":S,"dropped":D,"reconnects":R,
                     "maybe_lost":L,"truncated":T},
                     {"lines":N,"acked":A,"resent":S,"dropped":D,
                     "reconnects":R,"refused":F,"truncated":T} or
-                    {"lines":N,"delivered":D,"failed":F}
+                    {"lines":N,"delivered":D,"failed":F}; with
+                    --spool, followed in the same object by
+                    "spooled":P,"spooled_bytes":B,"sent_from_spool":Q,
+                    "acked_from_spool":A,"refused_from_spool":F,
+                    "left_in_spool":K,"earlier_acked":E,
+                    "earlier_refused":X,"segments":G,
+                    "recovered_segments":R,"torn_bytes":T,
+                    "spool_failures":W
   -h, --help        show this help
 
 Options for a FILE:
@@ -167,7 +195,19 @@ Options for a FILE:
                     sets the level (gzip:1 to gzip:9, default 6; zstd:1
                     to zstd:22, default 3). zstd and gzip:1 compress at
                     least half as fast as sluice-log writes; gzip's default
-                    level, a sixth (perf/compress-rotation.sh).
+                    level, a sixth (perf/compress-rotation.sh). Needs
+                    --max-size and a --keep above 0 (else nothing is
+                    rotated and kept: bad usage). Several sluice-log
+                    processes may compress one FILE (each its own
+                    rotations; a lock orders them). A rotated file that
+                    cannot be compressed (a full disk, FILE.gz.tmp not
+                    creatable) stays plain, is said on standard error (at
+                    most once every 10 s, with a count) and counted in
+                    --stats, and is tried again 1 s later, then after twice
+                    the last wait (up to 64 s). At start, a plain FILE.N is
+                    removed only beside a FILE.N.gz that decompresses whole
+                    into exactly it (a crash before its removal); beside
+                    any other FILE.N.gz both are kept, and said.
   --fsync POLICY    when to fsync FILE:
                       never      leave it to the kernel (the default)
                       end        each file once, before it is closed (at
@@ -229,7 +269,8 @@ Options for syslog+tls:// and relp+tls://:
   looks like a reset connection), is not tried again: 'sluice-log: DEST:
   TLS: certificate verify failed: REASON', every line is dropped
   (counted), exit 1. A missing or unreadable --tls-*
-  file, or one OpenSSL cannot load: exit 2 with the reason.
+  file, one that is not a regular file (a FIFO, a device), or one OpenSSL
+  cannot load: exit 2 with the reason.
   What a success means over TLS, and what a broken connection can lose or
   send twice: docs/shipping.md.
 
@@ -254,7 +295,17 @@ Options for a network DEST:
                     loss); the exit status is 0 only once every line is sent
                     and the spool empty. A spool that cannot be written
                     (ENOSPC, EIO) is said once on standard error, and lines
-                    then wait in memory, with backpressure, as without it.
+                    then wait in memory, with backpressure, as without it,
+                    and go after what is on disk, in order; new lines go to
+                    DIR again once those in memory are sent. A line the
+                    RELP receiver refuses is dropped from the spool, as it
+                    fails alone without it: said once, counted (--stats),
+                    exit 1, never sent again; the lines after it go on. A
+                    record in DIR that is not whole and intact (a tail torn
+                    by a crash, a length past what its segment holds, a
+                    checksum that does not match) ends its segment: the
+                    rest of that segment is counted (torn bytes), never
+                    sent; the next segment goes on.
   --spool-max SIZE  the most the spool holds on disk (default 1G; SIZE as
                     --max-size, at least 64K); when full, the input is held
                     back as without --spool
@@ -583,6 +634,12 @@ options parse_args(int argc, char** argv) {
     if (opt) this_tool.usage_error(std::string(opt) + " applies to " + what + " only, not to '" + o.dest_text + "'");
   };
   if (k != kind::file) only(file_option, "a FILE");
+  // Compression acts on rotated files only: without them it would be
+  // accepted and never happen.
+  if (o.log.compress != sluice::log_options::compression::none && o.log.max_size == 0)
+    this_tool.usage_error("--compress goes with --max-size (without rotation there is nothing to compress)");
+  if (o.log.compress != sluice::log_options::compression::none && o.log.keep == 0)
+    this_tool.usage_error("--compress goes with a --keep above 0 (--keep 0 keeps no rotated file to compress)");
   if (k != kind::syslog_tcp && k != kind::syslog_unix) only(syslog_option, "syslog:// and syslog+unix:");
   if (k == kind::file || k == kind::kafka)
     only(message_option, "syslog://, syslog+unix:, syslog+tls://, relp:// and relp+tls://");

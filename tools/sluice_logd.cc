@@ -36,6 +36,7 @@
 
 #include "tool.h"
 #include "args.h"
+#include "compress_problems.h"
 #include "log_dest.h"
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
@@ -73,6 +74,8 @@ Options:
                     'sluice-logd: listening on HOST:PORT (TLS)'. A sender
                     whose handshake fails is cut off before anything it
                     sent is written, said on standard error with the reason.
+                    The handshake must be done within 10 s (or
+                    --idle-timeout, when shorter), else it fails.
   --tls-cert FILE   the server's certificate (PEM; any intermediate ones
                     after it), for --listen-tls
   --tls-key FILE    its private key (PEM); a warning if group or others may
@@ -102,7 +105,12 @@ Options:
                     a rotation does not hold the writes up (FILE itself
                     stays plain), as sluice-log's --compress. none, the
                     default: rotated files stay as they are. METHOD:LEVEL
-                    sets the level (gzip:1-9, zstd:1-22)
+                    sets the level (gzip:1-9, zstd:1-22). Needs --max-size
+                    and a --keep above 0 (else bad usage). A rotated file
+                    that cannot be compressed stays plain, is said (at
+                    most once every 10 s), counted in --stats and tried
+                    again; the start keeps a plain FILE.N beside a FILE.N.gz
+                    that is not its whole copy (as sluice-log's --compress)
   --fsync POLICY    never, end, bytes=SIZE or ms=T, as sluice-log's --fsync;
                     or ack: FILE is synced after each batch of messages
                     written (all that came, from every connection, while
@@ -123,7 +131,14 @@ Options:
   --max-connections N
                     at most N connections at a time on each --listen
                     address; one past it is closed at once (counted as
-                    refused)
+                    refused). On --listen-tls N counts the senders whose
+                    handshake is done, and at most N more connections may
+                    be in their handshake besides: one more cuts off the
+                    oldest of them (a failed handshake, 'too many
+                    connections in their handshake'), so that connections
+                    that never finish a handshake cannot lock a sender
+                    out. One whose handshake ends while N senders are in
+                    is closed then (counted as refused).
   --idle-timeout T  close a connection that sent nothing for T (e.g. 10m,
                     30s, 500ms; default: never); a connection paused because
                     FILE is behind is not idle. Counted as idle closed; with
@@ -135,7 +150,8 @@ Options:
                     connections, M malformed, R rotations, H reopens; W
                     written, L not written; T truncated, I idle closed, F
                     refused, E accept errors, S waits for space; Y fsyncs,
-                    A RELP answered'; N = W + L)
+                    A RELP answered'; N = W + L; with --compress also
+                    '; C compressed, F failed compressions')
   --json            with --stats: each as one JSON object
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
@@ -201,8 +217,10 @@ Exit status: 0 after SIGTERM/SIGINT with every message read in FILE; 1 when
 FILE cannot be opened or written (with --on-full exit: is full), messages
 were not written, or an address cannot be listened on; 2 on bad usage.
 
-A missing or unreadable --tls-* file, or one OpenSSL cannot load (not PEM,
-a key that does not match the certificate), is bad usage (exit status 2).
+A missing or unreadable --tls-* file, one that is not a regular file (a
+FIFO, a device: 'not a regular file'), or one OpenSSL cannot load (not
+PEM, a key that does not match the certificate), is bad usage (exit
+status 2).
 
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M --compress zstd app.log
          sluice-logd --listen-relp 127.0.0.1:2514 --fsync ack app.log
@@ -354,6 +372,12 @@ options parse_args(int argc, char** argv) {
   if ((o.server.unix_mode || o.server.unix_group) &&
       std::none_of(o.listen.begin(), o.listen.end(), [](const std::string& a) { return a.rfind("unix:", 0) == 0; }))
     this_tool.usage_error("--socket-mode and --socket-group go with a --listen unix:PATH");
+  // Compression acts on rotated files only: without them it would be
+  // accepted and never happen.
+  if (o.log.compress != sluice::log_options::compression::none && o.log.max_size == 0)
+    this_tool.usage_error("--compress goes with --max-size (without rotation there is nothing to compress)");
+  if (o.log.compress != sluice::log_options::compression::none && o.log.keep == 0)
+    this_tool.usage_error("--compress goes with a --keep above 0 (--keep 0 keeps no rotated file to compress)");
   if (optind == argc) this_tool.usage_error("missing FILE");
   if (argc - optind > 1) this_tool.usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   o.file = argv[optind];
@@ -477,7 +501,9 @@ class logd {
       return 1;
     }
 
-    worker_ = sluice::file_worker::open_log(o_.file, o_.log, ec);
+    sluice::log_options log = o_.log;
+    sluice_tools::say_compress_problems(log, "sluice-logd");
+    worker_ = sluice::file_worker::open_log(o_.file, log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
@@ -570,7 +596,7 @@ class logd {
   bool listen_tls() {
     sluice::net::server_options listener = o_.server;
     listener.max_connections = o_.max_connections;
-    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, listener);
+    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, listener, o_.idle_timeout);
     for (const std::string& addr : o_.tls.listen) {
       std::unique_ptr<sluice::tls::server> srv;
       try {
@@ -975,6 +1001,10 @@ class logd {
   // for good (a FIFO nobody reads): its thread ends with the process, and a
   // message it was writing may be cut.
   void give_up(const std::string& why) {
+    // The messages of a batch that waits for space (--on-full wait) which
+    // landed before the disk was full are in FILE, though their callbacks
+    // will never come: the worker counts them.
+    written_ = std::max(written_, worker_->chunks_written());
     std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written: %s\n", o_.file.c_str(),
                  messages_ - written_, messages_, why.c_str());
     if (o_.stats) print_totals();
@@ -1013,25 +1043,34 @@ class logd {
     std::size_t refused = 0;
     for (const auto& s : servers_) refused += s->dropped();
 #if SLUICE_TOOL_TLS
-    for (const auto& s : tls_servers_) refused += s->tcp().dropped();
+    for (const auto& s : tls_servers_) refused += s->dropped();
 #endif
     if (o_.json)
       std::fprintf(stderr,
                    "{\"messages\":%zu,\"bytes\":%llu,\"written\":%zu,\"not_written\":%zu,\"connections\":%zu,"
                    "\"malformed\":%zu,\"truncated\":%zu,\"idle_closed\":%zu,\"refused\":%zu,\"accept_errors\":%zu,"
                    "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu,\"fsyncs\":%zu,\"relp_answered\":%zu,"
-                   "\"tls_refused\":%zu}\n",
+                   "\"tls_refused\":%zu%s}\n",
                    messages_, b, written_, messages_ - written_, connections_, malformed_, truncated_, idle_closed_,
                    refused, accept_errors_, worker_->rotations(), worker_->reopens(), worker_->space_waits(),
-                   worker_->fsyncs(), answered_, tls_refused_);
+                   worker_->fsyncs(), answered_, tls_refused_, compress_counts(true).c_str());
     else
       std::fprintf(stderr,
                    "sluice-logd: %zu messages, %llu bytes, %zu connections, %zu malformed, %zu rotations, %zu reopens; "
                    "%zu written, %zu not written; %zu truncated, %zu idle closed, %zu refused, %zu accept errors, "
-                   "%zu waits for space; %zu fsyncs, %zu RELP answered, %zu TLS refused\n",
+                   "%zu waits for space; %zu fsyncs, %zu RELP answered, %zu TLS refused%s\n",
                    messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens(), written_,
                    messages_ - written_, truncated_, idle_closed_, refused, accept_errors_, worker_->space_waits(),
-                   worker_->fsyncs(), answered_, tls_refused_);
+                   worker_->fsyncs(), answered_, tls_refused_, compress_counts(false).c_str());
+  }
+
+  // With --compress: the rotated files compressed and the tries that failed.
+  std::string compress_counts(bool json) const {
+    if (o_.log.compress == sluice::log_options::compression::none) return "";
+    char buf[128];
+    std::snprintf(buf, sizeof buf, json ? ",\"compressed\":%zu,\"compress_failures\":%zu" : "; %zu compressed, %zu failed compressions",
+                  worker_->compressed(), worker_->compress_failures());
+    return buf;
   }
 
   const options& o_;

@@ -1,5 +1,5 @@
-// The --tls-* files a tool is given: one that is not there or cannot be
-// read is said at once, as bad usage, and a private key that others may
+// The --tls-* files a tool is given: one that is not there, is not a
+// regular file or cannot be read is said at once, as bad usage, and a private key that others may
 // read is warned of.
 #pragma once
 
@@ -14,15 +14,22 @@
 
 namespace sluice_tools {
 
-// Empty when `path` is a file this process can open for reading; else
-// "OPT PATH: <reason>".
+// Empty when `path` is a regular file this process can open for reading;
+// else "OPT PATH: <reason>". A FIFO, a socket or a device is refused ("not
+// a regular file"): an open of a FIFO blocks until someone writes to it, so
+// the tool would hang at start, saying nothing. The open does not block
+// either, in case the path is replaced by one between the stat and it.
 inline std::string tls_file_problem(const char* opt, const std::string& path) {
+  const auto problem = [&](const char* why) { return std::string(opt) + " " + path + ": " + why; };
   struct ::stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::string(opt) + " " + path + ": " + std::strerror(errno);
-  if (S_ISDIR(st.st_mode)) return std::string(opt) + " " + path + ": " + std::strerror(EISDIR);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::string(opt) + " " + path + ": " + std::strerror(errno);
+  if (::stat(path.c_str(), &st) != 0) return problem(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return problem(std::strerror(EISDIR));
+  if (!S_ISREG(st.st_mode)) return problem("not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return problem(std::strerror(errno));
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   ::close(fd);
+  if (!regular) return problem("not a regular file");
   return {};
 }
 

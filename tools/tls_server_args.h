@@ -13,6 +13,8 @@
 // and links libsluice-tls; without it, --listen-tls is bad usage.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,15 +69,26 @@ inline void check_tls_server_args(const tool& t, const tls_server_args& a) {
   warn_if_key_shared(t.name, "--tls-key", a.key);
 }
 
+// The longest a --listen-tls connection may take to finish its handshake,
+// unless --idle-timeout is shorter: an honest client needs a few round
+// trips, and one that sends nothing must not hold a connection for long.
+constexpr std::chrono::milliseconds tls_handshake_bound{10000};
+
 #if SLUICE_TOOL_TLS
 // The tls::server of every --listen-tls address: the certificate and key,
 // and with --tls-client-ca a client certificate of that CA required (one
 // without it is cut off in the handshake, before anything it sent is
 // read, or anything is sent to it). `listener` is the tool's own
-// net::server_options: its limits and the connections' options.
+// net::server_options: its limits and the connections' options; with its
+// max_connections, the secure connections are counted apart from those in
+// their handshake, at most as many, the oldest making room for a new one
+// (tls::server_options::max_handshakes). The handshake has
+// tls_handshake_bound, or `idle_timeout` (zero: none) when shorter.
 inline sluice::tls::server_options make_tls_server_options(const tls_server_args& a,
-                                                           const sluice::net::server_options& listener) {
+                                                           const sluice::net::server_options& listener,
+                                                           std::chrono::milliseconds idle_timeout) {
   sluice::tls::server_options to;
+  to.handshake_timeout = idle_timeout.count() > 0 ? std::min(tls_handshake_bound, idle_timeout) : tls_handshake_bound;
   to.context.cert_file = a.cert;
   to.context.key_file = a.key;
   to.context.ca_file = a.client_ca;

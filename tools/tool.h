@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <string>
 #include <system_error>
@@ -69,27 +70,55 @@ struct tool {
   }
 
   /// main()'s body: the set-up, parse(argc, argv), then body(options).
-  /// Resources that run out where the streams cannot turn it into an error
-  /// of their own (building them, the loop's poll, a signal watch's fd) end
-  /// the run with a message and exit status 1, never std::terminate.
+  /// An exception that nothing takes (resources that run out where the
+  /// streams cannot turn it into an error of their own: building them, a
+  /// buffer in a callback of the loop, a signal watch's fd) ends the run
+  /// with one message and exit status 1, never std::terminate's abort.
+  /// There is deliberately no catch here: with a handler up the stack, the
+  /// exception would unwind through the loop and the tool's streams in
+  /// the middle of a callback, whose destructors then run on state half
+  /// changed (a crash while unwinding, SIGSEGV); with none, the runtime
+  /// calls the terminate handler at the throw, nothing unwound, and so it
+  /// does when the exception meets a noexcept function on its way.
   template <class Parse, class Body>
   int run(int argc, char** argv, Parse parse, Body body) const {
     // First: the std fds must be taken before anything opens a file.
     reserve_std_fds();
     close_stdout_at_exit(name);
-    try {
-      const auto o = parse(argc, argv);
-      // A reader that goes away (EPIPE) or a file past `ulimit -f` (EFBIG) is
-      // an error to report, not a reason to die.
-      ::signal(SIGPIPE, SIG_IGN);
-      ::signal(SIGXFSZ, SIG_IGN);
-      return body(o);
-    } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "%s: out of memory\n", name);
-    } catch (const std::system_error& e) {
-      std::fprintf(stderr, "%s: %s\n", name, e.what());
+    the_name() = name;
+    std::set_terminate(&uncaught);
+    const auto o = parse(argc, argv);
+    // A reader that goes away (EPIPE) or a file past `ulimit -f` (EFBIG) is
+    // an error to report, not a reason to die.
+    ::signal(SIGPIPE, SIG_IGN);
+    ::signal(SIGXFSZ, SIG_IGN);
+    return body(o);
+  }
+
+ private:
+  static const char*& the_name() noexcept {
+    static const char* n = "sluice";
+    return n;
+  }
+
+  // The terminate handler: what the exception says, exit status 1. Only
+  // async-signal-safe calls after the message: the process is in an
+  // unknown state, so no exit handlers, no destructors.
+  [[noreturn]] static void uncaught() noexcept {
+    const char* why = "terminated";
+    if (const std::exception_ptr e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::bad_alloc&) {
+        why = "out of memory";
+      } catch (const std::exception& x) {
+        why = x.what();
+      } catch (...) {
+        why = "an unknown exception";
+      }
     }
-    return 1;
+    std::fprintf(stderr, "%s: %s\n", the_name(), why);
+    std::_Exit(1);
   }
 };
 

@@ -41,7 +41,9 @@ namespace sluice {
   X(compose_not_readable, "ERR_INVALID_ARG_VALUE",                                           \
     "The argument 'streams' is invalid: every stream but the last must be readable")         \
   X(compose_not_writable, "ERR_INVALID_ARG_VALUE",                                           \
-    "The argument 'streams' is invalid: every stream but the first must be writable")
+    "The argument 'streams' is invalid: every stream but the first must be writable")        \
+  X(tls_too_many_handshakes, "ERR_SLUICE_TLS_TOO_MANY_HANDSHAKES",                            \
+    "TLS handshake cut off: too many connections in their handshake, this one the oldest")
 
 /// Errors a stream reports through callbacks and the `error` event.
 /// Zero is success, as for every error_code.

@@ -18,7 +18,7 @@ tls=(--tls-cert "$pki/server.crt" --tls-key "$pki/server.key")
 usage() {  # expected message, args...
   local want=$1 st=0
   shift
-  "$fan" "$@" < /dev/null > /dev/null 2> "$dir/uerr" || st=$?
+  timeout $((20 * scale)) "$fan" "$@" < /dev/null > /dev/null 2> "$dir/uerr" || st=$?
   [ "$st" -eq 2 ] || fail "sluice-fanout $* exited $st, not 2: $(cat "$dir/uerr")"
   grep -qF -- "$want" "$dir/uerr" || fail "sluice-fanout $*: no '$want' in: $(cat "$dir/uerr")"
 }
@@ -34,7 +34,11 @@ usage "--tls-cert, --tls-key and --tls-client-ca go with --listen-tls" --listen 
 usage "--listen-tls wants HOST:PORT" --listen-tls unix:/tmp/x "${tls[@]}"
 usage "--listen-tls wants HOST:PORT with a port from 0 to 65535" --listen-tls 127.0.0.1:70000 "${tls[@]}"
 usage "key values mismatch" --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/client.key"
-ok "usage: --tls-cert/--tls-key missing, a missing file, a directory, a bad address, a mismatched key: exit 2 with the reason"
+# A FIFO (nobody writes to it): refused at once, not opened and waited on.
+mkfifo "$dir/fifo.key"
+usage "--tls-key $dir/fifo.key: not a regular file" --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" \
+  --tls-key "$dir/fifo.key"
+ok "usage: --tls-cert/--tls-key missing, a missing file, a directory, a FIFO, a bad address, a mismatched key: exit 2 with the reason"
 
 # --- a key others may read: a warning, and it still serves (the input at
 # /dev/null ends at once: exit 0)
@@ -181,5 +185,58 @@ totals=$(tail -1 "$dir/err")
 grep -q "\"subscribers\":$subs,.*\"tls_refused\":3}" <<< "$totals" || fail "the totals: $totals"
 ok "s_client$([ -n "$have_node" ] && echo ", Node's tls") with a certificate of --tls-client-ca and a plain subscriber: all $((n1 + n2)) lines, exactly"
 ok "another CA's certificate, no certificate, plaintext on the TLS port: no line, refused with the reason, sluice-fanout goes on"
+
+# --- connections that never send a ClientHello: bounded by --idle-timeout,
+# and with --max-connections they keep no subscriber out
+mkfifo "$dir/in2"
+"$fan" --listen-tls 127.0.0.1:0 "${tls[@]}" --tls-client-ca "$pki/ca.crt" --max-connections 2 \
+  --idle-timeout $((2000 * scale)) --wait-for 1 < "$dir/in2" 2> "$dir/err2" &
+fp=$!
+pids+=("$fp")
+exec 3> "$dir/in2"
+for _ in $(seq $((200 * scale))); do grep -q 'listening on' "$dir/err2" && break; sleep 0.05; done
+tport=$(sed -n 's/^sluice-fanout: listening on 127.0.0.1:\([0-9]*\) (TLS)$/\1/p' "$dir/err2")
+[ -n "$tport" ] || fail "no listening line: $(cat "$dir/err2")"
+bare_connects "$tport" 2 "$dir/bare"
+sleep 0.3
+s_client "$dir/hs.out" -cert "$pki/client.crt" -key "$pki/client.key" 3>&- &
+sc=$!
+pids+=("$sc")
+# Read once the subscriber is in (--wait-for 1): it gets every line.
+seq -f 'hs line %g' 1 20 >&3
+exec 3>&-
+for _ in $(seq $((200 * scale))); do kill -0 "$fp" 2> /dev/null || break; sleep 0.05; done
+kill -0 "$fp" 2> /dev/null && fail "a subscriber behind two bare connects never joined: $(cat "$dir/err2")"
+st=0
+wait "$fp" || st=$?
+[ "$st" -eq 0 ] || fail "sluice-fanout exited $st: $(cat "$dir/err2")"
+wait "$sc" || true
+[ "$(seq -f 'hs line %g' 1 20)" = "$(cat "$dir/hs.out")" ] || fail "the subscriber got: $(head -3 "$dir/hs.out")"
+for _ in $(seq $((600 * scale))); do [ -s "$dir/bare" ] && break; sleep 0.05; done
+grep -q open "$dir/bare" && fail "a bare connect still open after 20 s: $(cat "$dir/bare")"
+grep -q "TLS handshake failed: TLS handshake cut off: too many connections in their handshake, this one the oldest" \
+  "$dir/err2" || fail "the bare connect cut off for the subscriber: not said: $(cat "$dir/err2")"
+ok "bare TCP connects with --max-connections 2: a subscriber gets in past them and gets every line"
+
+# The handshake deadline: --idle-timeout when shorter than 10 s.
+mkfifo "$dir/in3"
+"$fan" --listen-tls 127.0.0.1:0 "${tls[@]}" --idle-timeout $((1000 * scale)) < "$dir/in3" 2> "$dir/err3" &
+fp=$!
+pids+=("$fp")
+exec 3> "$dir/in3"
+for _ in $(seq $((200 * scale))); do grep -q 'listening on' "$dir/err3" && break; sleep 0.05; done
+tport=$(sed -n 's/^sluice-fanout: listening on 127.0.0.1:\([0-9]*\) (TLS)$/\1/p' "$dir/err3")
+[ -n "$tport" ] || fail "no listening line: $(cat "$dir/err3")"
+bare_connects "$tport" 1 "$dir/bare3"
+for _ in $(seq $((600 * scale))); do [ -s "$dir/bare3" ] && break; sleep 0.05; done
+python3 - "$dir/bare3" "$scale" <<'PY' || fail "a bare connect closed after: $(cat "$dir/bare3")"
+import sys
+t, scale = open(sys.argv[1]).read().split()[0], float(sys.argv[2])
+assert t != "open" and 0.8 * scale <= float(t) <= 1 * scale + 5, t
+PY
+grep -q "TLS handshake failed: TLS handshake timeout" "$dir/err3" || fail "the deadline: not said: $(cat "$dir/err3")"
+exec 3>&-
+wait "$fp" || fail "sluice-fanout: $(cat "$dir/err3")"
+ok "a bare TCP connect is cut off at the handshake deadline, --idle-timeout 1000 (not 120 s)"
 
 echo "fanout_tls: $pass passed"

@@ -50,6 +50,34 @@ check "--framing with relp://: exit 2 (got $?)" test $? -eq 2
 check "relp:// with a HOST that is no name nor IP address: exit 2 (got $?)" test $? -eq 2
 check "relp:// with a bad HOST: the reason" grep -q "relp:// wants a host name or an IP address" "$tmp/err"
 
+# ---- a peer that accepts and closes at once: the give-up says so, not
+# "Connection timed out"
+closer_port=$(free_port)
+timeout $((30 * scale)) python3 - "$closer_port" "$tmp/closer.up" <<'PY' &
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+open(sys.argv[2], "w").close()
+s.settimeout(1)
+end = time.monotonic() + 25
+while time.monotonic() < end:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        continue
+    c.close()
+PY
+bg_pids+=($!)
+for _ in $(seq $((200 * scale))); do [ -e "$tmp/closer.up" ] && break; sleep 0.05; done
+seq 3 | timeout $((30 * scale)) "$slog" --give-up-after 1s "relp://127.0.0.1:$closer_port" 2>"$tmp/err"
+check "relp:// into a peer that accepts and closes: exit 1 (got $?)" test $? -eq 1
+check "relp:// into a peer that accepts and closes: the reason" \
+  grep -q "RELP: the receiver closed the connection before answering the open" "$tmp/err"
+check "relp:// into a peer that accepts and closes: not a timeout" \
+  bash -c "! grep -q 'timed out' '$tmp/err'"
+
 if [ ! -x /usr/sbin/rsyslogd ] || { [ ! -e /usr/lib/x86_64-linux-gnu/rsyslog/imrelp.so ] && [ ! -e /usr/lib/rsyslog/imrelp.so ]; }; then
   echo "SKIP rsyslogd with imrelp: not installed (apt-get install rsyslog rsyslog-relp)"
   echo "log_relp: $passed passed, $failed failed"

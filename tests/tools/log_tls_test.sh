@@ -35,7 +35,45 @@ usage "--tls-key goes with --tls-cert FILE" --tls-key "$pki/client.key" syslog+t
 usage "--tls-cert $dir: Is a directory" --tls-cert "$dir" --tls-key "$pki/client.key" syslog+tls://127.0.0.1:9
 usage "key values mismatch" --tls-cert "$pki/client.crt" --tls-key "$pki/server.key" syslog+tls://127.0.0.1:9
 usage "--framing applies to syslog:// and syslog+unix: only" --framing lf syslog+tls://127.0.0.1:9
-ok "usage: --tls-* with syslog://, a missing file, a cert without its key, a mismatched key: exit 2 with the reason"
+# A FIFO (nobody writes to it): refused at once, not opened and waited on.
+mkfifo "$dir/fifo.crt"
+usage "--tls-ca $dir/fifo.crt: not a regular file" --tls-ca "$dir/fifo.crt" syslog+tls://127.0.0.1:9
+usage "--tls-cert $dir/fifo.crt: not a regular file" --tls-cert "$dir/fifo.crt" --tls-key "$pki/client.key" \
+  relp+tls://127.0.0.1:9
+ok "usage: --tls-* with syslog://, a missing file, a FIFO, a cert without its key, a mismatched key: exit 2 with the reason"
+
+# --- the receiver down: the give-up, or the end of --grace, ends the run;
+# no handshake timeout (30 s) is waited for
+dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ms() { date +%s%3N; }
+for scheme in syslog+tls relp+tls; do
+  t0=$(ms)
+  st=0
+  seq 10 | timeout $((60 * scale)) "$log" "${client[@]}" --give-up-after 2s "$scheme://127.0.0.1:$dead" 2> "$dir/lerr" || st=$?
+  took=$(( $(ms) - t0 ))
+  [ "$st" -eq 1 ] || fail "$scheme, receiver down, --give-up-after 2s: exit $st, not 1: $(cat "$dir/lerr")"
+  grep -q "Connection refused" "$dir/lerr" || fail "$scheme, receiver down: no reason: $(cat "$dir/lerr")"
+  [ "$took" -le $((10000 * scale)) ] || fail "$scheme, receiver down, --give-up-after 2s: exited after $took ms"
+  # SIGTERM, --grace 1s: the input still open.
+  mkfifo "$dir/in.$scheme"
+  "$log" "${client[@]}" --grace 1s "$scheme://127.0.0.1:$dead" < "$dir/in.$scheme" 2> "$dir/lerr" &
+  sp=$!
+  pids+=("$sp")
+  exec 4> "$dir/in.$scheme"
+  seq 10 >&4
+  sleep 0.5
+  t0=$(ms)
+  kill -TERM "$sp"
+  for _ in $(seq $((600 * scale))); do kill -0 "$sp" 2> /dev/null || break; sleep 0.05; done
+  took=$(( $(ms) - t0 ))
+  exec 4>&-
+  st=0
+  wait "$sp" || st=$?
+  [ "$st" -eq 1 ] || fail "$scheme, receiver down, SIGTERM --grace 1s: exit $st, not 1: $(cat "$dir/lerr")"
+  grep -q "within --grace 1s" "$dir/lerr" || fail "$scheme, SIGTERM --grace 1s: no reason: $(cat "$dir/lerr")"
+  [ "$took" -le $((10000 * scale)) ] || fail "$scheme, receiver down, SIGTERM --grace 1s: exited $took ms after the signal"
+done
+ok "syslog+tls:// and relp+tls:// with the receiver down: --give-up-after 2s and SIGTERM with --grace 1s end the run at once"
 
 # Starts sluice-logd --listen-tls with "$@"; sets $lp and $port.
 start_logd() {

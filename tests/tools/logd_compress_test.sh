@@ -24,6 +24,29 @@ for bad in gzip:0 gzip:10 zstd:23 zstd:-1 zstd: none:3 gzip:1x; do
   grep -qF "got '$bad'" "$dir/uerr" || fail "--compress $bad: $(cat "$dir/uerr")"
 done
 ok "--compress with a level out of range or malformed: exit 2 with the reason"
+# Compression acts on rotated, kept files only (issue 34, item 19).
+for args in "--compress gzip" "--compress zstd --keep 3" "--compress gzip --max-size 1K --keep 0"; do
+  st=0
+  # shellcheck disable=SC2086
+  "$logd" --listen 127.0.0.1:0 $args "$dir/u.log" > /dev/null 2> "$dir/uerr" || st=$?
+  [ "$st" -eq 2 ] || fail "$args exited $st, not 2: $(cat "$dir/uerr")"
+  grep -q -- "^sluice-logd: --compress goes with" "$dir/uerr" || fail "$args: $(cat "$dir/uerr")"
+done
+ok "--compress without --max-size, or with --keep 0: exit 2 with the reason"
+
+# The start keeps a plain FILE.N beside a FILE.N.gz that is not its whole
+# copy (issue 34, item 2), and says so; beside a whole copy it goes.
+seq -f "old %05.0f" 1 1000 > "$dir/r.log.1"
+printf 'older\n' | gzip -c > "$dir/r.log.1.gz"
+seq -f "crash %05.0f" 1 1000 > "$dir/r.log.2"
+gzip -c < "$dir/r.log.2" > "$dir/r.log.2.gz"
+start --listen 127.0.0.1:0 --max-size 1M --compress gzip "$dir/r.log"
+stop
+[ "$(cat "$dir/r.log.1")" = "$(seq -f "old %05.0f" 1 1000)" ] || fail "recovery: FILE.1 beside an older FILE.1.gz was not kept"
+[ "$(gzip -dc < "$dir/r.log.1.gz")" = older ] || fail "recovery: the older FILE.1.gz changed"
+grep -q "r.log.1.gz is not a whole compressed copy of .*r.log.1: both kept" "$dir/err" || fail "recovery: not said: $(cat "$dir/err")"
+[ ! -e "$dir/r.log.2" ] || fail "recovery: FILE.2 beside its whole copy stayed"
+ok "the start keeps FILE.N beside a FILE.N.gz that is not its copy, and says so; removes it beside its whole copy"
 
 # Sends N octet-counted messages over one connection, in order, and waits
 # for sluice-logd to close it after the sender's FIN (every message read).

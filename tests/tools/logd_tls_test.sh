@@ -20,7 +20,7 @@ listen_kind=TLS
 usage() {  # expected message, args...
   local want=$1 st=0
   shift
-  "$logd" "$@" "$dir/u.log" > /dev/null 2> "$dir/uerr" || st=$?
+  timeout $((20 * scale)) "$logd" "$@" "$dir/u.log" > /dev/null 2> "$dir/uerr" || st=$?
   [ "$st" -eq 2 ] || fail "sluice-logd $* exited $st, not 2: $(cat "$dir/uerr")"
   grep -qF -- "$want" "$dir/uerr" || fail "sluice-logd $*: no '$want' in: $(cat "$dir/uerr")"
 }
@@ -36,7 +36,13 @@ usage "--tls-cert, --tls-key and --tls-client-ca go with --listen-tls" \
 usage "--listen-tls wants HOST:PORT" --listen-tls unix:/tmp/x --tls-cert "$pki/server.crt" --tls-key "$pki/server.key"
 # A key that does not go with the certificate: OpenSSL's reason.
 usage "key values mismatch" --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/client.key"
-ok "usage: --tls-cert/--tls-key missing, a missing file, a mismatched key: exit 2 with the reason"
+# A FIFO (nobody writes to it): refused at once, not opened and waited on.
+mkfifo "$dir/fifo.crt"
+usage "--tls-cert $dir/fifo.crt: not a regular file" --listen-tls 127.0.0.1:0 --tls-cert "$dir/fifo.crt" \
+  --tls-key "$pki/server.key"
+usage "--tls-client-ca $dir/fifo.crt: not a regular file" --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" \
+  --tls-key "$pki/server.key" --tls-client-ca "$dir/fifo.crt"
+ok "usage: --tls-cert/--tls-key missing, a missing file, a FIFO, a mismatched key: exit 2 with the reason"
 
 lines() { cat "$1" 2>/dev/null | wc -l; }
 # N octet-counted frames: "LEN <14>1 ... TAG I".
@@ -101,7 +107,7 @@ kill -0 "$lp" || fail "sluice-logd is gone: $(cat "$dir/err")"
 # sluice-logd goes on: a good client again.
 frames again 10 | s_client -cert "$pki/client.crt" -key "$pki/client.key"
 for _ in $(seq $((200 * scale))); do [ "$(lines "$out")" -ge $((n + 10)) ] && break; sleep 0.05; done
-# A client that connects and sends nothing: its handshake would wait 120 s;
+# A client that connects and sends nothing: its handshake would wait 10 s;
 # SIGTERM does not wait for it.
 python3 -c '
 import socket, sys, time
@@ -123,6 +129,40 @@ grep -q "TLS handshake failed: unable to verify the first certificate; connectio
   fail "another CA's certificate: no refusal with the reason: $(cat "$dir/err")"
 grep -q '"tls_refused":3}' "$dir/err" || fail "not 3 TLS refused in the totals: $(tail -1 "$dir/err")"
 ok "another CA's certificate, no certificate, plaintext: refused with the reason, nothing written, sluice-logd goes on"
+
+# --- connections that never send a ClientHello: bounded by --idle-timeout,
+# and with --max-connections they keep no sender out
+out=$dir/hs.log
+start --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" \
+  --tls-client-ca "$pki/ca.crt" --max-connections 2 --idle-timeout $((2 * scale))s --stats "$out"
+bare_connects "$port" 2 "$dir/bare1"
+sleep 0.3
+# A real sender gets in, past the two, within a bounded time.
+t0=$SECONDS
+frames hs 20 | s_client -cert "$pki/client.crt" -key "$pki/client.key"
+for _ in $(seq $((200 * scale))); do [ "$(lines "$out")" -ge 20 ] && break; sleep 0.05; done
+[ "$(lines "$out")" -eq 20 ] || fail "a sender behind two bare connects: $(lines "$out") of 20 lines: $(cat "$dir/err")"
+[ $((SECONDS - t0)) -le $((10 * scale)) ] || fail "a sender behind two bare connects took $((SECONDS - t0)) s"
+# Each bare connect is closed: the oldest for the sender, the other at the
+# handshake deadline (--idle-timeout 2s, shorter than 10 s), not at 120 s.
+for _ in $(seq $((600 * scale))); do [ -s "$dir/bare1" ] && break; sleep 0.05; done
+[ -s "$dir/bare1" ] || fail "the bare connects' report is missing"
+grep -q open "$dir/bare1" && fail "a bare connect still open after 20 s: $(cat "$dir/bare1")"
+python3 - "$dir/bare1" $((2 * scale)) <<'PY' || fail "bare connects closed after: $(tr '\n' ' ' < "$dir/bare1")"
+import sys
+t = sorted(float(x) for x in open(sys.argv[1]).read().split())
+bound = float(sys.argv[2])
+assert t[-1] >= bound * 0.8 and t[-1] <= bound + 5, t  # the handshake deadline: the idle timeout
+PY
+grep -q "TLS handshake failed: TLS handshake cut off: too many connections in their handshake, this one the oldest" "$dir/err" ||
+  fail "the bare connect cut off for the sender: not said: $(cat "$dir/err")"
+# Renewed: two more bare connects while a sender sends, again and again.
+bare_connects "$port" 2 "$dir/bare2"
+frames hs2 20 | s_client -cert "$pki/client.crt" -key "$pki/client.key"
+for _ in $(seq $((200 * scale))); do [ "$(lines "$out")" -ge 40 ] && break; sleep 0.05; done
+[ "$(lines "$out")" -eq 40 ] || fail "a second sender behind two bare connects: $(lines "$out") of 40 lines: $(cat "$dir/err")"
+stop
+ok "bare TCP connects: closed at the handshake deadline (--idle-timeout), and a sender gets in past them with --max-connections 2"
 
 # --- rsyslog's omfwd over TLS (ossl, x509/name) into sluice-logd --tls-client-ca
 ossl=

@@ -21,5 +21,14 @@ std::string_view compression_suffix(log_options::compression c) noexcept;
 /// this build lacks the codec.
 std::error_code compress_file(int in_fd, int out_fd, log_options::compression c, int level) noexcept;
 
+/// Whether `packed_fd`, read from its start to its end, is one whole
+/// compressed copy of `plain_fd` (read from its start): it decompresses
+/// without error, its stream ends exactly at the end of the file, and what
+/// it gives is the plain file's bytes, all of them. False for anything else
+/// (cut short, corrupt, another file's copy, trailing bytes); an error only
+/// when a file cannot be read. The start-up recovery's test before it removes
+/// a plain rotated file: a compressed twin that merely exists proves nothing.
+std::error_code is_compressed_copy(int packed_fd, int plain_fd, log_options::compression c, bool& same) noexcept;
+
 }  // namespace detail
 }  // namespace sluice

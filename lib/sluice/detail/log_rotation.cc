@@ -66,10 +66,8 @@ log_rotation::log_rotation(int fd, const std::string& path, const log_options& o
       throw stream_error(std::make_error_code(std::errc::invalid_argument),
                          "compress_level " + std::to_string(options.compress_level) + " is not within " +
                              std::to_string(levels.min) + " to " + std::to_string(levels.max));
-    if (options.keep > 0) {
-      compressor_ = std::make_unique<log_compressor>(path, options.keep, options);
-      compressor_->recover();
-    }
+    // Its thread's first job is the recovery of what a crash left.
+    if (options.keep > 0) compressor_ = std::make_unique<log_compressor>(path, options.keep, options);
   }
 } catch (...) {
   ::close(fd);
@@ -180,7 +178,8 @@ std::error_code log_rotation::rotate() noexcept {
 // is app.log.1, queued for compression.
 std::error_code log_rotation::rotate_compressed() noexcept {
   const log_compressor& c = *compressor_;
-  std::lock_guard chain(compressor_->chain_mutex());
+  // fd_ is the file the path names (checked under its flock).
+  log_compressor::chain_lock chain(*compressor_, fd_);
   std::size_t gap = 0;
   while (gap + 1 < rotated_.size() && (::access(c.plain(gap).c_str(), F_OK) == 0 ||
                                        ::access(c.packed(gap).c_str(), F_OK) == 0))

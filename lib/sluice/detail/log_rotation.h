@@ -52,10 +52,11 @@ namespace sluice::detail {
 /// With options.compress, rotated files are app.log.N.gz (or .zst): rotate()
 /// renames app.log to app.log.1 as ever, and a log_compressor thread
 /// compresses it there (see log_compressor.h); each number holds a plain
-/// or a compressed file, and keep counts both. The constructor finishes
-/// what a crash left (log_compressor::recover()); the destructor waits for
-/// the files still queued. The compressor's renames are excluded from this
-/// process's rotations only: two processes compressing one log may race.
+/// or a compressed file, and keep counts both. The compressor's thread first
+/// finishes what a crash left; the destructor waits for the files still
+/// queued. The compressor's renames are excluded from every rotation of the
+/// log, this process's and other processes' (log_compressor::chain_lock),
+/// so two processes may compress one log.
 class log_rotation {
  public:
   /// open(2) of a log: O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW |

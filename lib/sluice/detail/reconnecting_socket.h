@@ -104,6 +104,10 @@ class reconnecting_socket {
   void release() noexcept;
   /// The last connection error seen on any socket, and on the current one.
   std::error_code last_error() const noexcept { return last_error_; }
+  /// Says, in the user's words, why the last connection ended (from
+  /// on_close: a protocol that knows better than ECONNRESET); a give-up then
+  /// reports it.
+  void set_last_error(std::error_code why) noexcept { last_error_ = why; }
   std::error_code connection_error() const noexcept { return conn_error_; }
   /// Connections established after the first.
   std::size_t reconnects() const noexcept { return reconnects_; }

@@ -117,10 +117,6 @@ std::error_code spool_dir::write_position(const spool_position& p) {
   return {};
 }
 
-void spool_dir::remove_position() {
-  if (position_fd_ >= 0) (void)sys.ftruncate(position_fd_, 0);
-}
-
 std::error_code spool_dir::sync() const {
   if (sys.fsync(dir_fd_) != 0) return last_error();
   return {};

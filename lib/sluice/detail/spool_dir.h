@@ -47,9 +47,9 @@ class spool_dir {
   /// The position last saved (seq 0: none, or a file that does not check).
   spool_position read_position() const;
   /// Saves `p` (one pwrite of 24 bytes into DIR/position, not synced: a
-  /// position older than the truth only means records sent again).
+  /// position older than the truth only means records sent again). It is
+  /// never removed: it keeps the highest segment number DIR has used.
   std::error_code write_position(const spool_position& p);
-  void remove_position();
 
   /// fsync of DIR itself, so that a new segment's name survives a power loss.
   std::error_code sync() const;

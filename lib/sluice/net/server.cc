@@ -115,11 +115,7 @@ void server::fail_soon(std::error_code ec, int ticks) {
 // server that failed to listen, or cannot accept, serves nobody, and a
 // program that goes on looks, to its supervisor, like one that serves.
 void server::emit_error(std::error_code ec) noexcept {
-  if (listener_count(event::error) == 0) {
-    std::fprintf(stderr, "sluice: unhandled 'error' event on net::server: %s\n", ec.message().c_str());
-    std::fflush(nullptr);
-    std::_Exit(1);
-  }
+  if (listener_count(event::error) == 0) sluice::detail::unhandled_server_error("net::server", ec);
   event_arg arg;
   arg.error = ec;
   emit(event::error, arg);
@@ -228,3 +224,11 @@ void server::emit_close_if_drained() noexcept {
 }
 
 }  // namespace sluice::net
+
+namespace sluice::detail {
+void unhandled_server_error(const char* server, std::error_code ec) noexcept {
+  std::fprintf(stderr, "sluice: unhandled 'error' event on %s: %s\n", server, ec.message().c_str());
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+}  // namespace sluice::detail

@@ -169,3 +169,10 @@ class server : public emitter {
 };
 
 }  // namespace sluice::net
+
+namespace sluice::detail {
+/// What a server does with an 'error' nobody listens to (net::server's,
+/// tls::server's): "sluice: unhandled 'error' event on <server>: <message>"
+/// on stderr, then std::_Exit(1).
+[[noreturn]] void unhandled_server_error(const char* server, std::error_code ec) noexcept;
+}  // namespace sluice::detail

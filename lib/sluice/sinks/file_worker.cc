@@ -37,6 +37,10 @@ struct worker_thread : worker_core {
   std::atomic<std::size_t> rotations{0}, reopens{0}, fsyncs{0};
   std::atomic<bool> space_wait{false};  // wait_for_space: a batch waits now
   std::atomic<std::size_t> space_waits{0};
+  // Chunks written whole, each batch's once it is done, and the part of
+  // one that waits for space that landed so far.
+  std::atomic<std::size_t> chunks{0};
+  std::size_t chunks_before_ = 0;  // chunks at the start of the batch in write_log()
 
   void run() noexcept;
   bool sleep(std::uint32_t w) noexcept;
@@ -78,6 +82,8 @@ bool worker_thread::sleep(std::uint32_t w) noexcept {
 
 void worker_thread::write(worker_slot& s) noexcept {
   begin_round(s);
+  const std::size_t before = chunks.load(std::memory_order_relaxed);
+  const std::size_t n = s.single ? 1 : s.batch.size();
   if (log) [[unlikely]] {
     s.error = write_log(s);
   } else {
@@ -92,6 +98,7 @@ void worker_thread::write(worker_slot& s) noexcept {
     bytes.store(out.bytes_written(), std::memory_order_relaxed);
   }
   batches.store(batches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  chunks.store(before + (s.error ? s.landed : n), std::memory_order_relaxed);
 
   end_round(s);
 }
@@ -102,6 +109,7 @@ void worker_thread::write(worker_slot& s) noexcept {
 // fit the current file, rotating between them; but blocking, as a regular
 // file's writes do anyway.
 std::error_code worker_thread::write_log(worker_slot& s) noexcept {
+  chunks_before_ = chunks.load(std::memory_order_relaxed);
   std::error_code ec = std::exchange(log_error, {});
   // An error met while idle (a failed sync: earlier bytes may be gone) is
   // this batch's, never waited out.
@@ -123,7 +131,11 @@ std::error_code worker_thread::write_log(worker_slot& s) noexcept {
     // A full disk: the chunks that landed stay (a torn one was cut off
     // again), and the rest is tried again once the wait is over.
     const bool full = ec == std::errc::no_space_on_device || ec == static_cast<std::errc>(EDQUOT);
-    if (idle_error || !full || !log->file().options().wait_for_space || !wait_for_space()) break;
+    if (idle_error || !full || !log->file().options().wait_for_space) break;
+    // What landed already counts as written while the batch waits (a
+    // program that gives up the wait says how many did not, see chunks()).
+    chunks.store(chunks_before_ + s.landed, std::memory_order_relaxed);
+    if (!wait_for_space()) break;
     skip = s.landed;
     ec.clear();
   }
@@ -198,13 +210,16 @@ bool worker_thread::sleep_for_sync(std::uint32_t w) noexcept {
   return std::chrono::steady_clock::now() < when;
 }
 
-// After the thread is joined: an idle error, the last sync, the close.
+// After the thread is joined: an idle error, the last sync, the close; then
+// the compression of the last rotated files, so that the files and the
+// counts are final when close() returns.
 std::error_code worker_thread::close_log() noexcept {
   log->account();
   std::error_code ec = std::exchange(log_error, {});
   if (!ec) ec = log->file().sync_if_dirty();
   const std::error_code closed = log->file().close();
   publish_log();
+  if (log_compressor* c = log->file().compressor()) c->wait_idle();
   return ec ? ec : closed;
 }
 
@@ -287,6 +302,18 @@ std::size_t file_worker::reopens() const noexcept { return core_->reopens.load(s
 std::size_t file_worker::fsyncs() const noexcept { return core_->fsyncs.load(std::memory_order_relaxed); }
 bool file_worker::waiting_for_space() const noexcept { return core_->space_wait.load(std::memory_order_relaxed); }
 std::size_t file_worker::space_waits() const noexcept { return core_->space_waits.load(std::memory_order_relaxed); }
+std::size_t file_worker::chunks_written() const noexcept { return core_->chunks.load(std::memory_order_relaxed); }
+
+// The compressor is the log's, made with it and never replaced: its
+// counters may be read from any thread.
+std::size_t file_worker::compressed() const noexcept {
+  const detail::log_compressor* c = core_->log ? core_->log->file().compressor() : nullptr;
+  return c ? c->compressed() : 0;
+}
+std::size_t file_worker::compress_failures() const noexcept {
+  const detail::log_compressor* c = core_->log ? core_->log->file().compressor() : nullptr;
+  return c ? c->failures() : 0;
+}
 
 void file_worker::request_reopen() noexcept {
   if (!core_->log) return;

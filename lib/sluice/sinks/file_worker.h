@@ -109,6 +109,17 @@ class file_worker {
   /// for the disk to have room now, and how many times one began to wait.
   bool waiting_for_space() const noexcept;
   std::size_t space_waits() const noexcept;
+  /// Chunks (each producer's write() is one) written whole: each batch's
+  /// once it is done, and, while a batch waits for space, those of it that
+  /// landed before the disk was full. So a program that gives up the wait
+  /// knows how many of its writes are in the file though their callbacks
+  /// will never come.
+  std::size_t chunks_written() const noexcept;
+  /// A log worker with log_options::compress: rotated files compressed, and
+  /// compressions that failed (each try; see log_options::compress). Final
+  /// once close() has returned: it waits for the compressor.
+  std::size_t compressed() const noexcept;
+  std::size_t compress_failures() const noexcept;
 
  private:
   void start();

@@ -6,6 +6,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <system_error>
 
 namespace sluice {
 
@@ -26,6 +29,27 @@ struct log_options {
   /// the next start, what a crash left half done is finished or removed.
   /// gzip and zstd need sluice built with zlib and libzstd
   /// (log_compression_available()); keep counts the compressed files.
+  /// Several processes may compress one log: the renames of the chain are
+  /// excluded across them (an OFD lock on the log), and so are their
+  /// temporaries (app.log.gz.tmp, under flock while written). Compression
+  /// applies only with max_size and keep above 0 (nothing is rotated and
+  /// kept otherwise).
+  ///
+  /// A rotated file that cannot be compressed (ENOSPC while writing the
+  /// temporary, a temporary that cannot be created, ...) stays plain,
+  /// on_compress_problem hears of it, and it is tried again: 1 s later, then
+  /// after twice the last wait, up to 64 s (a success starts again at 1 s);
+  /// what is still plain when the log is closed is queued at its next open.
+  /// At the next open, a plain app.log.N is removed only when app.log.N.gz
+  /// (a regular file, not a link) decompresses whole into exactly its
+  /// bytes: the crash came between the compressed file's rename and the
+  /// plain one's removal (the compressor writes app.log.N.gz only by a
+  /// rename of a synced temporary). Beside a twin that is not such a copy
+  /// (an older compressed file left by a run with compression, then one
+  /// without; a file cut short; an empty one; a directory; a link, not
+  /// followed) both stay as they are, the plain file plain, and
+  /// on_compress_problem hears of it; a rotation moves the two together, and
+  /// past keep removes both.
   enum class compression { none, gzip, zstd };
   compression compress = compression::none;
   /// The codec's level: 0 means its default (gzip 6, zstd 3); otherwise
@@ -33,6 +57,17 @@ struct log_options {
   /// Lower is faster: gzip 1 compresses about three times as fast as gzip 6
   /// (perf/compress-rotation.sh).
   int compress_level = 0;
+  /// What on_compress_problem hears: `file` (app.log.3) stays plain for now
+  /// because of `error`; or, with `bad_twin` (error: errc::file_exists), its
+  /// compressed twin `file` + suffix found at open is not a whole copy of it.
+  struct compress_problem {
+    std::string file{};
+    std::error_code error{};
+    bool bad_twin = false;
+  };
+  /// Called on the compressor's thread (so it must be safe to call from
+  /// any thread), never twice at once; null: not told.
+  std::function<void(const compress_problem&)> on_compress_problem{};
 
   enum class fsync_policy {
     never,        // leave it to the kernel

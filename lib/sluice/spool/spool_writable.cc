@@ -74,7 +74,13 @@ class spool_sink final : public sink {
       segs_.push_back(s);
       next_seq_ = f.seq + 1;
     }
+    // A sequence number is never used twice in DIR: a new segment numbered
+    // as the saved position's would be read from that old offset, and one
+    // numbered below it deleted unsent as acknowledged. The position
+    // outlives its segments (see release()), so it is the high mark.
+    next_seq_ = std::max(next_seq_, pos.seq + 1);
     recovered_ = segs_.size();
+    for (segment& s : segs_) s.recovered = true;
     return {};
   }
 
@@ -124,6 +130,9 @@ class spool_sink final : public sink {
   std::uint64_t spooled_bytes = 0;
   std::uint64_t sent = 0;
   std::uint64_t acked = 0;
+  std::uint64_t refused = 0;
+  std::uint64_t acked_earlier = 0;
+  std::uint64_t refused_earlier = 0;
   std::uint64_t torn = 0;
   std::size_t failures = 0;
   std::uint64_t bypassed = 0;
@@ -137,14 +146,21 @@ class spool_sink final : public sink {
     std::uint64_t size = 0;       // bytes on disk, all whole records (the live one's: written so far)
     std::uint64_t start = 0;      // where reading starts (0: after the header; else a saved position)
     std::uint64_t sent = 0;       // records handed to the downstream
-    std::uint64_t acked = 0;      // of those, acknowledged
-    std::uint64_t acked_end = 0;  // the end of the last acknowledged record
+    std::uint64_t acked = 0;      // of those, settled: acknowledged, or refused and dropped
+    std::uint64_t acked_end = 0;  // the end of the last settled record
     bool sealed = false;          // no more records will be appended
     bool read_done = false;       // every record read and sent
+    bool recovered = false;       // left by an earlier run
   };
   struct held {
     std::string_view chunk;
     write_done done;
+  };
+  // A downstream callback for a record sent from the spool, not yet taken
+  // as an acknowledgement or a refusal (see on_ack()).
+  struct outcome {
+    std::uint64_t end;
+    std::error_code ec;
   };
   // A record that the spool could not write, sent from memory.
   struct memory_record {
@@ -155,7 +171,10 @@ class spool_sink final : public sink {
   // Takes a chunk, or says it must wait (the spool is full, or cannot be
   // written and the downstream has no room).
   bool take(std::string_view chunk, const write_done& done) {
-    if (disk_failed_ && std::chrono::steady_clock::now() >= retry_at_) disk_failed_ = false;
+    // Back to the disk only once the records kept in memory are all handed
+    // to the downstream: a new record on disk would be sent before them
+    // (the reader serves the live segment first, and for good).
+    if (disk_failed_ && memory_.empty() && std::chrono::steady_clock::now() >= retry_at_) disk_failed_ = false;
     if (!disk_failed_) {
       // What the disk will hold with this record: the batch, and the
       // headers of the segments it will begin (as flush() cuts it).
@@ -431,12 +450,7 @@ class spool_sink final : public sink {
         end = rpos_;
         return true;
       }
-      if (st == record_status::bad) {
-        // Garbage: the rest of the segment is dropped.
-        torn += s.size > rpos_ ? s.size - rpos_ : rend_ - rbeg_;
-        reader_at_end_ = true;
-        return false;
-      }
+      if (st == record_status::bad) return drop_rest(s);
       // Need more: read on, up to what the live segment holds.
       if (rbeg_ != 0) {
         std::copy(rbuf_.begin() + static_cast<std::ptrdiff_t>(rbeg_), rbuf_.begin() + static_cast<std::ptrdiff_t>(rend_),
@@ -447,6 +461,14 @@ class spool_sink final : public sink {
       if (rend_ >= record_header_size) {
         std::uint32_t len = 0;
         for (int i = 0; i < 4; ++i) len |= std::uint32_t(static_cast<unsigned char>(rbuf_[i])) << (8 * i);
+        // A length is believed only as far as the segment holds bytes: a
+        // garbage length (up to max_record_payload, 1 GiB) must not become
+        // a buffer of that size before its checksum is looked at.
+        if (record_header_size + std::uint64_t{len} > (s.size > rpos_ ? s.size - rpos_ : 0)) {
+          // The live segment may not have it yet only if it is being
+          // written, which never leaves a record half in it (flush()).
+          return drop_rest(s);
+        }
         if (rbuf_.size() < record_header_size + len) rbuf_.resize(record_header_size + len);
       }
       std::size_t want = rbuf_.size() - rend_;
@@ -474,24 +496,75 @@ class spool_sink final : public sink {
     }
   }
 
+  // A record that is not one (a checksum that does not match, a length
+  // past what the segment holds) ends its segment: the rest is counted as
+  // torn and never sent. (The live segment, garbled under our feet, is
+  // closed: a record appended after the garbage would never be read.)
+  bool drop_rest(segment& s) {
+    if (!s.sealed) seal_live();
+    torn += s.size > rpos_ ? s.size - rpos_ : rend_ - rbeg_;
+    reader_at_end_ = true;
+    return false;
+  }
+
   // The downstream's callback for a record sent from the spool. They come in
   // the order of the writes: the oldest segment with records unacknowledged
   // is this one's.
   void on_ack(std::error_code ec, std::uint64_t end) {
     if (closing_ || destroyed_) return;
-    if (ec) {
-      // The record stays in the spool for the next run; a downstream that
-      // failed a write without failing itself (a refusal it goes on after)
-      // would leave it unacknowledged for good, so the spool fails with it.
-      return on_down_error(ec);
+    if (ec || !undecided_.empty()) {
+      // A failed write is either the downstream failing (the record then
+      // stays in the spool for the next run) or a refusal it goes on after
+      // (a RELP receiver's rsp 500: sent again, it would be refused again,
+      // and hold up everything behind it for good). Which one shows once
+      // the downstream's on_write is over, after this callback (Node's
+      // onwriteError calls back, then destroys): until then this outcome,
+      // and those after it, wait in order.
+      undecided_.push_back({end, ec});
+      if (!deciding_) {
+        deciding_ = true;
+        loop_->next_tick([this] { decide(); }, this);
+      }
+      return;
     }
+    settle(end, {});
+  }
+
+  void decide() {
+    deciding_ = false;
+    std::deque<outcome> q;
+    q.swap(undecided_);
+    if (destroyed_now()) return;
+    if (down_->destroyed() || down_->errored()) {
+      for (const outcome& o : q)
+        if (o.ec) return on_down_error(o.ec);
+    }
+    for (const outcome& o : q) {
+      settle(o.end, o.ec);
+      if (destroyed_now()) return;
+    }
+  }
+
+  // One record of the oldest segment with records unsettled is done:
+  // acknowledged, or (`ec`) refused and dropped from the spool.
+  void settle(std::uint64_t end, std::error_code ec) {
+    bool earlier = false;
     for (segment& s : segs_) {
       if (s.acked == s.sent) continue;
       ++s.acked;
       s.acked_end = end;
+      earlier = s.recovered;
       break;
     }
-    ++acked;
+    if (ec) {
+      ++refused;
+      refused_earlier += earlier;
+      if (o_.on_refused) o_.on_refused(ec);
+      if (destroyed_now()) return;
+    } else {
+      ++acked;
+      acked_earlier += earlier;
+    }
     position_dirty_ = true;
     if (position_timer_ == 0 && !destroyed_)
       position_timer_ = loop_->set_timeout(position_every, [this] {
@@ -515,6 +588,13 @@ class spool_sink final : public sink {
   void release() {
     while (!segs_.empty() && segs_.front().read_done && segs_.front().acked == segs_.front().sent) {
       const segment& s = segs_.front();
+      // The last segment going: the position says it is done, before it is
+      // deleted, so that DIR keeps the highest number used (see open()) and
+      // no older position is left to apply to a later run's segment.
+      if (segs_.size() == 1) {
+        (void)dir_.write_position({s.seq, s.size});
+        position_dirty_ = false;
+      }
       (void)sys.unlink(dir_.file(segment_name(s.seq)).c_str());
       disk_bytes_ -= s.size;
       segs_.pop_front();
@@ -568,14 +648,14 @@ class spool_sink final : public sink {
   // downstream ended.
   void check_final() {
     if (!final_ || ending_ || destroyed_now()) return;
-    if (held_ || unsent() || !memory_.empty() || memory_in_flight_ != 0 || acked != sent) return;
+    if (held_ || unsent() || !memory_.empty() || memory_in_flight_ != 0 || !undecided_.empty() || acked + refused != sent)
+      return;
     ending_ = true;
     seal_live();
     for (segment& s : segs_) s.read_done = true;
     close_reader();
     for (segment& s : segs_) s.acked = s.sent;  // all of them: acked == sent
     release();
-    dir_.remove_position();
     position_dirty_ = false;
     if (position_timer_ != 0) loop_->clear_timeout(position_timer_);
     position_timer_ = 0;
@@ -639,6 +719,7 @@ class spool_sink final : public sink {
   std::deque<memory_record> memory_;
   std::size_t memory_in_flight_ = 0;
   std::optional<held> held_;
+  std::deque<outcome> undecided_;
   std::optional<final_done> final_;
   std::chrono::steady_clock::time_point retry_at_{};
   timer_id position_timer_ = 0;
@@ -646,6 +727,7 @@ class spool_sink final : public sink {
   bool said_failure_ = false;
   bool flush_queued_ = false;
   bool pumping_ = false;
+  bool deciding_ = false;
   bool position_dirty_ = false;
   bool ending_ = false;
   bool attached_ = false;
@@ -704,6 +786,9 @@ std::uint64_t spool_writable::spooled_records() const noexcept { return transpor
 std::uint64_t spool_writable::spooled_bytes() const noexcept { return transport().spooled_bytes; }
 std::uint64_t spool_writable::sent_from_spool() const noexcept { return transport().sent; }
 std::uint64_t spool_writable::acked() const noexcept { return transport().acked; }
+std::uint64_t spool_writable::refused() const noexcept { return transport().refused; }
+std::uint64_t spool_writable::acked_earlier() const noexcept { return transport().acked_earlier; }
+std::uint64_t spool_writable::refused_earlier() const noexcept { return transport().refused_earlier; }
 std::size_t spool_writable::segments() const noexcept { return transport().segments(); }
 std::uint64_t spool_writable::disk_bytes() const noexcept { return transport().disk_bytes(); }
 std::size_t spool_writable::recovered_segments() const noexcept { return transport().recovered(); }

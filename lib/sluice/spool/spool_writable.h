@@ -55,6 +55,11 @@ struct spool_options {
   /// with backpressure and in memory, and tries the disk again a second
   /// later. Later failures are only counted (spool_failures()).
   std::function<void(std::error_code ec)> on_spool_error{};
+  /// Called for each record the downstream failed without failing itself
+  /// (relp_writable's refusal: the receiver answered other than 200): the
+  /// record is dropped from the spool (refused()), never sent again, and
+  /// the spool goes on with the next.
+  std::function<void(std::error_code ec)> on_refused{};
   /// The stream's options. Chunks are messages: object mode, and the
   /// high-water mark counts messages (1024 unless set).
   writable_options stream{};
@@ -76,8 +81,11 @@ struct spool_options {
 /// `downstream` and their callbacks are the downstream's.)
 ///
 /// A segment is deleted once the downstream's callback of each of its
-/// records said success: acknowledged for RELP and Kafka, in the kernel's
-/// socket buffer for plain syslog. A new spool_writable on the same `dir`
+/// records said success (acknowledged for RELP and Kafka, in the kernel's
+/// socket buffer for plain syslog) or refused the record without failing
+/// the downstream (a RELP rsp 500: dropped, counted in refused()). A
+/// downstream that fails (its 'error') fails the spool: what it did not
+/// acknowledge stays in `dir`. A new spool_writable on the same `dir`
 /// (after a crash, a SIGKILL, or an end() that could not finish) sends what
 /// was left first, from the saved position of the acknowledgements on,
 /// then what it is given: at least once, in order. What was sent and not
@@ -105,9 +113,17 @@ class spool_writable : public writable {
   std::uint64_t spooled_records() const noexcept;
   std::uint64_t spooled_bytes() const noexcept;
   /// Records read back from the spool and handed to the downstream, and of
-  /// those, the ones whose downstream callback said success.
+  /// those, the ones whose downstream callback said success, and the ones
+  /// it refused (see on_refused), dropped. The rest of sent_from_spool()
+  /// is in flight, and stays in the spool until it is one or the other.
   std::uint64_t sent_from_spool() const noexcept;
   std::uint64_t acked() const noexcept;
+  std::uint64_t refused() const noexcept;
+  /// Of acked() and refused(), the records an earlier run had spooled
+  /// (from the segments it left): acked() - acked_earlier() are this
+  /// spool's own.
+  std::uint64_t acked_earlier() const noexcept;
+  std::uint64_t refused_earlier() const noexcept;
   /// Segment files in the spool now, and their bytes.
   std::size_t segments() const noexcept;
   std::uint64_t disk_bytes() const noexcept;

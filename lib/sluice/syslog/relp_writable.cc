@@ -10,6 +10,7 @@
 #include "sluice/syslog/relp_writable.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <deque>
 #include <limits>
 #include <vector>
@@ -135,6 +136,7 @@ class relp_sink final : public sink {
     h.wrap = o_.wrap;
     h.on_connect = [this](duplex& s) { on_connect(s); };
     h.on_data = [this](duplex& s, std::string_view b) { on_data(s, b); };
+    h.on_end = [this](duplex& s) { on_end(s); };
     h.on_close = [this](std::error_code ec) { on_close(ec); };
     h.on_give_up = [this](std::error_code ec) { give_up(ec); };
     return h;
@@ -208,6 +210,17 @@ class relp_sink final : public sink {
   }
 
   void protocol_error(const std::string& why) { rc_.fail(user_error(why)); }
+
+  // The receiver ended the connection. With transactions unanswered, that
+  // is the error the connection ends with; before the open was answered,
+  // on_close() says so. After `close` was answered, or with nothing at
+  // stake, it is a clean end.
+  void on_end(duplex& s) {
+    if (s.destroyed()) return;
+    if (open_ && unanswered_ > 0 && close_txnr_ == 0)
+      return rc_.fail(user_error("RELP: the receiver closed the connection with transactions unanswered"));
+    s.destroy();
+  }
 
   void on_frame(duplex& s, const relp_frame& f) {
     if (f.command == "serverclose") return rc_.fail(user_error("RELP: the receiver closed the session (serverclose)"));
@@ -313,6 +326,15 @@ class relp_sink final : public sink {
   }
 
   void on_close(std::error_code ec) {
+    // A receiver that accepts and closes (or resets, when the open reached
+    // it closed already) before it answered the open: said so, as what a
+    // give-up reports once no session opens, rather than ETIMEDOUT or a
+    // bare reset.
+    if (open_txnr_ != 0 && (!ec || ec == std::error_code(ECONNRESET, std::system_category()) ||
+                            ec == std::error_code(EPIPE, std::system_category()))) {
+      ec = user_error("RELP: the receiver closed the connection before answering the open");
+      rc_.set_last_error(ec);
+    }
     open_ = false;
     open_txnr_ = 0;
     unanswered_ = 0;

@@ -49,7 +49,8 @@ struct relp_options {
   std::chrono::milliseconds reconnect_max{5000};
   /// The bound on waiting for a session: once messages have waited this
   /// long without one, every unanswered message fails with the last
-  /// connection error (ECONNREFUSED, ...), counted in dropped(), and the
+  /// connection error (ECONNREFUSED, ..., or "RELP: the receiver closed the
+  /// connection before answering the open"), counted in dropped(), and the
   /// stream is destroyed with it (what it still holds fails too). Unset
   /// (the default): they wait as long as it takes, the producer held back
   /// by write() == false.

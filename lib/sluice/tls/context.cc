@@ -2,15 +2,18 @@
 // addCACert, setMinProto, on one SSL_CTX.
 #include "sluice/tls/context.h"
 
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <iterator>
-#include <sstream>
+#include <deque>
+#include <mutex>
+#include <string_view>
 
 #include "sluice/errors.h"
 #include "sluice/tls/tls_error.h"
@@ -18,17 +21,111 @@
 namespace sluice::tls {
 namespace {
 
+// An error of one of the files: its message names the option and the file
+// ("ca_file /etc/app/ca.crt: No such file or directory"), so that it says
+// which file wherever it is reported (a throw's what(), a client socket's
+// 'error'), and it stays the error it wraps for everything else: code_name()
+// ("ENOENT", "ERR_OSSL_PEM_NO_START_LINE") and comparisons with an errc.
+// As user_error()'s messages, each distinct one is kept for the life of the
+// process (a program names few files).
+class file_category_impl final : public coded_error_category {
+ public:
+  const char* name() const noexcept override { return "sluice.tls.file"; }
+  std::string message(int value) const override { return entry(value).text; }
+  std::string code(int value) const override { return code_name(entry(value).base); }
+  std::error_condition default_error_condition(int value) const noexcept override {
+    return entry(value).base.default_error_condition();
+  }
+  bool equivalent(int value, const std::error_condition& cond) const noexcept override {
+    const std::error_code base = entry(value).base;
+    return base.category().equivalent(base.value(), cond);
+  }
+  int intern(std::string text, std::error_code base) {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 1; i < entries_.size(); ++i)
+      if (entries_[i].base == base && entries_[i].text == text) return static_cast<int>(i);
+    entries_.push_back({std::move(text), base});
+    return static_cast<int>(entries_.size() - 1);
+  }
+
+ private:
+  struct item {
+    std::string text;
+    std::error_code base;
+  };
+  item entry(int value) const noexcept {
+    std::lock_guard lock(mutex_);
+    if (value <= 0 || static_cast<std::size_t>(value) >= entries_.size()) return {"unknown TLS file error", {}};
+    return entries_[static_cast<std::size_t>(value)];
+  }
+  mutable std::mutex mutex_;
+  std::deque<item> entries_{item{"success", {}}};  // value 0 is never an error
+};
+
+file_category_impl& file_category() {
+  static file_category_impl category;
+  return category;
+}
+
+// `ec`, said of the option `what` and its file (`detail`: text after the
+// file, before the reason).
+std::error_code file_error(std::string_view what, const std::string& file, std::error_code ec,
+                           std::string_view detail = {}) {
+  if (!ec) return ec;
+  std::string text(what);
+  text += ' ';
+  text += file;
+  text += detail;
+  text += ": ";
+  text += ec.message();
+  return {file_category().intern(std::move(text), ec), file_category()};
+}
+
+// A file's contents. Opened without blocking, and refused unless it is a
+// regular file: a FIFO would block the open (and then the read) until some
+// other process writes to it, a device might never end.
+std::error_code read_file(const std::string& file, std::string& out) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {errno, std::system_category()};
+  struct ::stat st {};
+  std::error_code ec;
+  if (::fstat(fd, &st) != 0) {
+    ec = {errno, std::system_category()};
+  } else if (S_ISDIR(st.st_mode)) {
+    ec = {EISDIR, std::system_category()};
+  } else if (!S_ISREG(st.st_mode)) {
+    ec = {EINVAL, std::system_category()};
+  } else {
+    out.clear();
+    char buf[16 * 1024];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        ec = {errno, std::system_category()};
+        break;
+      }
+      if (n == 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  return ec;
+}
+
 // The text of a PEM item given inline or as a file; empty when neither.
-std::error_code pem_text(const std::string& text, const std::string& file, std::string& out) {
+// `what` names the option ("ca"): its file's errors name the file.
+std::error_code pem_text(std::string_view what, const std::string& text, const std::string& file, std::string& out) {
   if (!text.empty() && !file.empty()) return std::make_error_code(std::errc::invalid_argument);
   if (file.empty()) {
     out = text;
     return {};
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return {errno ? errno : ENOENT, std::system_category()};
-  out.assign(std::istreambuf_iterator<char>(in), {});
-  return {};
+  const std::string option = std::string(what) + "_file";
+  const std::error_code ec = read_file(file, out);
+  if (ec == std::error_code(EINVAL, std::system_category()))
+    return {file_category().intern(option + " " + file + ": not a regular file", ec), file_category()};
+  return file_error(option, file, ec);
 }
 
 struct bio_deleter {
@@ -117,13 +214,24 @@ std::shared_ptr<context> context::make(const context_options& o, bool server, st
     return nullptr;
   }
   std::string cert, key, ca;
-  if ((ec = pem_text(o.cert, o.cert_file, cert)) || (ec = pem_text(o.key, o.key_file, key)) ||
-      (ec = pem_text(o.ca, o.ca_file, ca)))
+  if ((ec = pem_text("cert", o.cert, o.cert_file, cert)) || (ec = pem_text("key", o.key, o.key_file, key)) ||
+      (ec = pem_text("ca", o.ca, o.ca_file, ca)))
     return nullptr;
-  if (!cert.empty() && (ec = use_cert_chain(raw, cert))) return nullptr;
-  if (!key.empty() && (ec = use_key(raw, key))) return nullptr;
+  // What OpenSSL cannot make of a file's text names the file too.
+  if (!cert.empty() && (ec = use_cert_chain(raw, cert))) {
+    if (!o.cert_file.empty()) ec = file_error("cert_file", o.cert_file, ec);
+    return nullptr;
+  }
+  if (!key.empty() && (ec = use_key(raw, key))) {
+    if (!o.key_file.empty())
+      ec = file_error("key_file", o.key_file, ec, o.cert_file.empty() ? std::string() : " (with cert_file " + o.cert_file + ")");
+    return nullptr;
+  }
   if (!ca.empty()) {
-    if ((ec = add_ca(raw, ca, server))) return nullptr;
+    if ((ec = add_ca(raw, ca, server))) {
+      if (!o.ca_file.empty()) ec = file_error("ca_file", o.ca_file, ec);
+      return nullptr;
+    }
   } else {
     SSL_CTX_set_default_verify_paths(raw);
   }

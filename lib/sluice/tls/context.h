@@ -37,7 +37,13 @@ class context {
  public:
   /// Throws sluice::stream_error (with OpenSSL's reason: "no start line",
   /// "key values mismatch", or the errno of a file that cannot be read), as
-  /// Node's createSecureContext throws.
+  /// Node's createSecureContext throws. An error of a file names the option
+  /// and the file: "tls::context: ca_file /etc/app/ca.crt: No such file or
+  /// directory", "key_file K (with cert_file C): key values mismatch"; its
+  /// code_name() is still the error's own ("ENOENT",
+  /// "ERR_OSSL_X509_KEY_VALUES_MISMATCH"). A file is read only if it is a
+  /// regular file (symbolic links followed): a FIFO or a device is refused
+  /// ("...: not a regular file", EINVAL) instead of blocking the caller.
   static std::shared_ptr<context> make(const context_options& options, bool server);
   /// The non-throwing twin: null, and `ec` set, on failure.
   static std::shared_ptr<context> make(const context_options& options, bool server, std::error_code& ec);

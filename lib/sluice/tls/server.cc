@@ -6,6 +6,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "sluice/errors.h"
 
 namespace sluice::tls {
@@ -41,6 +44,8 @@ net::server_options server::listener_options(const server_options& o) {
   l.connection.allow_half_open = true;
   l.connection.writable = {};
   l.connection.readable_high_water_mark.reset();
+  // Counted here, secure connections apart from handshakes (server.h).
+  l.max_connections.reset();
   return l;
 }
 
@@ -60,14 +65,24 @@ server::server(const server_options& options)
     SSL_CTX_set_cert_verify_callback(context_->native(), verify_then_refuse, nullptr);
   tcp_.on_connection([this](net::socket& s) { on_tcp_connection(s); });
   tcp_.on(event::listening, [this] { emit(event::listening); });
-  tcp_.on(event::error, [this](const event_arg& a) { emit(event::error, a); });
+  tcp_.on(event::error, [this](const event_arg& a) { emit_error(a.error); });
   tcp_.on(event::close, [this] { emit(event::close); });
 }
 
 server::~server() {
   event_loop().cancel(&tag_);
   // The tls sockets go first: they let go of the TCP sockets tcp_ owns.
+  handshaking_.clear();
   sockets_.clear();
+}
+
+// As net::server's (Node's uncaught 'error'): a server nobody hears fail
+// must not look like one that serves.
+void server::emit_error(std::error_code ec) noexcept {
+  if (listener_count(event::error) == 0) sluice::detail::unhandled_server_error("tls::server", ec);
+  event_arg a;
+  a.error = ec;
+  emit(event::error, a);
 }
 
 server& server::listen(std::uint16_t port, std::string_view host) {
@@ -86,14 +101,43 @@ server& server::close() {
 }
 
 // Node: tlsConnectionListener(): a TLSSocket over the raw socket, which
-// waits for the ClientHello.
+// waits for the ClientHello. Differs from Node: the limits of server.h,
+// max_connections on the secure ones, max_handshakes on the others, the
+// oldest of which makes room for the newest. Anyone can open connections
+// that never send a ClientHello; each is then held for at most
+// handshake_timeout, or until max_handshakes newer ones came, and never
+// keeps out a client whose handshake is done.
 void server::on_tcp_connection(net::socket& s) {
+  const std::optional<std::size_t>& max = options_.listener.max_connections;
+  if (max && secure_ >= *max) {
+    ++dropped_;
+    s.destroy();
+    return;
+  }
+  const std::optional<std::size_t>& bound = options_.max_handshakes ? options_.max_handshakes : max;
+  const std::size_t most = bound ? std::max<std::size_t>(*bound, 1) : std::numeric_limits<std::size_t>::max();
+  while (handshaking_.size() >= most) displace(*handshaking_.front());
   auto tls = std::unique_ptr<socket>(new socket(socket::server_side{}, s, *this));
   socket* raw = tls.get();
-  sockets_.emplace(raw, std::move(tls));
+  connection& c = sockets_[raw];
+  c.owned = std::move(tls);
+  c.in_handshake = handshaking_.insert(handshaking_.end(), raw);
   raw->on(event::close, [this, raw] {
+    closed(*raw);
     event_loop().set_immediate([this, raw] { forget(*raw); }, &tag_);
   });
+}
+
+// The oldest connection in its handshake makes room: cut off now (no
+// graceful close, which would keep it a while longer), and reported as a
+// refused client unless it was one already (being closed after an alert).
+void server::displace(socket& s) noexcept {
+  connection& c = sockets_.at(&s);
+  handshaking_.erase(c.in_handshake);
+  c.handshaking = false;
+  ++displaced_;
+  if (!s.refusing_) client_error(s, make_error_code(errc::tls_too_many_handshakes));
+  s.destroy();
 }
 
 void server::client_error(socket& s, std::error_code ec) noexcept {
@@ -102,6 +146,33 @@ void server::client_error(socket& s, std::error_code ec) noexcept {
   a.error = ec;
   a.source = &s;
   emit(event::tls_client_error, a);
+}
+
+bool server::admit(socket& s) noexcept {
+  const auto it = sockets_.find(&s);
+  if (it == sockets_.end()) return true;
+  connection& c = it->second;
+  if (c.handshaking) {
+    handshaking_.erase(c.in_handshake);
+    c.handshaking = false;
+  }
+  const std::optional<std::size_t>& max = options_.listener.max_connections;
+  if (max && secure_ >= *max) {
+    ++dropped_;
+    return false;
+  }
+  c.secure = true;
+  ++secure_;
+  return true;
+}
+
+void server::closed(socket& s) noexcept {
+  const auto it = sockets_.find(&s);
+  if (it == sockets_.end()) return;
+  connection& c = it->second;
+  if (c.handshaking) handshaking_.erase(c.in_handshake);
+  if (c.secure) --secure_;
+  c.handshaking = c.secure = false;
 }
 
 void server::secured(socket& s) noexcept {

@@ -214,7 +214,12 @@ class tls_source final : public source {
   }
   std::error_code destroy(std::error_code err) noexcept override {
     wanted_ = false;
-    if (owner_ && !owner_->tcp_gone_) owner_->tcp_->destroy();
+    if (owner_) {
+      // A destroyed socket waits for no handshake: its timer would keep
+      // the loop running (a client given up on, kept until it is deleted).
+      owner_->cancel_handshake_timer();
+      if (!owner_->tcp_gone_) owner_->tcp_->destroy();
+    }
     return err;
   }
 
@@ -452,6 +457,11 @@ void socket::arm_handshake_timeout(std::chrono::milliseconds ms) {
   }, tag());
 }
 
+void socket::cancel_handshake_timer() noexcept {
+  if (handshake_timer_) event_loop().clear_timeout(handshake_timer_);
+  handshake_timer_ = 0;
+}
+
 // A client's ClientHello, once TCP is up.
 void socket::start_handshake() noexcept {
   if (writable::destroyed() || secure_) return;
@@ -574,8 +584,7 @@ void socket::cycle() noexcept {
 // checkServerIdentity), onServerSocketSecure() for a server.
 void socket::handshake_done() noexcept {
   secure_ = true;
-  if (handshake_timer_) event_loop().clear_timeout(handshake_timer_);
-  handshake_timer_ = 0;
+  cancel_handshake_timer();
   const std::error_code err = verify_peer();
   if (!is_server_ || request_cert_) {
     authorized_ = !err;
@@ -584,6 +593,12 @@ void socket::handshake_done() noexcept {
       fail(err);
       return;
     }
+  }
+  // A server's max_connections: a client whose handshake ends while that
+  // many are secure is closed (server.h).
+  if (server_ && !server_->admit(*this)) {
+    destroy();
+    return;
   }
   emit(is_server_ ? event::secure : event::secure_connect);
   if (writable::destroyed()) return;
@@ -702,8 +717,7 @@ void socket::fail(std::error_code ec) noexcept {
 // to that limit, each for a bounded time.
 void socket::refuse() noexcept {
   static constexpr std::chrono::milliseconds refuse_linger{1000};
-  if (handshake_timer_) event_loop().clear_timeout(handshake_timer_);
-  handshake_timer_ = 0;
+  cancel_handshake_timer();
   if (tcp_gone_ || tcp_ended_ || tcp_->destroyed()) {
     destroy();
     return;

@@ -150,6 +150,7 @@ class socket : public duplex {
   void read_last_words(int fd, std::error_code err) noexcept;
   static bool is_reset(std::error_code ec) noexcept;
   void arm_handshake_timeout(std::chrono::milliseconds ms);
+  void cancel_handshake_timer() noexcept;
   const void* tag() const noexcept { return &tag_; }
 
   std::unique_ptr<net::socket> owned_;  // a client's TCP socket
