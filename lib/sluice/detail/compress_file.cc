@@ -8,6 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include "sluice/detail/syscalls.h"
+
 #ifdef SLUICE_HAS_ZLIB
 #include <zlib.h>
 #endif
@@ -56,7 +58,7 @@ ssize_t read_some(int fd, char* p, std::size_t n) noexcept {
 
 std::error_code write_all(int fd, const char* p, std::size_t n) noexcept {
   while (n > 0) {
-    const ssize_t r = ::write(fd, p, n);
+    const ssize_t r = sys.write(fd, p, n);
     if (r < 0) {
       if (errno == EINTR) continue;
       return last_error();

@@ -37,7 +37,7 @@ std::error_code spool_dir::open(const std::string& path) {
   struct stat st {};
   if (::lstat(path_.c_str(), &st) != 0) {
     if (errno != ENOENT) return last_error();
-    if (::mkdir(path_.c_str(), 0700) != 0 && errno != EEXIST) return last_error();
+    if (sys.mkdir(path_.c_str(), 0700) != 0 && errno != EEXIST) return last_error();
     if (::lstat(path_.c_str(), &st) != 0) return last_error();
   }
   // The checks are on the name (lstat), then again on what was opened
@@ -113,7 +113,7 @@ std::error_code spool_dir::write_position(const spool_position& p) {
   std::memcpy(b + 16, &p.offset, 8);
   const std::uint32_t crc = crc32c(b + 8, 16);
   std::memcpy(b + 4, &crc, 4);
-  if (::pwrite(position_fd_, b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) return last_error();
+  if (sys.pwrite(position_fd_, b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) return last_error();
   return {};
 }
 

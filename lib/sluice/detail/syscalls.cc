@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -16,7 +17,7 @@ int open_call(const char* path, int flags, mode_t mode) { return ::open(path, fl
 }  // namespace
 
 constexpr syscall_table real_syscalls{
-    ::writev, ::sendmsg, ::read, open_call, ::close, ::fsync, ::rename, ::unlink, ::ftruncate, ::splice, ::copy_file_range, ::sendfile, ::recv,
+    ::writev, ::sendmsg, ::read, open_call, ::close, ::fsync, ::rename, ::unlink, ::ftruncate, ::write, ::pwrite, ::fdatasync, ::mkdir, ::splice, ::copy_file_range, ::sendfile, ::recv,
 };
 constinit syscall_table sys = real_syscalls;
 

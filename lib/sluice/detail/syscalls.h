@@ -2,8 +2,11 @@
 // reach the kernel (write, read, open, fsync, close, rename, unlink,
 // ftruncate; sendmsg and recv), as one table of function pointers. The
 // library never changes it; a test swaps entries to make calls fail at chosen or random points
-// (tests/support/fault_injection.h), with no cost beyond the call through a
-// pointer that a shared library's call makes anyway.
+// (tests/support/fault_injection.h), or to crash the process at each
+// durable step (tests/support/crash_points.h), with no cost beyond the call
+// through a pointer that a shared library's call makes anyway. Every call
+// that changes what a file or directory holds on the durable paths (the log
+// and its rotation and compression, the spool) goes through it.
 #pragma once
 
 #include <signal.h>
@@ -23,6 +26,13 @@ struct syscall_table {
   int (*rename)(const char* from, const char* to);
   int (*unlink)(const char* path);
   int (*ftruncate)(int fd, off_t length);
+  // The durable steps of the compressor (write), the spool's position file
+  // (pwrite) and its directory (mkdir); fdatasync for a path that syncs
+  // data only.
+  ssize_t (*write)(int fd, const void* buf, size_t count);
+  ssize_t (*pwrite)(int fd, const void* buf, size_t count, off_t offset);
+  int (*fdatasync)(int fd);
+  int (*mkdir)(const char* path, mode_t mode);
   // The calls that move bytes from fd to fd inside the kernel
   // (fd_source::move_to()); a test makes them refuse to check the fallback.
   ssize_t (*splice)(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags);
