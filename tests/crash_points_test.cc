@@ -172,7 +172,9 @@ void check_lines(const std::vector<int>& all, const ledger& l, violations& v) {
       v.push_back("line " + std::to_string(n) + " is there but was never written");
       continue;
     }
-    if (++seen[static_cast<std::size_t>(n)] == 2) v.push_back("line " + std::to_string(n) + " is there twice");
+    // A line twice loses nothing, and is no invariant of the issue's; it is
+    // counted apart (see run_path), and said.
+    if (++seen[static_cast<std::size_t>(n)] == 2) v.push_back("duplicate: line " + std::to_string(n) + " is there twice");
     else if (n < last) v.push_back("line " + std::to_string(n) + " comes after line " + std::to_string(last));
     last = std::max(last, n);
   }
@@ -420,7 +422,7 @@ struct durable_path {
 };
 
 struct tally {
-  long tried = 0, violated = 0, ran_out = 0;
+  long tried = 0, violated = 0, duplicated = 0, ran_out = 0;
 };
 
 // Runs the workload in a child, crashing at `k` (-1: never). The child's
@@ -508,6 +510,16 @@ void run_path(const durable_path& p, const std::string& root, ledger& l, tally& 
         else
           v = recover_and_check(p, root, l);
         if (v.empty()) continue;
+        const bool only_duplicates =
+            std::all_of(v.begin(), v.end(), [](const std::string& s) { return s.starts_with("duplicate: "); });
+        if (only_duplicates) {
+          ++t.duplicated;
+          if (printed++ < 12)
+            std::printf("crash points: %s: step %ld of %ld, %s crash %s: %s (and %zu more lines twice)\n", p.name, k,
+                        steps, c == crash_kind::power ? "power" : "process", l.report.what, v.front().c_str(),
+                        v.size() - 1);
+          continue;
+        }
         ++violated;
         if (printed++ < 12)
           for (const std::string& s : v)
@@ -540,6 +552,7 @@ TEST_CASE("every crash point of the log, the spool and sluice-logd --fsync ack k
     if (!only || std::string_view(p.name) == only || std::string_view(p.name).starts_with(std::string(only) + " "))
       run_path(p, root, l, t);
   std::printf("crash points: %ld tried, %ld violated\n", t.tried, t.violated);
+  if (t.duplicated) std::printf("crash points: %ld crashes left lines twice (none lost)\n", t.duplicated);
   if (t.ran_out) std::printf("crash points: %ld runs ended before their crash point\n", t.ran_out);
   std::fflush(stdout);
   ::munmap(mem, sizeof(ledger));

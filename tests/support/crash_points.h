@@ -242,9 +242,17 @@ class crash_model {
   static int hook_open(const char* path, int flags, mode_t mode) {
     crash_model& m = *active();
     if (!(flags & O_CREAT) || !m.under_root(path)) return detail::real_syscalls.open(path, flags, mode);
-    struct stat st {};
-    const bool existed = ::lstat(path, &st) == 0;
-    return m.step(name("open", path, "O_CREAT"), [&] { return detail::real_syscalls.open(path, flags, mode); },
+    // Whether it existed is asked under the model's lock, with the open:
+    // asked before, another thread's rename or create could come between
+    // (the log compressor opens FILE for its lock while the writer rotates),
+    // and a file that was there, with synced lines, be taken for a new one.
+    bool existed = false;
+    return m.step(name("open", path, "O_CREAT"),
+                  [&] {
+                    struct stat st {};
+                    existed = ::lstat(path, &st) == 0;
+                    return detail::real_syscalls.open(path, flags, mode);
+                  },
                   [&](int fd) {
                     struct stat now {};
                     if (fd >= 0 && !existed && ::fstat(fd, &now) == 0) m.synced_.erase(now.st_ino);
