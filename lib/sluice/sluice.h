@@ -47,6 +47,7 @@
 #include "sluice/stream/stream_ref.h"
 #include "sluice/stream/transform.h"
 #include "sluice/stream/writable.h"
+#include "sluice/stream/typed_stream.h"
 #include "sluice/syslog/relp_frames.h"
 #include "sluice/syslog/relp_session.h"
 #include "sluice/syslog/relp_writable.h"
