@@ -13,8 +13,8 @@
 #include <string>
 #include <thread>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/abort_signal.h"
 #include "sluice/stream/duplex.h"
 #include "sluice/stream/finished.h"

@@ -24,7 +24,7 @@
 
 #include "sluice/asio/attach.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sources/source.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"

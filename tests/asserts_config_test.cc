@@ -6,7 +6,7 @@
 // the other, in one program.
 #include <doctest/doctest.h>
 
-#include "sluice/assert.h"
+#include "sluice/base/assert.h"
 #include "sluice/stream/writable.h"
 
 TEST_CASE("this file is compiled with the other NDEBUG than the library") {

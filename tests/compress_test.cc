@@ -12,9 +12,9 @@
 #include <string>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/stream/writable.h"
 #include "sluice/zlib/gzip.h"

@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sources/fd_source.h"

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/emitter.h"
-#include "sluice/errors.h"
+#include "sluice/loop/emitter.h"
+#include "sluice/base/errors.h"
 #include "support/alloc_counter.h"
 
 using sluice::emitter;

@@ -5,7 +5,7 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 using sluice::code_name;
 using sluice::errc;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "support/memory_sink.h"
 #include "sluice/stream/fanout.h"
 #include "support/must_call.h"

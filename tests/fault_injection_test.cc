@@ -19,9 +19,9 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"

@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/detail/fd_writer.h"
-#include "sluice/errors.h"
+#include "sluice/sinks/detail/fd_writer.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/stream/writable.h"

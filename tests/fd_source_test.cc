@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"

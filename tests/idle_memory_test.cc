@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/detail/byte_arena.h"
+#include "sluice/queue/byte_arena.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
 #include "support/spin.h"

@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/kafka/kafka_error.h"
 #include "sluice/kafka/kafka_sink.h"
 #include "sluice/kafka/kafka_writable.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "support/must_call.h"
 
 using namespace sluice;

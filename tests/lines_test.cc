@@ -23,13 +23,13 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
 #include "sluice/lines/for_each_line.h"
 #include "sluice/lines/line_counter.h"
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"
 #include "support/readable_options.h"

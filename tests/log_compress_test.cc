@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/log_options.h"
 #include "support/temp_dir.h"
 

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
-#include "sluice/signals.h"
+#include "sluice/loop/loop.h"
+#include "sluice/loop/signals.h"
 #include "sluice/sinks/log_file_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/loop_turn.h"

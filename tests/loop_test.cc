@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/stream/from.h"
 #include "sluice/stream/pipeline.h"

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "support/memory_sink.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"

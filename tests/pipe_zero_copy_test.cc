@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/pipeline.h"
 #include "sluice/stream/pipe_zero_copy.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 #include "support/must_call.h"
 #include "support/pipe_fds.h"
 #include "support/readable_options.h"

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/duplex.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/pipeline.h"

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "support/memory_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/printers.h"

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "support/memory_sink.h"
 #include "sluice/stream/print_compiled.h"
 #include "sluice/stream/writable.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/readable.h"
 #include "support/must_call.h"
 #include "support/recording_source.h"

@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/spool/spool_writable.h"
 #include "sluice/syslog/relp_frames.h"

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "support/memory_sink.h"
 #include "sluice/sinks/sink.h"

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/loop.h"
-#include "sluice/signals.h"
+#include "sluice/loop/loop.h"
+#include "sluice/loop/signals.h"
 #include "sluice/factories.h"
 #include "sluice/stream/readable.h"
 #include "support/loop_turn.h"

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
 #include "sluice/syslog/syslog_frames.h"
 #include "sluice/syslog/syslog_writable.h"

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/detail/spool_segment.h"
 #include "sluice/spool/spool_writable.h"
 #include "sluice/syslog/relp_writable.h"

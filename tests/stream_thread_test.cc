@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "sluice/assert.h"
+#include "sluice/base/assert.h"
 #include "support/harness.h"
 #include "support/recording_source.h"
 

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/syslog/syslog_format.h"
 #include "sluice/syslog/syslog_frames.h"

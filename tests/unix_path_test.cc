@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
 #include "sluice/detail/unix_path.h"

@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/worker_sink.h"

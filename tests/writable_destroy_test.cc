@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/writable.h"
 #include "support/harness.h"
 #include "support/must_call.h"

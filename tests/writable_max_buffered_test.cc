@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
 #include "support/recording_sink.h"

@@ -18,10 +18,10 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/factories.h"
-#include "sluice/function.h"
-#include "sluice/loop.h"
+#include "sluice/base/function.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/stream/writable.h"
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "support/memory_sink.h"
 #include "sluice/sinks/null_sink.h"
 #include "sluice/stream/writable.h"

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/detail/byte_arena.h"
-#include "sluice/detail/write_queue.h"
+#include "sluice/queue/byte_arena.h"
+#include "sluice/queue/write_queue.h"
 #include "support/alloc_counter.h"
 
 using sluice::detail::buffered_queue;

@@ -28,7 +28,7 @@
 #include <string_view>
 
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/log_file_sink.h"

@@ -1,6 +1,6 @@
 // The hand-over between producers and a file_worker's thread: see the
 // protocol in worker_protocol.h.
-#include "sluice/detail/worker_protocol.h"
+#include "sluice/sinks/detail/worker_protocol.h"
 
 #include <unistd.h>
 #ifdef __linux__
@@ -11,7 +11,7 @@
 #include <climits>
 #include <ctime>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 namespace sluice::detail {
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sluice/detail/stream_state.h"
+#include "sluice/stream/detail/stream_state.h"
 
 namespace sluice::detail {
 

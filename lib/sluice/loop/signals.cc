@@ -1,4 +1,4 @@
-#include "sluice/signals.h"
+#include "sluice/loop/signals.h"
 
 #include <poll.h>
 #include <sched.h>

@@ -8,7 +8,7 @@
 
 // The library's own value, not the including program's NDEBUG: inline code
 // (writable::write) must compile as the library's does.
-#include "sluice/config.h"
+#include "sluice/base/config.h"
 
 #include <cstdint>
 

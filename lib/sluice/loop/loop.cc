@@ -1,4 +1,4 @@
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>

@@ -1,6 +1,6 @@
 // fd_writer: the syscalls, for fd_sink on its loop and for file_worker's
 // thread alike.
-#include "sluice/detail/fd_writer.h"
+#include "sluice/sinks/detail/fd_writer.h"
 
 #include <limits.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 #include <array>
 #include <cerrno>
 
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice {
 

@@ -1,12 +1,12 @@
-#include "sluice/detail/open_file.h"
+#include "sluice/sinks/detail/open_file.h"
 
 #include <fcntl.h>
 
 #include <cerrno>
 #include <system_error>
 
-#include "sluice/errors.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/errors.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {
 

@@ -2,7 +2,7 @@
 // through their first request's next_free, as byte_arena.cc keeps blocks; a
 // guard frees them when the thread ends, after which a slab given back is
 // freed at once.
-#include "sluice/detail/write_queue.h"
+#include "sluice/queue/write_queue.h"
 
 #include <utility>
 

@@ -12,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 
 namespace sluice {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 
 namespace sluice {
 

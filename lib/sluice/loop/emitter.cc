@@ -1,4 +1,4 @@
-#include "sluice/emitter.h"
+#include "sluice/loop/emitter.h"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "sluice/assert.h"
+#include "sluice/base/assert.h"
 
 #include <atomic>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // giving a block is a few loads and stores; a guard unmaps the blocks when
 // the thread ends, after which a block given back is unmapped at once (a
 // stream destroyed by a later thread_local or static destructor).
-#include "sluice/detail/byte_arena.h"
+#include "sluice/queue/byte_arena.h"
 
 #include <sys/mman.h>
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 
 namespace sluice {
 

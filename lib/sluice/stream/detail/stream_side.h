@@ -8,8 +8,8 @@
 #include <system_error>
 #include <utility>
 
-#include "sluice/loop.h"
-#include "sluice/detail/stream_state.h"
+#include "sluice/loop/loop.h"
+#include "sluice/stream/detail/stream_state.h"
 
 namespace sluice {
 class readable;

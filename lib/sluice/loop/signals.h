@@ -4,7 +4,7 @@
 #include <memory>
 #include <system_error>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 namespace sluice {
 

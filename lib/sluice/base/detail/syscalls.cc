@@ -1,4 +1,4 @@
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // Node's lib/internal/streams/destroy.js, for readables, writables and
 // duplexes alike, over stream_side: the common flag bits (stream_state.h),
 // the first error, and the sink's or source's destroy.
-#include "sluice/detail/destroy.h"
+#include "sluice/stream/detail/destroy.h"
 
 #include <initializer_list>
 

@@ -2,13 +2,13 @@
 // the streams of a loop that went; see shutdown.h. A list under one mutex,
 // touched only when a stream is built or destroyed, a loop is destroyed, or
 // the program exits.
-#include "sluice/detail/shutdown.h"
+#include "sluice/stream/detail/shutdown.h"
 
 #include <cstdlib>
 #include <mutex>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 namespace sluice::detail {
 

@@ -1,4 +1,4 @@
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 #include <cstring>
 #include <deque>

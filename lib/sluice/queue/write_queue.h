@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "sluice/assert.h"
-#include "sluice/detail/byte_arena.h"
-#include "sluice/detail/write_req.h"
+#include "sluice/base/assert.h"
+#include "sluice/queue/byte_arena.h"
+#include "sluice/queue/write_req.h"
 
 namespace sluice::detail {
 
