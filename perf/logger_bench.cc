@@ -50,6 +50,7 @@
 #include <fmt/format.h>
 
 #include "sluice/factories.h"
+#include "sluice/log_file/log_writable.h"
 #include "sluice/logger.h"
 #include "sluice/loop/loop.h"
 

@@ -42,7 +42,7 @@
 #endif
 
 #include "sluice/sluice.h"
-#include "sluice/detail/log_rotation.h"
+#include "sluice/log_file/detail/log_rotation.h"
 #include "sluice/spool/spool_writable.h"
 #include "support/crash_points.h"
 #include "support/temp_dir.h"

@@ -20,8 +20,9 @@
 
 #include "sluice/base/errors.h"
 #include "sluice/factories.h"
+#include "sluice/log_file/log_writable.h"
 #include "sluice/loop/loop.h"
-#include "sluice/sinks/log_options.h"
+#include "sluice/log_file/log_options.h"
 #include "support/temp_dir.h"
 
 namespace sluice::test {

@@ -21,9 +21,10 @@
 
 #include "sluice/base/errors.h"
 #include "sluice/factories.h"
+#include "sluice/log_file/log_writable.h"
 #include "sluice/loop/loop.h"
 #include "sluice/loop/signals.h"
-#include "sluice/sinks/log_file_sink.h"
+#include "sluice/log_file/log_file_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/loop_turn.h"
 #include "support/must_call.h"

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "sluice/factories.h"
+#include "sluice/log_file/log_writable.h"
 #include "sluice/logger.h"
 #include "support/temp_dir.h"
 #include "support/time_scale.h"

@@ -20,10 +20,11 @@
 #include <vector>
 
 #include "sluice/factories.h"
+#include "sluice/log_file/log_writable.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sinks/file_worker.h"
-#include "sluice/sinks/log_file_sink.h"
+#include "sluice/log_file/log_file_sink.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/sinks/log_options.h"
+#include "sluice/log_file/log_options.h"
 
 namespace sluice_tools {
 

@@ -9,7 +9,7 @@
 
 #include "args.h"
 #include "rate_limited_note.h"
-#include "sluice/sinks/log_options.h"
+#include "sluice/log_file/log_options.h"
 
 namespace sluice_tools {
 

@@ -10,7 +10,6 @@
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sinks/file_worker.h"
-#include "sluice/sinks/log_file_sink.h"
 #include "sluice/sinks/detail/open_file.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/sources/fd_source.h"
@@ -18,15 +17,6 @@
 namespace sluice {
 
 // ---- typed handles
-
-log_writable::log_writable(std::unique_ptr<log_file_sink> s, const writable_options& options)
-    : writable(std::move(s), options), log_(static_cast<log_file_sink*>(&writable::get_sink())) {}
-
-std::error_code log_writable::reopen() noexcept { return log_->reopen(); }
-std::size_t log_writable::rotations() const noexcept { return log_->rotations(); }
-std::size_t log_writable::reopens() const noexcept { return log_->reopens(); }
-std::size_t log_writable::fsyncs() const noexcept { return log_->fsyncs(); }
-std::uint64_t log_writable::bytes_written() const noexcept { return log_->bytes_written(); }
 
 fd_readable::fd_readable(std::unique_ptr<fd_source> s, const readable_options& options)
     : readable(std::move(s), options), fd_(static_cast<fd_source*>(&readable::get_source())) {}
@@ -47,33 +37,6 @@ std::unique_ptr<writable> make_file_writable(const std::string& path, const file
 
 std::unique_ptr<writable> make_file_writable(const std::string& path, const file_options& options) {
   return make_file_writable(path, options, writable_options{});
-}
-
-std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
-                                                const writable_options& stream_options) {
-  auto sink = std::make_unique<log_file_sink>(path, options);
-  sink->report_errors_to_stream();
-  return std::make_unique<log_writable>(std::move(sink), stream_options);
-}
-
-std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options) {
-  return make_log_writable(path, options, writable_options{});
-}
-
-std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
-                                                const writable_options& stream_options,
-                                                std::error_code& ec) noexcept {
-  auto sink = log_file_sink::open(path, options, ec);
-  if (!sink) return nullptr;
-  sink->report_errors_to_stream();
-  try {
-    return std::make_unique<log_writable>(std::move(sink), stream_options);
-  } catch (const std::bad_alloc&) {
-    ec = std::make_error_code(std::errc::not_enough_memory);
-  } catch (const std::system_error& e) {  // invalid stream options
-    ec = e.code();
-  }
-  return nullptr;
 }
 
 // Differs from Node: a byte stream over a worker defaults to a high-water

@@ -11,7 +11,6 @@
 #include <system_error>
 
 #include "sluice/sinks/file_options.h"
-#include "sluice/sinks/log_options.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"
 
@@ -19,34 +18,9 @@ namespace sluice {
 
 class fd_source;
 class file_worker;
-class log_file_sink;
 
 // ---- typed handles: a stream with the controls of its sink or source, so
 // that a user never casts get_sink() or get_source() to reach them.
-
-/// A writable over a log_file_sink (what make_log_writable() returns), with
-/// the file's own controls: reopen() on SIGHUP, the rotation counters.
-///
-///     auto log = sluice::make_log_writable("app.log");
-///     auto hup = sluice::on_signal(sluice::loop::current(), SIGHUP, [&log] { log->reopen(); });
-class log_writable : public writable {
- public:
-  explicit log_writable(std::unique_ptr<log_file_sink> s, const writable_options& options = {});
-
-  /// The sink, by its type (hides writable::get_sink(), which gives `sink&`).
-  log_file_sink& get_sink() const noexcept { return *log_; }
-  /// log_file_sink::reopen(): the file is closed and opened again by its
-  /// path, for logrotate's move-then-SIGHUP.
-  std::error_code reopen() noexcept;
-  /// log_file_sink::rotations(), reopens(), fsyncs(), bytes_written().
-  std::size_t rotations() const noexcept;
-  std::size_t reopens() const noexcept;
-  std::size_t fsyncs() const noexcept;
-  std::uint64_t bytes_written() const noexcept;
-
- private:
-  log_file_sink* log_;  // owned by the stream, as its sink
-};
 
 /// A readable over an fd_source (what make_fd_readable() and
 /// make_file_readable() return), with the source's controls.
@@ -84,21 +58,6 @@ std::unique_ptr<writable> make_fd_writable(int fd, bool close_fd = false,
 std::unique_ptr<writable> make_file_writable(const std::string& path, const file_options& options,
                                              const writable_options& stream_options);
 std::unique_ptr<writable> make_file_writable(const std::string& path, const file_options& options = {});
-
-/// A writable over a new log_file_sink, which destroys the stream with an
-/// error it meets outside a write or end (see
-/// log_file_sink::report_errors_to_stream()). Throws stream_error when the
-/// file cannot be opened. The handle is a log_writable (reopen(),
-/// rotations()...); it converts to std::unique_ptr<writable>.
-///
-///     auto log = sluice::make_log_writable("app.log", {.max_size = 10 << 20, .keep = 3});
-std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
-                                                const writable_options& stream_options);
-std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options = {});
-/// The non-throwing twin: null and `ec` set on failure.
-std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
-                                                const writable_options& stream_options,
-                                                std::error_code& ec) noexcept;
 
 /// The default high-water mark of make_worker_writable()'s byte streams.
 inline constexpr std::size_t worker_high_water_mark = 1024 * 1024;

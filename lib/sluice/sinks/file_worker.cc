@@ -13,7 +13,7 @@
 
 #include "sluice/base/errors.h"
 #include "sluice/sinks/detail/fd_writer.h"
-#include "sluice/detail/log_writer.h"
+#include "sluice/log_file/detail/log_writer.h"
 #include "sluice/sinks/detail/open_file.h"
 #include "sluice/sinks/detail/worker_protocol.h"
 #include "sluice/base/detail/syscalls.h"

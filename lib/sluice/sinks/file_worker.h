@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "sluice/sinks/file_options.h"
-#include "sluice/sinks/log_options.h"
+#include "sluice/log_file/log_options.h"
 #include "sluice/sinks/worker_sink.h"
 
 namespace sluice {

@@ -1,4 +1,4 @@
-#include "sluice/detail/log_rotation.h"
+#include "sluice/log_file/detail/log_rotation.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "sluice/base/errors.h"
-#include "sluice/detail/compress_file.h"
+#include "sluice/log_file/detail/compress_file.h"
 #include "sluice/sinks/detail/open_file.h"
 #include "sluice/base/detail/syscalls.h"
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/sinks/log_options.h"
+#include "sluice/log_file/log_options.h"
 
 namespace sluice {
 

@@ -1,4 +1,4 @@
-#include "sluice/sinks/log_file_sink.h"
+#include "sluice/log_file/log_file_sink.h"
 
 #include <poll.h>
 
@@ -7,11 +7,12 @@
 #include <utility>
 
 #include "sluice/base/errors.h"
-#include "sluice/detail/log_rotation.h"
+#include "sluice/log_file/detail/log_rotation.h"
+#include "sluice/log_file/detail/log_writer.h"
 
 namespace sluice {
 
-log_file_sink::log_file_sink(std::unique_ptr<detail::log_rotation> file) : log_(std::move(file)) {}
+log_file_sink::log_file_sink(std::unique_ptr<detail::log_rotation> file) : log_(std::make_unique<detail::log_writer>(std::move(file))) {}
 
 log_file_sink::log_file_sink(const std::string& path, const log_options& options)
     : log_file_sink(std::make_unique<detail::log_rotation>(path, options)) {}
@@ -36,29 +37,29 @@ log_file_sink::~log_file_sink() {
   if (loop_) loop_->cancel(this);
 }
 
-const std::string& log_file_sink::path() const noexcept { return log_.file().path(); }
-int log_file_sink::fd() const noexcept { return log_.file().fd(); }
-std::uint64_t log_file_sink::size() const noexcept { return log_.file().size(); }
-std::size_t log_file_sink::rotations() const noexcept { return log_.file().rotations(); }
-std::size_t log_file_sink::reopens() const noexcept { return log_.file().reopens(); }
-std::size_t log_file_sink::fsyncs() const noexcept { return log_.file().fsyncs(); }
-std::uint64_t log_file_sink::bytes_written() const noexcept { return log_.file().bytes_written(); }
+const std::string& log_file_sink::path() const noexcept { return log_->file().path(); }
+int log_file_sink::fd() const noexcept { return log_->file().fd(); }
+std::uint64_t log_file_sink::size() const noexcept { return log_->file().size(); }
+std::size_t log_file_sink::rotations() const noexcept { return log_->file().rotations(); }
+std::size_t log_file_sink::reopens() const noexcept { return log_->file().reopens(); }
+std::size_t log_file_sink::fsyncs() const noexcept { return log_->file().fsyncs(); }
+std::uint64_t log_file_sink::bytes_written() const noexcept { return log_->file().bytes_written(); }
 
 // ---- a write or writev
 
 void log_file_sink::write(std::string_view chunk, write_done done) {
   done_.emplace(done);
-  log_.begin_call();
+  log_->begin_call();
   std::error_code ec = before_part();
-  if (ec || (ec = log_.start(chunk))) return finish(ec);
+  if (ec || (ec = log_->start(chunk))) return finish(ec);
   pump();
 }
 
 void log_file_sink::writev(const write_batch& batch, write_done done) {
   done_.emplace(done);
-  log_.begin_call();
+  log_->begin_call();
   std::error_code ec = before_part();
-  if (ec || (ec = log_.start(batch))) return finish(ec);
+  if (ec || (ec = log_->start(batch))) return finish(ec);
   pump();
 }
 
@@ -69,7 +70,7 @@ void log_file_sink::writev(const write_batch& batch, write_done done) {
 std::error_code log_file_sink::before_part() noexcept {
   account();
   if (pending_) return std::exchange(pending_, {});
-  if (log_.file().fd() < 0) return std::make_error_code(std::errc::bad_file_descriptor);
+  if (log_->file().fd() < 0) return std::make_error_code(std::errc::bad_file_descriptor);
   if (reopen_asked_) {
     reopen_asked_ = false;
     if (const std::error_code ec = reopen_now()) return ec;
@@ -81,18 +82,18 @@ std::error_code log_file_sink::before_part() noexcept {
 std::error_code log_file_sink::start_part() noexcept {
   if (const std::error_code ec = before_part()) return ec;
   forget_fd();  // a part starts a new file
-  return log_.start_part();
+  return log_->start_part();
 }
 
 void log_file_sink::pump() noexcept {
   std::error_code ec;
   for (;;) {
-    if (!log_.out().write_some(ec)) {
+    if (!log_->out().write_some(ec)) {
       account();
-      loop_->watch(log_.file().fd(), POLLOUT, [this](short) { pump(); }, this);
+      loop_->watch(log_->file().fd(), POLLOUT, [this](short) { pump(); }, this);
       return;
     }
-    if (ec || !log_.more()) break;
+    if (ec || !log_->more()) break;
     if ((ec = start_part())) break;
   }
   finish(ec);
@@ -102,8 +103,8 @@ void log_file_sink::pump() noexcept {
 // the bytes (a sync) fails them all, since they may not stay.
 void log_file_sink::finish(std::error_code ec) noexcept {
   account();
-  const std::size_t landed = ec ? log_.landed() : 0;
-  log_.end_call();
+  const std::size_t landed = ec ? log_->landed() : 0;
+  log_->end_call();
   after_call(ec);
   const write_done done = *done_;
   done_.reset();
@@ -116,24 +117,24 @@ void log_file_sink::after_call(std::error_code& ec) noexcept {
   if (closed_) return;
   if (!ec && pending_) ec = std::exchange(pending_, {});
   if (ec) return;
-  const log_options& o = log_.file().options();
-  if (o.fsync == log_options::fsync_policy::every_bytes && log_.file().unsynced() > 0 &&
-      log_.file().unsynced() >= o.fsync_bytes) {
+  const log_options& o = log_->file().options();
+  if (o.fsync == log_options::fsync_policy::every_bytes && log_->file().unsynced() > 0 &&
+      log_->file().unsynced() >= o.fsync_bytes) {
     if ((ec = sync())) return;
   }
   if (reopen_asked_) {
     reopen_asked_ = false;
     if ((ec = reopen_now())) return;
   }
-  if (o.fsync == log_options::fsync_policy::every_ms && log_.file().unsynced() > 0 && timer_ == 0 && loop_)
+  if (o.fsync == log_options::fsync_policy::every_ms && log_->file().unsynced() > 0 && timer_ == 0 && loop_)
     timer_ = loop_->set_timeout(o.fsync_interval, [this] { on_timer(); }, this);
 }
 
 // Counts what log_ has written since last asked.
 void log_file_sink::account() noexcept {
-  log_.account();
-  syscalls_ += log_.out().syscalls() - syscalls_seen_;
-  syscalls_seen_ = log_.out().syscalls();
+  log_->account();
+  syscalls_ += log_->out().syscalls() - syscalls_seen_;
+  syscalls_seen_ = log_->out().syscalls();
 }
 
 // ---- reopen, sync
@@ -152,22 +153,22 @@ std::error_code log_file_sink::reopen() noexcept {
 std::error_code log_file_sink::reopen_now() noexcept {
   account();
   forget_fd();
-  return log_.reopen();
+  return log_->reopen();
 }
 
 // Before the file is closed (or reopened): a pipe or a FIFO was watched
 // for POLLOUT, and a host loop may still hold its number (loop::forget_fd()).
 void log_file_sink::forget_fd() noexcept {
-  if (loop_ && log_.file().fd() >= 0) loop_->forget_fd(log_.file().fd());
+  if (loop_ && log_->file().fd() >= 0) loop_->forget_fd(log_->file().fd());
 }
 
-std::error_code log_file_sink::sync() noexcept { return log_.file().sync(); }
+std::error_code log_file_sink::sync() noexcept { return log_->file().sync(); }
 
 void log_file_sink::on_timer() noexcept {
   timer_ = 0;
   if (closed_) return;
   account();
-  if (log_.file().unsynced() == 0) return;
+  if (log_->file().unsynced() == 0) return;
   if (const std::error_code ec = sync()) report(ec);
 }
 
@@ -189,10 +190,10 @@ void log_file_sink::final(final_done done) {
   if (timer_ != 0) loop_->clear_timeout(std::exchange(timer_, 0));
   account();
   std::error_code ec = std::exchange(pending_, {});
-  if (!ec) ec = log_.file().sync_if_dirty();
+  if (!ec) ec = log_->file().sync_if_dirty();
   closed_ = true;
   forget_fd();
-  const std::error_code closed = log_.file().close();
+  const std::error_code closed = log_->file().close();
   done(ec ? ec : closed);
 }
 
@@ -208,7 +209,7 @@ std::error_code log_file_sink::destroy(std::error_code err) noexcept {
     }
   }
   forget_fd();
-  const std::error_code closed = log_.file().close();
+  const std::error_code closed = log_->file().close();
   return err ? err : closed;
 }
 
@@ -219,13 +220,13 @@ std::error_code log_file_sink::destroy(std::error_code err) noexcept {
 std::error_code log_file_sink::pump_sync() noexcept {
   std::error_code ec;
   for (;;) {
-    if ((ec = log_.out().write_all()) || !log_.more()) break;
+    if ((ec = log_->out().write_all()) || !log_->more()) break;
     if ((ec = start_part())) break;
   }
   account();
-  landed_sync_ = ec ? log_.landed() : 0;  // a failed sync fails them all
-  log_.end_call();
-  if (!ec) ec = log_.file().sync_if_dirty();
+  landed_sync_ = ec ? log_->landed() : 0;  // a failed sync fails them all
+  log_->end_call();
+  if (!ec) ec = log_->file().sync_if_dirty();
   return ec;
 }
 
@@ -240,10 +241,10 @@ std::error_code log_file_sink::drain_sync() noexcept {
 std::error_code log_file_sink::write_sync(const write_batch& batch) noexcept {
   landed_sync_ = 0;
   if (closed_) return std::make_error_code(std::errc::bad_file_descriptor);
-  log_.begin_call();
+  log_->begin_call();
   std::error_code ec = before_part();
-  if (ec || (ec = log_.start(batch))) {
-    log_.end_call();
+  if (ec || (ec = log_->start(batch))) {
+    log_->end_call();
     return ec;
   }
   return pump_sync();

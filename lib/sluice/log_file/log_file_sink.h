@@ -11,11 +11,15 @@
 #include <system_error>
 
 #include "sluice/loop/loop.h"
-#include "sluice/sinks/log_options.h"
-#include "sluice/detail/log_writer.h"
+#include "sluice/log_file/log_options.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice {
+
+namespace detail {
+class log_rotation;
+class log_writer;
+}  // namespace detail
 
 /// A sink that appends to a log file (O_WRONLY | O_CREAT | O_APPEND |
 /// O_CLOEXEC), writing a turn's lines with writev as fd_sink does (the same
@@ -35,7 +39,7 @@ namespace sluice {
 ///   larger keep are not touched.
 /// - **reopen()** closes and reopens the path (creating it), for external
 ///   rotation: logrotate renames the file, then signals the process (see
-///   on_signal() in sluice/signals.h). A reopen asked for while a write is in
+///   on_signal() in sluice/loop/signals.h). A reopen asked for while a write is in
 ///   flight waits until the chunk being written is complete.
 /// - **fsync policy**: see log_options::fsync_policy. Unless the policy is
 ///   never, each file is synced before it is closed if it has unsynced
@@ -113,7 +117,9 @@ class log_file_sink : public sink {
   void on_timer() noexcept;
   void report(std::error_code ec) noexcept;
 
-  detail::log_writer log_;  // the file (rotation, reopen, fsync) and its writer
+  // The file (rotation, reopen, fsync) and its writer, behind a pointer so
+  // that this header does not bring the compressor's thread to its users.
+  std::unique_ptr<detail::log_writer> log_;
   loop* loop_ = nullptr;
 
   std::optional<write_done> done_;  // the call in flight

@@ -1,4 +1,4 @@
-#include "sluice/detail/log_compressor.h"
+#include "sluice/log_file/detail/log_compressor.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <limits>
 
-#include "sluice/detail/compress_file.h"
+#include "sluice/log_file/detail/compress_file.h"
 #include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {

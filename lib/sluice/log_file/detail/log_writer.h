@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "sluice/sinks/detail/fd_writer.h"
-#include "sluice/detail/log_rotation.h"
+#include "sluice/log_file/detail/log_rotation.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice::detail {

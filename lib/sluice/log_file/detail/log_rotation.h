@@ -15,8 +15,8 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/detail/log_compressor.h"
-#include "sluice/sinks/log_options.h"
+#include "sluice/log_file/detail/log_compressor.h"
+#include "sluice/log_file/log_options.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice::detail {
@@ -79,8 +79,6 @@ class log_rotation {
   }
   /// After a call's last part (written or failed): releases the lock.
   void end_call() noexcept;
-  /// Whether the file is rotated when full: a regular file named by the path.
-  bool rotatable() const noexcept { return rotatable_; }
   /// How many of the `left` chunks from `first` (at least one) fit in the
   /// file as it is; `first` is moved past them.
   std::size_t fitting(write_batch::iterator& first, std::size_t left) const noexcept;

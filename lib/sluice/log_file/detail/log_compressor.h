@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/sinks/log_options.h"
+#include "sluice/log_file/log_options.h"
 
 namespace sluice::detail {
 

@@ -1,4 +1,4 @@
-#include "sluice/detail/compress_file.h"
+#include "sluice/log_file/detail/compress_file.h"
 
 #include <unistd.h>
 
@@ -18,27 +18,6 @@
 #endif
 
 namespace sluice {
-
-bool log_compression_available(log_options::compression c) noexcept {
-  switch (c) {
-    case log_options::compression::none: return true;
-#ifdef SLUICE_HAS_ZLIB
-    case log_options::compression::gzip: return true;
-#endif
-#ifdef SLUICE_HAS_ZSTD
-    case log_options::compression::zstd: return true;
-#endif
-    default: return false;
-  }
-}
-
-compression_levels log_compression_levels(log_options::compression c) noexcept {
-  switch (c) {
-    case log_options::compression::gzip: return {1, 9};
-    case log_options::compression::zstd: return {1, 22};
-    default: return {0, 0};
-  }
-}
 
 namespace detail {
 namespace {
