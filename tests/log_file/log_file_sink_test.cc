@@ -158,9 +158,16 @@ TEST_CASE("opening a log file that cannot be opened throws stream_error with the
   CHECK(ec == std::errc::no_such_file_or_directory);
   CHECK(log_file_sink::open(path, {}, ec) == nullptr);
   CHECK(ec == std::errc::no_such_file_or_directory);
+  ec.clear();
+  CHECK(make_log_writable(path, {}, ec) == nullptr);  // the twin without stream options
+  CHECK(ec == std::errc::no_such_file_or_directory);
   auto ok = make_log_writable(dir.file("fine.log"), {}, on(l), ec);
-  CHECK(ok != nullptr);
+  REQUIRE(ok != nullptr);
   CHECK_FALSE(bool(ec));
+  // The handle knows its sink's type: no cast to reach it.
+  CHECK(ok->get_sink().path() == dir.file("fine.log"));
+  const writable& as_writable = *ok;
+  CHECK(&ok->get_sink() == &as_writable.get_sink());
 }
 
 // ---- rotation
