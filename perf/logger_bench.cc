@@ -50,7 +50,7 @@
 #include <fmt/format.h>
 
 #include "sluice/factories.h"
-#include "sluice/logger.h"
+#include "sluice/logger/logger.h"
 #include "sluice/loop.h"
 
 #if LOGGER_BENCH_HAVE_SPDLOG

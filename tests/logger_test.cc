@@ -25,7 +25,7 @@
 #include <fmt/format.h>
 
 #include "sluice/factories.h"
-#include "sluice/logger.h"
+#include "sluice/logger/logger.h"
 #include "support/temp_dir.h"
 #include "support/time_scale.h"
 

@@ -20,7 +20,7 @@
 #include "sluice/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
-#include "sluice/detail/unix_path.h"
+#include "sluice/net/detail/unix_path.h"
 #include "support/spin.h"
 #include "support/temp_dir.h"
 
