@@ -1,5 +1,5 @@
-// crash_handler: what the rings hold, with write(2), at a fatal signal
-// (crash_handler.h). Nothing here allocates or locks: fmt::format_to_n into
+// crash_handler: what the rings hold, with write(2) (write_fully()), at a
+// fatal signal (crash_handler.h). Nothing here allocates or locks: fmt::format_to_n into
 // a buffer on the stack, for the built-in types the records hold.
 #include "sluice/logger/detail/crash_handler.h"
 
@@ -15,6 +15,7 @@
 
 #include "sluice/logger/detail/arg_codec.h"
 #include "sluice/logger/detail/clock.h"
+#include "sluice/detail/syscalls.h"
 
 namespace sluice::detail {
 
@@ -25,18 +26,6 @@ constexpr std::size_t max_crash_loggers = 16;
 std::atomic<logger::state*> crash_loggers[max_crash_loggers];
 std::once_flag crash_installed;
 std::atomic<bool> crash_written{false};
-
-void write_all(int fd, const char* p, std::size_t n) noexcept {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
 
 void crash_write_queue(const logger::state& s, const log_queue& q, int fd) noexcept {
   log_buffer* b = q.crash_buf.load(std::memory_order_acquire);
@@ -55,7 +44,7 @@ void crash_write_queue(const logger::state& s, const log_queue& q, int fd) noexc
       if (r->dropped) {
         const std::size_t n =
             fmt::format_to_n(line, sizeof line, fmt::runtime(log_drop_format), r->dropped).size;
-        write_all(fd, line, std::min(n, sizeof line));
+        (void)write_fully(fd, line, std::min(n, sizeof line));
       }
       std::size_t at = 0;
       if (r->timestamp) at = format_stamp(line, s.stamp_ns(r->timestamp), s.precise_stamps());
@@ -64,7 +53,7 @@ void crash_write_queue(const logger::state& s, const log_queue& q, int fd) noexc
       out.capacity = sizeof line - at;
       try {
         r->decode(reinterpret_cast<const std::byte*>(r + 1), r->format, r->format_size, out);
-        write_all(fd, line, at + std::min(out.size, out.capacity));
+        (void)write_fully(fd, line, at + std::min(out.size, out.capacity));
       } catch (...) {
       }
       pos += r->size;
