@@ -20,9 +20,9 @@
 #include "sluice/logger/detail/clock.h"
 #include "sluice/logger/detail/crash_handler.h"
 #include "sluice/logger/detail/state.h"
-#include "sluice/loop.h"
-#include "sluice/signals.h"
-#include "sluice/detail/worker_protocol.h"
+#include "sluice/loop/loop.h"
+#include "sluice/loop/signals.h"
+#include "sluice/sinks/detail/worker_protocol.h"
 
 namespace sluice {
 

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 #include "sluice/net/detail/unix_path.h"
 
 namespace sluice::net {

@@ -17,11 +17,11 @@
 #include <cerrno>
 #include <optional>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/net/detail/socket_sink.h"
 #include "sluice/net/detail/socket_source.h"
 #include "sluice/net/server.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::net {
 

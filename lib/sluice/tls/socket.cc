@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sources/source.h"
 #include "sluice/tls/detail/record_bio.h"

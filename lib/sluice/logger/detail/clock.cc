@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "sluice/detail/worker_protocol.h"  // cpu_relax()
+#include "sluice/sinks/detail/worker_protocol.h"  // cpu_relax()
 
 namespace sluice::detail {
 

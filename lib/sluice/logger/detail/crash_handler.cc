@@ -15,7 +15,7 @@
 
 #include "sluice/logger/detail/arg_codec.h"
 #include "sluice/logger/detail/clock.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {
 

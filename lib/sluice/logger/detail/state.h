@@ -34,8 +34,8 @@
 #include "sluice/logger/detail/clock.h"
 #include "sluice/logger/detail/spsc_ring.h"
 #include "sluice/logger/logger.h"
-#include "sluice/loop.h"
-#include "sluice/signals.h"
+#include "sluice/loop/loop.h"
+#include "sluice/loop/signals.h"
 
 namespace sluice {
 

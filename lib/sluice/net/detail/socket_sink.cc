@@ -6,9 +6,9 @@
 
 #include <cerrno>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/net/socket.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::net::detail {
 

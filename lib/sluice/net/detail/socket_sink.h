@@ -8,8 +8,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/detail/fd_writer.h"
-#include "sluice/loop.h"
+#include "sluice/sinks/detail/fd_writer.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice::net {

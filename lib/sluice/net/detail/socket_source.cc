@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "sluice/net/socket.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::net::detail {
 

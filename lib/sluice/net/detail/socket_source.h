@@ -6,7 +6,7 @@
 #include <memory>
 #include <system_error>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sources/source.h"
 
 namespace sluice::net {
