@@ -51,7 +51,7 @@
 
 #include "sluice/factories.h"
 #include "sluice/log_file/log_writable.h"
-#include "sluice/logger.h"
+#include "sluice/logger/logger.h"
 #include "sluice/loop/loop.h"
 
 #if LOGGER_BENCH_HAVE_SPDLOG

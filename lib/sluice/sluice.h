@@ -12,7 +12,7 @@
 #include "sluice/lines/line_counter.h"
 #include "sluice/lines/line_reader.h"
 #include "sluice/lines/line_splitter.h"
-#include "sluice/logger.h"
+#include "sluice/logger/logger.h"
 #include "sluice/loop/loop.h"
 #include "sluice/net/address.h"
 #include "sluice/net/lookup.h"

@@ -21,13 +21,11 @@ cd "$lib"
 layer_of() {
   case "$1" in
     # Not yet in a component's folder (issue 35 moves them): their layer.
-    sluice/detail/log_codec.* | sluice/detail/log_queue.*) echo 6 ;;
     # file_worker's log mode (sinks/) writes with the log file's rotation:
     # until that mode moves into log_file/, the options and the internals stay
     # at the sinks' layer.
     sluice/log_file/log_options.* | sluice/log_file/detail/*) echo 3 ;;
-    sluice/detail/unix_path.* | sluice/factories.*) echo 5 ;;
-    sluice/detail/tls_record_bio.* | sluice/logger.*) echo 6 ;;
+    sluice/factories.*) echo 5 ;;
     sluice/tls/syslog_tls.* | sluice/detail/spool_* | sluice/detail/reconnecting_socket.*) echo 7 ;;
     sluice/base/*) echo 0 ;;
     sluice/loop/*) echo 1 ;;

@@ -26,7 +26,7 @@
 
 #include "sluice/factories.h"
 #include "sluice/log_file/log_writable.h"
-#include "sluice/logger.h"
+#include "sluice/logger/logger.h"
 #include "support/temp_dir.h"
 #include "support/time_scale.h"
 

@@ -364,6 +364,36 @@ TEST_CASE("past max_connections a connection is closed at once, the others are s
   srv.close();
 }
 
+TEST_CASE("set_max_connections() while listening: a connection past the new limit is closed, lifting it serves again") {
+  net_world w;
+  server srv(w.server_opts());
+  echo(srv);
+  srv.listen(0, "127.0.0.1");
+  auto first = net::connect(port_of(srv), "127.0.0.1", w.socket_opts());
+  std::string got;
+  first->on(event::data, [&](std::string_view d) { got += d; });
+  first->write("one");
+  REQUIRE(spin(w.loop, [&] { return got == "one"; }));
+  srv.set_max_connections(1);  // Node: server.maxConnections = 1, at any time
+  auto second = net::connect(port_of(srv), "127.0.0.1", w.socket_opts());
+  w.record(*second, "second");
+  second->on(event::data, [](std::string_view) {});
+  REQUIRE(spin(w.loop, [&] { return w.has("second close false") || w.has("second close true"); }));
+  CHECK(srv.dropped() == 1);
+  srv.set_max_connections(std::nullopt);
+  auto third = net::connect(port_of(srv), "127.0.0.1", w.socket_opts());
+  std::string third_got;
+  third->on(event::data, [&](std::string_view d) { third_got += d; });
+  third->write("three");
+  REQUIRE(spin(w.loop, [&] { return third_got == "three"; }));
+  CHECK(srv.dropped() == 1);
+  CHECK(srv.accepted() == 2);
+  first->end();
+  third->end();
+  REQUIRE(spin(w.loop, [&] { return srv.connections() == 0; }));
+  srv.close();
+}
+
 TEST_CASE("1000 connections at once, each echoed") {
   rlimit lim{};
   REQUIRE(::getrlimit(RLIMIT_NOFILE, &lim) == 0);

@@ -1,4 +1,4 @@
-// net::server's Unix paths in the file system (sluice/detail/unix_path.h): a
+// net::server's Unix paths in the file system (sluice/net/detail/unix_path.h): a
 // socket file left by a listener that died is taken over; anything else at
 // the path is left alone (EADDRINUSE); unix_mode and unix_group are set
 // before the server accepts. Real sockets in a temporary directory.
@@ -20,7 +20,7 @@
 #include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
-#include "sluice/detail/unix_path.h"
+#include "sluice/net/detail/unix_path.h"
 #include "support/spin.h"
 #include "support/temp_dir.h"
 

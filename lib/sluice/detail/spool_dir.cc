@@ -18,8 +18,6 @@ namespace sluice::detail {
 
 namespace {
 
-std::error_code last_error() noexcept { return {errno, std::system_category()}; }
-
 constexpr char position_magic[8] = {'S', 'L', 'S', 'P', 'P', 'O', 'S', '1'};
 
 }  // namespace

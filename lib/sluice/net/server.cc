@@ -10,13 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "sluice/detail/unix_path.h"
+#include "sluice/base/detail/syscalls.h"
+#include "sluice/net/detail/unix_path.h"
 
 namespace sluice::net {
 
-namespace {
-std::error_code last_error() noexcept { return {errno, std::system_category()}; }
-}  // namespace
+using sluice::detail::last_error;
 
 server::server(const server_options& options)
     : options_(options), loop_(options.event_loop ? options.event_loop : &loop::current()) {

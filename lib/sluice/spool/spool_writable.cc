@@ -24,8 +24,6 @@ namespace sluice::detail {
 
 namespace {
 
-std::error_code last_error() noexcept { return {errno, std::system_category()}; }
-
 // How long a spool that could not be written waits before it tries again.
 constexpr std::chrono::milliseconds disk_retry{1000};
 // How often, at most, the position of the acknowledgements is saved.
@@ -267,25 +265,8 @@ class spool_sink final : public sink {
   std::error_code append(const std::string& header, std::string_view records) {
     iovec iov[2] = {{const_cast<char*>(header.data()), header.size()},
                     {const_cast<char*>(records.data()), records.size()}};
-    int first = header.empty() ? 1 : 0;
-    std::size_t left = header.size() + records.size();
-    while (left != 0) {
-      const ssize_t n = sys.writev(wfd_, iov + first, 2 - first);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return last_error();
-      }
-      if (n == 0) return std::make_error_code(std::errc::io_error);
-      left -= static_cast<std::size_t>(n);
-      std::size_t m = static_cast<std::size_t>(n);
-      while (m != 0) {
-        const std::size_t c = std::min(m, iov[first].iov_len);
-        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + c;
-        iov[first].iov_len -= c;
-        m -= c;
-        if (iov[first].iov_len == 0 && first < 1) ++first;
-      }
-    }
+    const int first = header.empty() ? 1 : 0;
+    if (const std::error_code ec = write_fully(wfd_, iov + first, 2 - first)) return ec;
     if (o_.sync == spool_sync::batch && sys.fsync(wfd_) != 0) return last_error();
     return {};
   }

@@ -166,9 +166,4 @@ class server : public emitter {
   char tag_ = 0;
 };
 
-/// Node: tls.createServer(options).
-inline std::unique_ptr<server> create_server(const server_options& options) {
-  return std::make_unique<server>(options);
-}
-
 }  // namespace sluice::tls

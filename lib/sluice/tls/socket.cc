@@ -17,7 +17,7 @@
 #include "sluice/base/errors.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sources/source.h"
-#include "sluice/detail/tls_record_bio.h"
+#include "sluice/tls/detail/record_bio.h"
 #include "sluice/tls/server.h"
 #include "sluice/tls/tls_error.h"
 

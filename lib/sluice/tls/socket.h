@@ -105,8 +105,6 @@ class socket : public duplex {
   std::string cipher() const;
   /// Node: tlsSocket.encrypted, always true.
   bool encrypted() const noexcept { return true; }
-  /// Whether the handshake is done (Node: _secureEstablished).
-  bool secure_established() const noexcept { return secure_; }
 
   /// The TCP socket below: its addresses, counters (write_syscalls()), timeouts.
   net::socket& tcp() noexcept { return *tcp_; }

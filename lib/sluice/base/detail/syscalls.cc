@@ -28,6 +28,48 @@ syscall_table swap_syscalls(const syscall_table& table) noexcept {
 }
 
 namespace {
+
+// The loop of write_fully(), over the call that writes: writev, or write
+// for one buffer (the table's entries stay those the callers made before).
+template <class Call>
+std::error_code write_loop(iovec* iov, int count, Call call) noexcept {
+  while (count > 0 && iov->iov_len == 0) {
+    ++iov;
+    --count;
+  }
+  while (count > 0) {
+    const ssize_t n = call(iov, count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return last_error();
+    }
+    if (n == 0) return std::make_error_code(std::errc::io_error);
+    auto m = static_cast<std::size_t>(n);
+    while (count > 0 && m >= iov->iov_len) {
+      m -= iov->iov_len;
+      ++iov;
+      --count;
+    }
+    if (count > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + m;
+      iov->iov_len -= m;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::error_code write_fully(int fd, iovec* iov, int count) noexcept {
+  return write_loop(iov, count, [fd](const iovec* v, int c) { return sys.writev(fd, v, c); });
+}
+
+std::error_code write_fully(int fd, const void* data, std::size_t size) noexcept {
+  iovec one{const_cast<void*>(data), size};
+  return write_loop(&one, 1, [fd](const iovec* v, int) { return sys.write(fd, v->iov_base, v->iov_len); });
+}
+
+namespace {
 sigset_t sigpipe_set() noexcept {
   sigset_t s;
   sigemptyset(&s);

@@ -14,7 +14,15 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <cerrno>
+#include <cstddef>
+#include <system_error>
+
 namespace sluice::detail {
+
+/// errno as an error_code of std::system_category(): what a call that
+/// failed reports, asked right after it (before anything that may set errno).
+inline std::error_code last_error() noexcept { return {errno, std::system_category()}; }
 
 struct syscall_table {
   ssize_t (*writev)(int fd, const iovec* iov, int count);
@@ -51,6 +59,18 @@ extern const syscall_table real_syscalls;
 /// For tests: puts `table` in use and returns the table that was. Only
 /// while no stream or worker thread makes a call.
 syscall_table swap_syscalls(const syscall_table& table) noexcept;
+
+/// Writes all of `iov[0..count)` to `fd` through sys.writev, for a caller
+/// that may block (a file, a thread of its own, a crash handler): a short
+/// write goes on where the kernel stopped, EINTR is retried. Any other
+/// failure is returned as it is (EAGAIN too: a non-blocking fd is not waited
+/// for); a writev that takes nothing of a non-empty rest is EIO. `iov` is
+/// used up (advanced) on the way. Neither allocates nor locks: async-signal-
+/// safe. The one full-write loop of the library; a loop's non-blocking
+/// writes go through sinks' fd_writer instead.
+std::error_code write_fully(int fd, iovec* iov, int count) noexcept;
+/// The same for one buffer, through sys.write.
+std::error_code write_fully(int fd, const void* data, std::size_t size) noexcept;
 
 /// SIGPIPE blocked for this thread while it lives, around a write to a pipe
 /// (or a splice or sendfile into a pipe or socket) whose reader may be

@@ -24,8 +24,6 @@ namespace {
 
 constexpr std::size_t buffer_size = 256 * 1024;
 
-std::error_code last_error() noexcept { return {errno, std::system_category()}; }
-
 // read(2) of up to n bytes, EINTR retried; -1 on error.
 ssize_t read_some(int fd, char* p, std::size_t n) noexcept {
   ssize_t r;
@@ -33,19 +31,6 @@ ssize_t read_some(int fd, char* p, std::size_t n) noexcept {
     r = ::read(fd, p, n);
   } while (r < 0 && errno == EINTR);
   return r;
-}
-
-std::error_code write_all(int fd, const char* p, std::size_t n) noexcept {
-  while (n > 0) {
-    const ssize_t r = sys.write(fd, p, n);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return last_error();
-    }
-    p += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return {};
 }
 
 #ifdef SLUICE_HAS_ZLIB
@@ -67,7 +52,7 @@ std::error_code gzip_file(int in_fd, int out_fd, int level) noexcept {
       s.avail_out = static_cast<uInt>(out.size());
       err = deflate(&s, flush);
       if (err == Z_STREAM_ERROR) return std::make_error_code(std::errc::io_error);
-      if (const std::error_code ec = write_all(out_fd, out.data(), out.size() - s.avail_out)) return ec;
+      if (const std::error_code ec = write_fully(out_fd, out.data(), out.size() - s.avail_out)) return ec;
     } while (s.avail_out == 0);
     if (err == Z_STREAM_END) return {};
   }
@@ -91,7 +76,7 @@ std::error_code zstd_file(int in_fd, int out_fd, int level) noexcept {
       ZSTD_outBuffer ob{out.data(), out.size(), 0};
       left = ZSTD_compressStream2(cctx.get(), &ob, &ib, mode);
       if (ZSTD_isError(left)) return std::make_error_code(std::errc::io_error);
-      if (const std::error_code ec = write_all(out_fd, out.data(), ob.pos)) return ec;
+      if (const std::error_code ec = write_fully(out_fd, out.data(), ob.pos)) return ec;
     } while (mode == ZSTD_e_end ? left != 0 : ib.pos < ib.size);
     if (mode == ZSTD_e_end) return {};
   }

@@ -17,8 +17,6 @@ namespace sluice::detail {
 
 namespace {
 
-std::error_code last_error() noexcept { return {errno, std::system_category()}; }
-
 // rename() and unlink() where a missing source is no failure: rotated files
 // may have gaps, and the log itself may have been removed under us.
 std::error_code rename_if_there(const std::string& from, const std::string& to) noexcept {

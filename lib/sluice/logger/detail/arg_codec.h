@@ -1,5 +1,5 @@
-// log_codec: how sluice::logger's print() stores its arguments in a record
-// (log_queue.h), and the decoder, made per argument-type list at compile
+// arg_codec: how sluice::logger's print() stores its arguments in a record
+// (spsc_ring.h), and the decoder, made per argument-type list at compile
 // time, that formats them on the backend thread exactly as fmt::format
 // would have at the call.
 #pragma once
@@ -14,7 +14,7 @@
 
 #include <fmt/core.h>
 
-#include "sluice/detail/log_queue.h"
+#include "sluice/logger/detail/spsc_ring.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice::detail {

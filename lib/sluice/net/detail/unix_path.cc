@@ -1,4 +1,4 @@
-#include "sluice/detail/unix_path.h"
+#include "sluice/net/detail/unix_path.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>

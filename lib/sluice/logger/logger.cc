@@ -1,45 +1,25 @@
-// logger: the backend thread, the slow paths of print(), shutdown and the
-// crash handler. The fast path is print() in logger.h.
-//
-// ---- Who touches what
-//
-// A producer thread owns one log_queue per logger (attach_thread): it alone
-// writes records and moves `tail`. The backend thread alone reads records,
-// hands each line to the stream (vprint, which formats through the stream's
-// parsed-format cache), and moves `head` once the stream's write callback
-// says the line landed: so a full ring means lines not yet written, and the
-// crash handler writes from `head`. Queues are never unlinked while the
-// logger lives (the crash handler walks the list without a lock); a thread
-// that exits lets go of its queue, and the next new thread takes it over.
-//
-// Waking: print() never wakes the backend. The backend drains, then sleeps
-// for poll_interval on its loop's timer; a full ring, flush() and shutdown
-// post to its loop (kick()), once until the backend has run. A producer
-// waiting for room sleeps on its queue's `space_epoch`, which the backend
-// bumps when it has freed half the ring and sees `waiting`.
-#include "sluice/logger.h"
+// logger: the backend thread, the slow paths of print() and shutdown. The
+// fast path is print() in logger.h; who touches what, and how the threads
+// wake each other, is said in detail/state.h. The clocks are
+// detail/clock.cc, the crash handler detail/crash_handler.cc.
+#include "sluice/logger/logger.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cmath>
-#include <condition_variable>
-#include <csignal>
-#include <cstring>
+#include <chrono>
 #include <exception>
-#include <fstream>
 #include <future>
 #include <mutex>
-#include <span>
-#include <sstream>
-#include <thread>
+#include <stdexcept>
 #include <unordered_set>
 #include <vector>
 
+#include "sluice/logger/detail/arg_codec.h"
+#include "sluice/logger/detail/clock.h"
+#include "sluice/logger/detail/crash_handler.h"
+#include "sluice/logger/detail/state.h"
 #include "sluice/loop/loop.h"
 #include "sluice/loop/signals.h"
 #include "sluice/sinks/detail/worker_protocol.h"
@@ -86,262 +66,7 @@ std::size_t round_pow2(std::size_t n) {
   return c;
 }
 
-// ---- time, formatted without gmtime (the crash handler uses it too)
-
-struct civil {
-  int y;
-  unsigned m, d;
-};
-// Howard Hinnant's civil_from_days.
-civil civil_from_days(std::int64_t z) noexcept {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return {static_cast<int>(y + (m <= 2)), m, d};
-}
-
-void put_digits(char* p, unsigned v, int n) noexcept {
-  for (int i = n - 1; i >= 0; --i) {
-    p[i] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  }
-}
-
-// "2026-12-02T01:19:04.123Z " (coarse) or "2026-12-02T01:19:04.123456Z "
-// (precise) into p; returns its length.
-std::size_t format_stamp(char* p, std::uint64_t ns, bool precise) noexcept {
-  const std::int64_t secs = static_cast<std::int64_t>(ns / 1'000'000'000);
-  const std::int64_t days = secs / 86400;
-  const auto sod = static_cast<unsigned>(secs % 86400);
-  const civil c = civil_from_days(days);
-  put_digits(p, static_cast<unsigned>(c.y), 4);
-  p[4] = '-';
-  put_digits(p + 5, c.m, 2);
-  p[7] = '-';
-  put_digits(p + 8, c.d, 2);
-  p[10] = 'T';
-  put_digits(p + 11, sod / 3600, 2);
-  p[13] = ':';
-  put_digits(p + 14, sod / 60 % 60, 2);
-  p[16] = ':';
-  put_digits(p + 17, sod % 60, 2);
-  p[19] = '.';
-  const auto frac = static_cast<unsigned>(ns % 1'000'000'000);
-  std::size_t n = 20;
-  if (precise) {
-    put_digits(p + n, frac / 1000, 6);
-    n += 6;
-  } else {
-    put_digits(p + n, frac / 1'000'000, 3);
-    n += 3;
-  }
-  p[n++] = 'Z';
-  p[n++] = ' ';
-  return n;
-}
-
-constexpr std::string_view drop_format = "sluice::logger: {} lines dropped\n";
-
-// ---- the TSC as the wall clock (log_timestamp::precise)
-//
-// print() stores the counter; the backend maps it to CLOCK_REALTIME with a
-// line (base, slope) it refits every second against pairs read together.
-// A refit does not jump: it starts where the old line is at that moment
-// and slews the difference out over the next interval, so that the stamps
-// of one thread stay in order across it. Only a wall clock stepped by more
-// than a millisecond (settimeofday, an NTP step) makes it start afresh.
-
-// The counter ticks at one rate in every state and on every core, and the
-// kernel trusts it (it falls back to another clocksource when it does not).
-bool tsc_invariant() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool ok = [] {
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line;
-    bool constant = false, nonstop = false;
-    while (std::getline(cpuinfo, line) && line.rfind("flags", 0) != 0) {
-    }
-    std::istringstream flags(line);
-    for (std::string f; flags >> f;) {
-      constant |= f == "constant_tsc";
-      nonstop |= f == "nonstop_tsc";
-    }
-    std::ifstream source("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-    std::string clocksource;
-    source >> clocksource;
-    return constant && nonstop && clocksource == "tsc";
-  }();
-  return ok;
-#else
-  return false;
-#endif
-}
-
-std::uint64_t realtime_ns(clockid_t id) noexcept {
-  timespec ts;
-  ::clock_gettime(id, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-struct tsc_sample {
-  std::uint64_t tsc, ns;
-};
-// The counter and the wall clock read together: of a few tries, the one
-// whose clock_gettime the two counter reads bracket most tightly (the
-// others were interrupted).
-tsc_sample sample_tsc() noexcept {
-  tsc_sample best{};
-  std::uint64_t best_gap = ~std::uint64_t{0};
-  for (int i = 0; i < 8; ++i) {
-    const std::uint64_t a = detail::log_tsc();
-    const std::uint64_t ns = realtime_ns(CLOCK_REALTIME);
-    const std::uint64_t b = detail::log_tsc();
-    if (b - a < best_gap) {
-      best_gap = b - a;
-      best = {a + (b - a) / 2, ns};
-    }
-  }
-  return best;
-}
-
-class tsc_clock {
- public:
-  // Two samples 2 ms apart: a slope good to about 1e-5 until the first
-  // refit, 50 ms later.
-  void calibrate() {
-    origin_ = sample_tsc();
-    const std::uint64_t until = origin_.ns + 2'000'000;
-    while (realtime_ns(CLOCK_REALTIME) < until) detail::cpu_relax();
-    const tsc_sample s = sample_tsc();
-    publish(s.tsc, s.ns, static_cast<double>(s.ns - origin_.ns) / static_cast<double>(s.tsc - origin_.tsc));
-    last_fit_ = s.tsc;
-    interval_ns_ = 50'000'000;
-  }
-  // The backend, on each pass: refits once the interval is over (50 ms,
-  // doubling up to 1 s).
-  void maybe_refit() noexcept {
-    const std::uint64_t now = detail::log_tsc();
-    const double slope = current().slope.load(std::memory_order_relaxed);
-    if (static_cast<double>(now - last_fit_) * slope < static_cast<double>(interval_ns_)) return;
-    const tsc_sample s = sample_tsc();
-    const std::uint64_t mapped = to_ns(s.tsc);
-    const auto off = static_cast<std::int64_t>(s.ns - mapped);
-    if (off > 1'000'000 || off < -1'000'000 || s.ns <= origin_.ns || s.tsc <= origin_.tsc) {
-      // The wall clock was stepped: start from here, at the old rate.
-      origin_ = {s.tsc - 1, s.ns - static_cast<std::uint64_t>(slope)};
-      publish(s.tsc, s.ns, slope);
-    } else {
-      interval_ns_ = std::min<std::uint64_t>(interval_ns_ * 2, 1'000'000'000);
-      const double rate = static_cast<double>(s.ns - origin_.ns) / static_cast<double>(s.tsc - origin_.tsc);
-      // Continuous at s.tsc; reaches the fitted line one interval later.
-      const double ticks = static_cast<double>(interval_ns_) / rate;
-      publish(s.tsc, mapped, std::max(rate + static_cast<double>(off) / ticks, rate / 2));
-    }
-    last_fit_ = s.tsc;
-  }
-  // Any thread (the crash handler too): the counter's value as ns since the
-  // epoch.
-  std::uint64_t to_ns(std::uint64_t tsc) const noexcept {
-    const fit& f = current();
-    const auto delta = static_cast<double>(static_cast<std::int64_t>(tsc - f.tsc.load(std::memory_order_relaxed)));
-    return f.ns.load(std::memory_order_relaxed) +
-           static_cast<std::uint64_t>(std::llround(delta * f.slope.load(std::memory_order_relaxed)));
-  }
-
- private:
-  // Two fits, one being read: the backend writes the other, then flips, so
-  // that a reader (the crash handler, on another thread) sees a whole one.
-  struct fit {
-    std::atomic<std::uint64_t> tsc{0}, ns{0};
-    std::atomic<double> slope{1};
-  };
-  const fit& current() const noexcept { return fits_[which_.load(std::memory_order_acquire)]; }
-  void publish(std::uint64_t tsc, std::uint64_t ns, double slope) noexcept {
-    fit& f = fits_[1 - which_.load(std::memory_order_relaxed)];
-    f.tsc.store(tsc, std::memory_order_relaxed);
-    f.ns.store(ns, std::memory_order_relaxed);
-    f.slope.store(slope, std::memory_order_relaxed);
-    which_.store(1 - which_.load(std::memory_order_relaxed), std::memory_order_release);
-  }
-
-  fit fits_[2];
-  std::atomic<int> which_{0};
-  tsc_sample origin_{};  // the backend's
-  std::uint64_t last_fit_ = 0;
-  std::uint64_t interval_ns_ = 0;
-};
-
-// ---- the crash handler
-
-constexpr int crash_signals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE};
-constexpr std::size_t max_crash_loggers = 16;
-std::atomic<logger::state*> crash_loggers[max_crash_loggers];
-std::once_flag crash_installed;
-void on_crash(int signo) noexcept;
-
 }  // namespace
-
-struct logger::state {
-  logger_options options;
-  stream_factory make_stream;
-  std::uint64_t id = 0;
-
-  std::atomic<log_queue*> queues{nullptr};  // pushed at the front, never unlinked
-  std::mutex attach_mutex;
-
-  std::thread backend;
-  std::mutex loop_mutex;
-  loop* home = nullptr;  // the backend's loop while it runs (loop_mutex)
-  std::atomic<bool> kicked{false};
-  std::atomic<bool> stopping{false};
-  std::atomic<bool> finished{false};
-
-
-  std::mutex flush_mutex;
-  std::condition_variable flush_cv;
-  std::atomic<std::uint64_t> flush_asked{0};
-  std::uint64_t flush_done = 0;  // flush_mutex
-  std::error_code flush_error;   // flush_mutex
-
-  // ---- the backend thread's
-  std::unique_ptr<writable> stream;
-  bool paused = false;  // write() returned false: waiting for 'drain'
-  bool pass_queued = false;
-  timer_id timer = 0;
-  bool ending = false;
-  std::uint64_t flush_snapped = 0;  // the flush whose ends the queues' flush_stop hold
-  std::uint64_t flush_told = 0;     // the flushes told they are done
-  int term_signo = 0;
-  signal_watch term_watch, int_watch;
-  tsc_clock tsc;  // log_clock::tsc
-  detail::log_clock clock = detail::log_clock::none;
-
-  // A record's timestamp as ns since the epoch.
-  std::uint64_t stamp_ns(std::uint64_t t) const noexcept { return clock == detail::log_clock::tsc ? tsc.to_ns(t) : t; }
-  bool precise_stamps() const noexcept { return clock == detail::log_clock::tsc || clock == detail::log_clock::realtime; }
-
-  void run_backend(std::promise<void>& started);
-  void kick();
-  void schedule_pass();
-  void pass();
-  enum class drained { empty, budget, pushed_back };
-  drained drain_queue(log_queue& q, std::size_t& budget);
-  // Writes one record. `landed_at`, when not 0, is where the queue's lines
-  // that it ends land (the last line of a run: see drain_queue()).
-  bool write_line(log_queue& q, const log_record& r, std::uint64_t landed_at);
-  static write_cb land_cb(log_queue& q, std::uint64_t pos);
-  void land(log_queue& q, std::uint64_t pos) noexcept;
-  void land_all() noexcept;
-  void check_flush() noexcept;
-  void finish(std::error_code ec) noexcept;
-  void on_term(int signo);
-};
 
 // ---- construction and the backend thread
 
@@ -352,7 +77,7 @@ logger::logger(stream_factory make_stream, const logger_options& options, int)
   switch (options.timestamp) {
     case log_timestamp::none: clock_ = detail::log_clock::none; break;
     case log_timestamp::coarse: clock_ = detail::log_clock::coarse; break;
-    case log_timestamp::precise: clock_ = tsc_invariant() ? detail::log_clock::tsc : detail::log_clock::realtime; break;
+    case log_timestamp::precise: clock_ = detail::tsc_invariant() ? detail::log_clock::tsc : detail::log_clock::realtime; break;
     case log_timestamp::realtime: clock_ = detail::log_clock::realtime; break;
   }
   s.clock = clock_;
@@ -377,22 +102,7 @@ logger::logger(stream_factory make_stream, const logger_options& options, int)
     live_loggers().erase(id_);
     throw;
   }
-  if (s.options.crash_handler) {
-    std::size_t i = 0;
-    for (; i < max_crash_loggers; ++i) {
-      logger::state* expected = nullptr;
-      if (crash_loggers[i].compare_exchange_strong(expected, &s)) break;
-    }
-    std::call_once(crash_installed, [] {
-      for (int signo : crash_signals) {
-        struct sigaction sa {};
-        sa.sa_handler = [](int n) { on_crash(n); };
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND;
-        ::sigaction(signo, &sa, nullptr);
-      }
-    });
-  }
+  if (s.options.crash_handler) detail::add_crash_logger(s);
 }
 
 logger::~logger() {
@@ -400,10 +110,7 @@ logger::~logger() {
   s.stopping.store(true, std::memory_order_seq_cst);
   s.kick();
   s.backend.join();
-  for (auto& slot : crash_loggers) {
-    logger::state* expected = &s;
-    slot.compare_exchange_strong(expected, nullptr);
-  }
+  detail::remove_crash_logger(s);
   {
     std::lock_guard lk(live_mutex);
     live_loggers().erase(id_);
@@ -527,7 +234,7 @@ void logger::state::pass() {
     // Drops after a thread's last line have no line to go before: told here.
     for (log_queue* q = queues.load(std::memory_order_acquire); q; q = q->next_queue) {
       const std::uint64_t n = q->dropped.load(std::memory_order_relaxed) - q->reported_drops;
-      if (n) stream->print(fmt::runtime(drop_format), n);
+      if (n) stream->print(fmt::runtime(detail::log_drop_format), n);
       q->reported_drops += n;
     }
     term_watch.reset();
@@ -585,7 +292,7 @@ write_cb logger::state::land_cb(log_queue& q, std::uint64_t pos) {
 }
 
 bool logger::state::write_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {
-  if (r.dropped) stream->print(fmt::runtime(drop_format), r.dropped);
+  if (r.dropped) stream->print(fmt::runtime(detail::log_drop_format), r.dropped);
   if (r.timestamp) {
     std::uint64_t ns = stamp_ns(r.timestamp);
     // A thread's lines in order: a refit of the TSC's line may put a stamp
@@ -594,7 +301,7 @@ bool logger::state::write_line(log_queue& q, const log_record& r, std::uint64_t 
     if (ns < q.last_stamp && q.last_stamp - ns < 1'000'000) ns = q.last_stamp;
     q.last_stamp = ns;
     char buf[40];
-    const std::size_t n = format_stamp(buf, ns, precise_stamps());
+    const std::size_t n = detail::format_stamp(buf, ns, precise_stamps());
     stream->write(std::string_view(buf, n));
   }
   detail::log_output out;
@@ -781,7 +488,7 @@ std::byte* logger::reserve_slow(log_queue*& q, std::size_t size) {
 }
 
 std::uint64_t logger::now() const noexcept {
-  return realtime_ns(clock_ == detail::log_clock::coarse ? CLOCK_REALTIME_COARSE : CLOCK_REALTIME);
+  return detail::realtime_ns(clock_ == detail::log_clock::coarse ? CLOCK_REALTIME_COARSE : CLOCK_REALTIME);
 }
 
 std::error_code logger::flush() {
@@ -802,87 +509,5 @@ std::uint64_t logger::dropped() const noexcept {
     n += q->dropped.load(std::memory_order_relaxed);
   return n;
 }
-
-// ---- the crash handler: what the rings hold, with write(2)
-
-namespace {
-
-void write_all(int fd, const char* p, std::size_t n) noexcept {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-void crash_write_queue(const logger::state& s, const log_queue& q, int fd) noexcept {
-  log_buffer* b = q.crash_buf.load(std::memory_order_acquire);
-  if (!b) return;
-  std::uint64_t pos = b->head.load(std::memory_order_acquire);
-  char line[4096];
-  while (b) {
-    const std::uint64_t tail = b->tail.load(std::memory_order_acquire);
-    while (pos < tail) {
-      const std::size_t off = pos & b->mask;
-      const auto* r = reinterpret_cast<const log_record*>(b->data + off);
-      if (r->size == 0) {
-        pos += b->capacity - off;
-        continue;
-      }
-      if (r->dropped) {
-        const std::size_t n =
-            fmt::format_to_n(line, sizeof line, fmt::runtime(drop_format), r->dropped).size;
-        write_all(fd, line, std::min(n, sizeof line));
-      }
-      std::size_t at = 0;
-      if (r->timestamp) at = format_stamp(line, s.stamp_ns(r->timestamp), s.precise_stamps());
-      detail::log_output out;
-      out.buf = line + at;
-      out.capacity = sizeof line - at;
-      try {
-        r->decode(reinterpret_cast<const std::byte*>(r + 1), r->format, r->format_size, out);
-        write_all(fd, line, at + std::min(out.size, out.capacity));
-      } catch (...) {
-      }
-      pos += r->size;
-    }
-    b = b->next.load(std::memory_order_acquire);
-    pos = 0;
-  }
-}
-
-std::atomic<bool> crash_written{false};
-
-void on_crash(int signo) noexcept {
-  const int saved_errno = errno;
-  // Once: a fault that comes back (the instruction runs again, or a
-  // sanitizer's handler calls this one again) or a second thread's crash
-  // must not write the lines twice.
-  for (auto& slot : crash_written.exchange(true) ? std::span<std::atomic<logger::state*>>() : std::span(crash_loggers)) {
-    const logger::state* s = slot.load(std::memory_order_acquire);
-    if (!s) continue;
-    int fd = s->options.crash_fd;
-    bool opened = false;
-    if (!s->options.crash_path.empty()) {
-      fd = ::open(s->options.crash_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-      opened = fd >= 0;
-    }
-    if (fd < 0) continue;
-    for (const log_queue* q = s->queues.load(std::memory_order_acquire); q; q = q->next_queue)
-      crash_write_queue(*s, *q, fd);
-    if (opened) ::close(fd);
-  }
-  errno = saved_errno;
-  // SA_RESETHAND gave the signal its default action back: raised again, it
-  // is delivered once this handler returns (a fault would come back anyway).
-  ::signal(signo, SIG_DFL);
-  ::raise(signo);
-}
-
-}  // namespace
 
 }  // namespace sluice

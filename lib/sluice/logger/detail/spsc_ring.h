@@ -1,6 +1,7 @@
-// log_queue: one producer thread's ring of a sluice::logger, and the record
-// format the logger's print() writes into it. Single producer (the thread),
-// single consumer (the logger's backend thread).
+// spsc_ring: one producer thread's ring of a sluice::logger (log_queue, a
+// chain of log_buffers), and the record format the logger's print() writes
+// into it. Single producer (the thread), single consumer (the logger's
+// backend thread). Installed because logger.h's print() writes it inline.
 #pragma once
 
 #include <atomic>
@@ -13,25 +14,13 @@ namespace sluice::detail {
 
 inline constexpr std::size_t log_cache_line = 64;
 
-// What print() stamps a record with: log_timestamp once resolved (precise
-// is the TSC where it is invariant).
-enum class log_clock : std::uint8_t { none, tsc, coarse, realtime };
-
-inline std::uint64_t log_tsc() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_ia32_rdtsc();
-#else
-  return 0;  // never used: log_clock::tsc is x86 only
-#endif
-}
-
 struct log_output;
 
-// Formats a record's arguments (see log_codec.h): made per argument-type
+// Formats a record's arguments (see arg_codec.h): made per argument-type
 // list at compile time, so that the record names the types by its address.
 using log_decode_fn = bool(const std::byte* args, const char* format, std::size_t format_size, log_output& out);
 
-// A record: this header, then the arguments as log_codec.h stores them.
+// A record: this header, then the arguments as arg_codec.h stores them.
 // Records start at multiples of 8 in the buffer.
 struct log_record {
   // Bytes of the record, header included, a multiple of 8. Zero: the rest
@@ -39,7 +28,7 @@ struct log_record {
   std::uint32_t size;
   // Lines the thread dropped (a full ring, policy drop) just before this one.
   std::uint32_t dropped;
-  std::uint64_t timestamp;  // ns since the epoch (log_clock::tsc: the TSC), or 0
+  std::uint64_t timestamp;  // ns since the epoch (log_clock::tsc, clock.h: the TSC), or 0
   const char* format;       // a format_string's text: static storage
   std::size_t format_size;
   log_decode_fn* decode;

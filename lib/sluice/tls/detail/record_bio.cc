@@ -1,4 +1,4 @@
-#include "sluice/detail/tls_record_bio.h"
+#include "sluice/tls/detail/record_bio.h"
 
 #include <openssl/bio.h>
 

@@ -1,6 +1,8 @@
 // logger: deferred formatting. print() copies its arguments into a ring of
 // the calling thread; a backend thread formats them with fmt into a stream
-// of its own, on its own loop.
+// of its own, on its own loop. Its internals are in logger/detail/: the ring
+// (spsc_ring.h), the argument codec (arg_codec.h), the clocks (clock.h), the
+// state the threads share (state.h) and the crash handler.
 #pragma once
 
 #include <chrono>
@@ -15,8 +17,9 @@
 
 #include <fmt/core.h>
 
-#include "sluice/detail/log_codec.h"
-#include "sluice/detail/log_queue.h"
+#include "sluice/logger/detail/arg_codec.h"
+#include "sluice/logger/detail/clock.h"
+#include "sluice/logger/detail/spsc_ring.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {

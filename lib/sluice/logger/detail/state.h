@@ -1,0 +1,102 @@
+// state: what a sluice::logger shares between its producers, its backend
+// thread and its crash handler (logger.h keeps it behind a pointer, so that
+// a user of logger.h compiles no <thread> nor <mutex> of it). Internal to
+// the logger (never installed): logger.cc and crash_handler.cc.
+//
+// ---- Who touches what
+//
+// A producer thread owns one log_queue per logger (attach_thread): it alone
+// writes records and moves `tail`. The backend thread alone reads records,
+// hands each line to the stream (vprint, which formats through the stream's
+// parsed-format cache), and moves `head` once the stream's write callback
+// says the line landed: so a full ring means lines not yet written, and the
+// crash handler writes from `head`. Queues are never unlinked while the
+// logger lives (the crash handler walks the list without a lock); a thread
+// that exits lets go of its queue, and the next new thread takes it over.
+//
+// Waking: print() never wakes the backend. The backend drains, then sleeps
+// for poll_interval on its loop's timer; a full ring, flush() and shutdown
+// post to its loop (kick()), once until the backend has run. A producer
+// waiting for room sleeps on its queue's `space_epoch`, which the backend
+// bumps when it has freed half the ring and sees `waiting`.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <system_error>
+#include <thread>
+
+#include "sluice/logger/detail/clock.h"
+#include "sluice/logger/detail/spsc_ring.h"
+#include "sluice/logger/logger.h"
+#include "sluice/loop/loop.h"
+#include "sluice/loop/signals.h"
+
+namespace sluice {
+
+namespace detail {
+// The line that tells of dropped lines, before the thread's next one.
+inline constexpr std::string_view log_drop_format = "sluice::logger: {} lines dropped\n";
+}  // namespace detail
+
+struct logger::state {
+  logger_options options;
+  stream_factory make_stream;
+  std::uint64_t id = 0;
+
+  std::atomic<detail::log_queue*> queues{nullptr};  // pushed at the front, never unlinked
+  std::mutex attach_mutex;
+
+  std::thread backend;
+  std::mutex loop_mutex;
+  loop* home = nullptr;  // the backend's loop while it runs (loop_mutex)
+  std::atomic<bool> kicked{false};
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> finished{false};
+
+  std::mutex flush_mutex;
+  std::condition_variable flush_cv;
+  std::atomic<std::uint64_t> flush_asked{0};
+  std::uint64_t flush_done = 0;  // flush_mutex
+  std::error_code flush_error;   // flush_mutex
+
+  // ---- the backend thread's
+  std::unique_ptr<writable> stream;
+  bool paused = false;  // write() returned false: waiting for 'drain'
+  bool pass_queued = false;
+  timer_id timer = 0;
+  bool ending = false;
+  std::uint64_t flush_snapped = 0;  // the flush whose ends the queues' flush_stop hold
+  std::uint64_t flush_told = 0;     // the flushes told they are done
+  int term_signo = 0;
+  signal_watch term_watch, int_watch;
+  detail::tsc_clock tsc;  // log_clock::tsc
+  detail::log_clock clock = detail::log_clock::none;
+
+  // A record's timestamp as ns since the epoch.
+  std::uint64_t stamp_ns(std::uint64_t t) const noexcept { return clock == detail::log_clock::tsc ? tsc.to_ns(t) : t; }
+  bool precise_stamps() const noexcept { return clock == detail::log_clock::tsc || clock == detail::log_clock::realtime; }
+
+  void run_backend(std::promise<void>& started);
+  void kick();
+  void schedule_pass();
+  void pass();
+  enum class drained { empty, budget, pushed_back };
+  drained drain_queue(detail::log_queue& q, std::size_t& budget);
+  // Writes one record. `landed_at`, when not 0, is where the queue's lines
+  // that it ends land (the last line of a run: see drain_queue()).
+  bool write_line(detail::log_queue& q, const detail::log_record& r, std::uint64_t landed_at);
+  static write_cb land_cb(detail::log_queue& q, std::uint64_t pos);
+  void land(detail::log_queue& q, std::uint64_t pos) noexcept;
+  void land_all() noexcept;
+  void check_flush() noexcept;
+  void finish(std::error_code ec) noexcept;
+  void on_term(int signo);
+};
+
+}  // namespace sluice
