@@ -1,5 +1,5 @@
 // Shutdown: a program that does not end its streams loses nothing it wrote.
-// Child processes (tests/shutdown/shutdown_child.cc) write numbered lines
+// Child processes (tests/stream/shutdown_child.cc) write numbered lines
 // through each kind of stream and leave without end(); the file must hold
 // exactly those lines, in order. In-process cases check the destructor's
 // callbacks.

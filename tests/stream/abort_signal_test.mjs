@@ -1,6 +1,6 @@
-// Prints the logs tests/abort_signal_test.cc expects, from Node v20.20.2:
-// `node --expose-internals tests/abort_signal_test.mjs`. Same streams as
-// tests/pipeline_test.mjs. Node v20's callback pipeline() takes no options;
+// Prints the logs tests/stream/abort_signal_test.cc expects, from Node v20.20.2:
+// `node --expose-internals tests/stream/abort_signal_test.mjs`. Same streams as
+// tests/stream/pipeline_test.mjs. Node v20's callback pipeline() takes no options;
 // sluice's pipeline options are those of Node's pipelineImpl(streams, cb,
 // opts), which stream/promises' pipeline() calls: that is the one used here,
 // so that the callback comes when Node's does.

@@ -1,6 +1,6 @@
 // pipeline() and finished(), checked against Node v20.20.2: each case's
 // expected log is what the same program prints with Node's stream module
-// (tests/pipeline_test.mjs prints them all: `node tests/pipeline_test.mjs`).
+// (tests/stream/pipeline_test.mjs prints them all: `node tests/stream/pipeline_test.mjs`).
 #include <doctest/doctest.h>
 
 #include <memory>

@@ -1,6 +1,6 @@
-// Prints, with Node's streams, the logs tests/pipeline_test.cc expects:
-//   node tests/pipeline_test.mjs            (every case)
-//   node tests/pipeline_test.mjs NAME       (one)
+// Prints, with Node's streams, the logs tests/stream/pipeline_test.cc expects:
+//   node tests/stream/pipeline_test.mjs            (every case)
+//   node tests/stream/pipeline_test.mjs NAME       (one)
 import { Readable, Writable, PassThrough, pipeline, finished } from 'node:stream';
 import { pipeline as pipelinePromise } from 'node:stream/promises';
 const log = [];

@@ -1,7 +1,7 @@
 // add_abort_signal() and the `signal` option of pipeline() and finished(),
 // a std::stop_token as Node v20.20.2's AbortSignal: each case's expected log
 // is what the same program prints with Node's stream module
-// (`node --expose-internals tests/abort_signal_test.mjs`). Then what Node
+// (`node --expose-internals tests/stream/abort_signal_test.mjs`). Then what Node
 // cannot show: request_stop() from another thread, and a stream deleted
 // while its token can still be stopped.
 #include <doctest/doctest.h>

@@ -674,7 +674,7 @@ TEST_CASE("a writable allocates nothing until its first write") {
 }
 
 // A callback that throws ends the program with std::terminate, as a listener
-// that throws does (tests/emitter_test.cc): callbacks run from the loop in
+// that throws does (tests/loop/emitter_test.cc): callbacks run from the loop in
 // noexcept paths, where an exception has nowhere sound to go. In a child.
 TEST_CASE("a write callback that throws ends the program with std::terminate") {
   std::fflush(nullptr);

@@ -1,5 +1,5 @@
 // shutdown_child: writes lines "1\n" .. "N\n" through one kind of stream and
-// then leaves in one way, without end(). tests/shutdown_test.cc runs it and
+// then leaves in one way, without end(). tests/stream/shutdown_test.cc runs it and
 // checks that the file holds exactly those lines, in order.
 //
 //   shutdown_child KIND MODE PATH N
