@@ -13,11 +13,9 @@
 # DEADLINE (--write-deadline for disconnect, default 2000ms; a bare number is seconds), SNDBUF
 # (sluice-fanout's --send-buffer, default 64K: the kernel's share of a
 # stalled subscriber's backlog, which comes before the cap and the deadline).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 stall=${STALL:-20}
 rate=${RATE:-10000}
 size=${SIZE:-100}
