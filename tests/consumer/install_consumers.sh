@@ -160,7 +160,10 @@ cmake -S "$here/components" -B "$tmp/comp" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_B
   -DWANT="$list" >"$tmp/comp.log" 2>&1 || { cat "$tmp/comp.log"; fail "cmake could not configure COMPONENTS $list"; }
 cmake --build "$tmp/comp" >"$tmp/comp-build.log" 2>&1 || { cat "$tmp/comp-build.log"; fail "the components' consumer did not build"; }
 for i in "${!want[@]}"; do
-  out=$("$tmp/comp/${want[$i]}_app")
+  # libsluice-NAME finds libsluice.so.0 by the system's paths (an installed
+  # library has no RUNPATH; the program's does not serve its libraries'
+  # needs), which the scratch DESTDIR is not on.
+  out=$(LD_LIBRARY_PATH=$dest$libdir "$tmp/comp/${want[$i]}_app")
   [[ $out == "${names[$i]}" ]] || fail "the ${want[$i]} consumer printed '$out', not '${names[$i]}'"
 done
 echo "ok: COMPONENTS ${want[*]}: sluice::${want[*]} link and run"
