@@ -12,10 +12,8 @@
 # cat), FILE=P (default /tmp/sluice-cat-256m.bin, made here if missing: 256 MiB
 # of log lines), OUT=P (the output file, default beside FILE), RUNS=N
 # (default 3), SINKS="file pipe null".
-set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
-build=${1:-${BUILD:-$root/build}}
+. "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"
+build=${1:-$build}
 sluice_cat=${SLUICE_CAT:-$build/tools/sluice-cat}
 cat_bin=${CAT:-cat}
 file=${FILE:-/tmp/sluice-cat-256m.bin}

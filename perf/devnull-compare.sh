@@ -17,14 +17,11 @@
 #
 # A program that is missing is skipped with a message and its ratios print
 # n/a; a program that fails makes the script exit 1.
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
 duration=${DURATION:-3}
 sluice_bin=${1:-${SLUICE_DEVNULL:-$root/build/tools/sluice-devnull}}
 raw_bin=${RAW_WRITEV:-$root/build/perf/raw_writev}
-node_bin=${NODE:-node}
 strict=${STRICT:-0}
 
 # JSON parsing: python3 first, then node, then jq. Only flat objects with

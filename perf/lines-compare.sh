@@ -31,15 +31,12 @@
 #
 # A program that is missing is skipped with a message and its ratios print
 # n/a; a program that fails or miscounts makes the script exit 1.
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
-build=${1:-${BUILD:-$root/build}}
+build=${1:-$build}
 lines_bin=${SLUICE_LINES:-$build/tools/sluice-lines}
 cat_bin=${SLUICE_CAT:-$build/tools/sluice-cat}
 getline_bin=${GETLINE_COUNT:-$build/perf/getline_count}
-node_bin=${NODE:-node}
 file=${FILE:-/tmp/sluice-lines-200m.log}
 size_mb=${SIZE_MB:-200}
 runs=${RUNS:-5}

@@ -18,12 +18,9 @@
 # Node (perf/log_bench.js) as one more child, so each peak RSS is its own; the
 # rounds interleave the variants and keep each one's best time; every output
 # file is checked byte for byte against the expected lines, then deleted.
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
 bin=${LOG_BENCH:-$root/build/perf/log_bench}
-node_bin=${NODE:-node}
 
 if [ ! -x "$bin" ]; then
   echo "log-compare: log_bench not found at $bin (build it with 'ninja -C build perf/log_bench'," \

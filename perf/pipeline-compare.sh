@@ -9,12 +9,9 @@
 # Environment: PIPELINE_BENCH=P (default BUILD/perf/pipeline_bench), NODE=P,
 # FILE=P (default /tmp/sluice-lines-200m.log, made by lines-compare.sh; made
 # here as 200 MB of log lines if missing), RUNS=N (default 3), STAGES="0 1 4".
-set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
-build=${1:-${BUILD:-$root/build}}
+. "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"
+build=${1:-$build}
 bench=${PIPELINE_BENCH:-$build/perf/pipeline_bench}
-node_bin=${NODE:-node}
 file=${FILE:-/tmp/sluice-lines-200m.log}
 runs=${RUNS:-3}
 stages=${STAGES:-0 1 4}

@@ -51,6 +51,8 @@ Sends each line of standard input to every connected subscriber.
 ADDR is HOST:PORT (an IP address or localhost; [::1]:PORT for IPv6; port 0
 picks a free port) or unix:PATH. Once listening, sluice-fanout prints
 'sluice-fanout: listening on ADDR' on standard error, with the real port.
+T is a time: a whole number with ms, s, m or h, up to 24h; a bare number is
+seconds (as in sluice-logd and sluice-log).
 
 Options:
   --listen ADDR         where subscribers connect (required, unless
@@ -85,12 +87,11 @@ Options:
                                       'sluice-fanout: cut off ADDR: REASON')
   --max-buffered SIZE   drop, disconnect: the most bytes one subscriber may
                         hold unsent (K, M or G suffix, 1024-based; default 1M)
-  --write-deadline MS   cut off a subscriber whose unsent data has not drained
-                        for MS milliseconds (any policy; 0, the default: never):
+  --write-deadline T    cut off a subscriber whose unsent data has not drained
+                        for T (any policy; 0, the default: never):
                         this is what cuts off a subscriber that stops reading
-  --idle-timeout MS     cut off a subscriber when nothing was sent to it and
-                        nothing came from it for MS milliseconds (0, the
-                        default: never). A quiet input makes every subscriber
+  --idle-timeout T      cut off a subscriber when nothing was sent to it and
+                        nothing came from it for T (0, the default: never). A quiet input makes every subscriber
                         idle: use it with an input of steady lines, or with
                         subscribers that send something now and then (read
                         and ignored). It is not needed for one that stops
@@ -106,9 +107,9 @@ Options:
                         a handshake cannot lock a subscriber out. One whose
                         handshake ends while N subscribers are in is closed
                         then, without a line
-  --linger MS           drop, disconnect: after the end of the input (or the
-                        first SIGTERM or SIGINT), the subscribers have MS
-                        milliseconds (default 5000) to take what they are
+  --linger T            drop, disconnect: after the end of the input (or the
+                        first SIGTERM or SIGINT), the subscribers have T
+                        (default 5s) to take what they are
                         owed; then whoever is left is cut off and
                         sluice-fanout exits
   --send-buffer SIZE    set each subscriber socket's kernel send buffer
@@ -191,19 +192,6 @@ struct options {
   std::vector<std::pair<std::string, std::uint16_t>> tls_addrs;  // --listen-tls's, parsed
 };
 
-// HOST:PORT (an IPv6 address in brackets) into `host` and `port`; false
-// when it is not one.
-bool split_host_port(const std::string& a, std::string& host, std::uint16_t& port) {
-  const auto colon = a.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  host = a.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  std::uint64_t v = 0;
-  if (!sluice_tools::parse_size(a.c_str() + colon + 1, false, 65535, v)) return false;
-  port = static_cast<std::uint16_t>(v);
-  return true;
-}
-
 void parse_listen(const std::string& a, options& o) {
   if (a.rfind("unix:", 0) == 0) {
     if (a.size() == 5) this_tool.usage_error("--listen unix: wants a path");
@@ -211,10 +199,8 @@ void parse_listen(const std::string& a, options& o) {
     o.host = a.substr(5);
     return;
   }
-  const auto colon = a.rfind(':');
-  if (colon == std::string::npos || colon == 0) this_tool.usage_error("--listen wants HOST:PORT or unix:PATH, got '" + a + "'");
-  if (!split_host_port(a, o.host, o.port))
-    this_tool.usage_error("--listen wants a port from 0 to 65535, got '" + a.substr(colon + 1) + "'");
+  std::string why;
+  if (!sluice_tools::parse_host_port("--listen", a, o.host, o.port, 0, why)) this_tool.usage_error(why);
 }
 
 options parse_args(int argc, char** argv) {
@@ -287,10 +273,19 @@ options parse_args(int argc, char** argv) {
         o.max_buffered = v;
         break;
       case write_deadline:
-        if (!sluice_tools::parse_size(optarg, false, 86'400'000, v))
-          this_tool.usage_error(std::string("--write-deadline wants milliseconds from 0 to 86400000, got '") + optarg + "'");
-        o.write_deadline_ms = v;
+      case idle_timeout:
+      case linger: {
+        // args.h's durations, as sluice-logd's and sluice-log's: a bare
+        // number is seconds (it once was milliseconds here alone).
+        std::chrono::milliseconds t{};
+        if (!sluice_tools::parse_duration(optarg, t))
+          this_tool.usage_error(std::string(c == linger ? "--linger" : c == idle_timeout ? "--idle-timeout" : "--write-deadline") +
+                                " wants a time from 0 to 24h, e.g. 30s, 500ms or 10m (a bare number: seconds), got '" +
+                                optarg + "'");
+        (c == linger ? o.linger_ms : c == idle_timeout ? o.idle_timeout_ms : o.write_deadline_ms) =
+            static_cast<std::uint64_t>(t.count());
         break;
+      }
       case send_buffer:
         if (!sluice_tools::parse_size(optarg, true, 1ull << 30, v) || v < 1)
           this_tool.usage_error(std::string("--send-buffer wants a number of bytes from 1 to 1G, with K, M or G or none, got '") +
@@ -308,13 +303,6 @@ options parse_args(int argc, char** argv) {
           this_tool.usage_error(std::string("--max-line-length wants a whole number of bytes from 1 to 1073741824, got '") +
                       optarg + "'");
         o.max_line_length = v;
-        break;
-      case idle_timeout:
-      case linger:
-        if (!sluice_tools::parse_size(optarg, false, 86'400'000, v))
-          this_tool.usage_error(std::string(c == linger ? "--linger" : "--idle-timeout") +
-                      " wants milliseconds from 0 to 86400000, got '" + optarg + "'");
-        (c == linger ? o.linger_ms : o.idle_timeout_ms) = v;
         break;
       case max_connections:
         if (!sluice_tools::parse_size(optarg, false, 1'000'000, v))
@@ -335,8 +323,8 @@ options parse_args(int argc, char** argv) {
         const std::string a = optarg;
         sluice_tools::add_listen_tls(this_tool, o.tls, a);
         std::pair<std::string, std::uint16_t> hp;
-        if (!split_host_port(a, hp.first, hp.second))
-          this_tool.usage_error("--listen-tls wants HOST:PORT with a port from 0 to 65535, got '" + a + "'");
+        std::string why;
+        if (!sluice_tools::parse_host_port("--listen-tls", a, hp.first, hp.second, 0, why)) this_tool.usage_error(why);
         o.tls_addrs.push_back(hp);
         break;
       }

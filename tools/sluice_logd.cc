@@ -37,7 +37,6 @@
 #include "tool.h"
 #include "args.h"
 #include "compress_problems.h"
-#include "log_dest.h"
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
@@ -52,7 +51,9 @@ constexpr const char* usage_text = R"(usage: sluice-logd --listen ADDR [--listen
        sluice-logd --listen-tls HOST:PORT... --tls-cert FILE --tls-key FILE [--tls-client-ca FILE] [OPTION]... FILE
 Receives syslog messages over TCP and Unix stream sockets, and over RELP,
 and appends each as one line to FILE, rotating it by size, like rsyslog's
-imptcp, imrelp and omfile.
+imptcp, imrelp and omfile. HOST:PORT takes [::1]:PORT for IPv6. A time T is
+a whole number with ms, s, m or h, up to 24h; a bare number is seconds (as in
+sluice-fanout and sluice-log).
 
 Options:
   --listen ADDR     where to accept senders, once or more: HOST:PORT (an IP
@@ -248,6 +249,15 @@ struct options {
   std::string idle_text;
 };
 
+// HOST:PORT, IPv6 in brackets (args.h's parser, as every tool's); a bad one
+// is bad usage.
+std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const char* opt) {
+  std::pair<std::string, std::uint16_t> hp;
+  std::string why;
+  if (!sluice_tools::parse_host_port(opt, addr, hp.first, hp.second, 0, why)) this_tool.usage_error(why);
+  return hp;
+}
+
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
@@ -278,13 +288,13 @@ options parse_args(int argc, char** argv) {
     const std::string arg = optarg ? optarg : "";
     switch (c) {
       case listen:
-        if (arg.rfind("unix:", 0) == 0 ? arg.size() == 5 : arg.rfind(':') == std::string::npos)
-          this_tool.usage_error("--listen wants HOST:PORT or unix:PATH, got '" + arg + "'");
+        if (arg == "unix:") this_tool.usage_error("--listen unix: wants a path");
+        if (arg.rfind("unix:", 0) != 0) host_port(arg, "--listen");
         o.listen.push_back(arg);
         break;
       case listen_relp:
-        if (arg.rfind("unix:", 0) == 0 || arg.rfind(':') == std::string::npos)
-          this_tool.usage_error("--listen-relp wants HOST:PORT, got '" + arg + "'");
+        if (arg.rfind("unix:", 0) == 0) this_tool.usage_error("--listen-relp wants HOST:PORT, not a Unix socket, got '" + arg + "'");
+        host_port(arg, "--listen-relp");
         o.listen_relp.push_back(arg);
         break;
       case listen_tls: sluice_tools::add_listen_tls(this_tool, o.tls, arg); break;
@@ -535,17 +545,6 @@ class logd {
   }
 
  private:
-  // HOST:PORT, IPv6 in brackets; a bad port is bad usage.
-  static std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const char* opt) {
-    const std::size_t colon = addr.rfind(':');
-    std::string host = addr.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    std::uint64_t port = 0;
-    if (!sluice_tools::parse_size(addr.c_str() + colon + 1, false, 65535, port))
-      this_tool.usage_error(std::string(opt) + " wants a port from 0 to 65535, got '" + addr + "'");
-    return {host, static_cast<std::uint16_t>(port)};
-  }
-
   static void say_listening(const std::string& addr, const std::optional<sluice::net::address_info>& a,
                             const char* kind) {
     if (addr.rfind("unix:", 0) == 0)

@@ -15,10 +15,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "args.h"
 #include "tls_files.h"
 #include "tool.h"
 #if SLUICE_TOOL_TLS
@@ -43,8 +45,10 @@ inline void add_listen_tls(const tool& t, tls_server_args& a, const std::string&
   (void)arg;
   t.usage_error("--listen-tls: not built with TLS (it needs OpenSSL at build time: libssl-dev, -Dtls)");
 #else
-  if (arg.rfind(':') == std::string::npos || arg.rfind("unix:", 0) == 0)
-    t.usage_error("--listen-tls wants HOST:PORT, got '" + arg + "'");
+  if (arg.rfind("unix:", 0) == 0) t.usage_error("--listen-tls wants HOST:PORT, not a Unix socket, got '" + arg + "'");
+  std::string host, why;
+  std::uint16_t port = 0;
+  if (!parse_host_port("--listen-tls", arg, host, port, 0, why)) t.usage_error(why);
   a.listen.push_back(arg);
 #endif
 }

@@ -1,6 +1,8 @@
 // The umbrella header: every public header of sluice, but for asio/ (Boost.Asio
-// is compiled only by the programs that include it) and kafka/ (a library of
-// its own, libsluice-kafka). What sluice/detail/ holds is not for users.
+// is compiled only by the programs that include it), tls/ and kafka/ (libraries
+// of their own, libsluice-tls and libsluice-kafka), zlib/ (built only with zlib
+// or libzstd found) and queue/ (the streams' internals). What a detail/ folder
+// holds is not for users.
 #pragma once
 
 #include "sluice/base/assert.h"

@@ -12,16 +12,13 @@
 #
 # Environment: ROUND_TRIPS (default 300000), CONNECTIONS (100), SIZE (128),
 # RUNS (best of, default 3), NODE (node binary), PIN (1).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 round_trips=${ROUND_TRIPS:-300000}
 connections=${CONNECTIONS:-100}
 size=${SIZE:-128}
 runs=${RUNS:-3}
-node_bin=${NODE:-node}
 client=$build/perf/echo_client
 hz=$(getconf CLK_TCK)
 

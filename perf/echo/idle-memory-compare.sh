@@ -10,15 +10,12 @@
 # Environment: COUNTS (default "1000 4000 8000"), SIZE (100), RUNS (median
 # of, default 1), NODE (node binary). Raises the soft fd limit to the hard one
 # (8,000 connections need 16,000 fds).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 counts=${COUNTS:-1000 4000 8000}
 size=${SIZE:-100}
 runs=${RUNS:-1}
-node_bin=${NODE:-node}
 sluice=$build/perf/idle_memory
 
 [ -x "$sluice" ] || { echo "idle-memory-compare: $sluice not built (meson setup with -Dperf=true)" >&2; exit 1; }

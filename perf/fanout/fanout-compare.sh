@@ -10,19 +10,17 @@
 #
 # Environment: STALL (seconds, default 20), RATE (lines/s, default 10000),
 # SIZE (bytes a line, default 100), CAP (--max-buffered, default 256K),
-# DEADLINE (--write-deadline ms for disconnect, default 2000), SNDBUF
+# DEADLINE (--write-deadline for disconnect, default 2000ms; a bare number is seconds), SNDBUF
 # (sluice-fanout's --send-buffer, default 64K: the kernel's share of a
 # stalled subscriber's backlog, which comes before the cap and the deadline).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 stall=${STALL:-20}
 rate=${RATE:-10000}
 size=${SIZE:-100}
 cap=${CAP:-256K}
-deadline=${DEADLINE:-2000}
+deadline=${DEADLINE:-2000ms}
 sndbuf=${SNDBUF:-64K}
 client=$build/perf/fanout_client
 fan=$build/tools/sluice-fanout

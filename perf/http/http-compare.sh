@@ -14,16 +14,13 @@
 # Environment: DURATION (seconds per run, default 5), CONNECTIONS (100),
 # RUNS (best of, default 3), PIPELINE (requests per write, default 1: plain
 # keep-alive; more uses pipeline.lua), NODE (node binary), WRK (wrk binary).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 duration=${DURATION:-5}
 connections=${CONNECTIONS:-100}
 runs=${RUNS:-3}
 pipeline=${PIPELINE:-1}
-node_bin=${NODE:-node}
 wrk_bin=${WRK:-wrk}
 hz=$(getconf CLK_TCK)
 

@@ -22,11 +22,9 @@
 # Environment: SENDERS (default 8), MESSAGES (per sender, default 125000),
 # SIZE (bytes a message, default 120), RUNS (best of, default 3), RSYSLOGD
 # (default /usr/sbin/rsyslogd), TMPDIR.
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 senders=${SENDERS:-8}
 messages=${MESSAGES:-125000}
 size=${SIZE:-120}

@@ -25,11 +25,9 @@
 # RSYSLOG_MESSAGES (per sender into rsyslog-sync, which syncs each message:
 # default 500), WINDOW (default 4096), SIZE (bytes of MSG, default 120),
 # RUNS (best of, default 3), RSYSLOGD, TMPDIR.
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 senders=${SENDERS:-4}
 messages=${MESSAGES:-100000}
 rs_messages=${RSYSLOG_MESSAGES:-500}

@@ -5,7 +5,7 @@
 # runs side by side. The plain rate is timed until every line is in the
 # file, the RELP one until sluice-log exits (every line answered, so synced).
 #   perf/shipping/relp-log-compare.sh [BUILD] [N] [RUNS] [WINDOW]
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 build=${1:-build} n=${2:-500000} runs=${3:-3} window=${4:-4096}
 tools=$build/tools
 tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT

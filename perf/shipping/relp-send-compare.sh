@@ -15,10 +15,8 @@
 # before it slid: build relp_send_bench there and pass its path).
 # Environment: MESSAGES (default 200000), SIZE (body bytes, default 100),
 # WINDOW (default 1024), RUNS (default 3), RSYSLOGD (default /usr/sbin/rsyslogd).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
 bench=${1:-$root/build/perf/relp_send_bench}
 messages=${MESSAGES:-200000}
 size=${SIZE:-100}

@@ -18,11 +18,9 @@
 # Environment: MESSAGES (default 1000000), SIZE (message body, default 64:
 # 125-byte messages), RUNS (best of, default 3), RSYSLOGD (default
 # /usr/sbin/rsyslogd).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 messages=${MESSAGES:-1000000}
 size=${SIZE:-64}
 runs=${RUNS:-3}

@@ -6,7 +6,9 @@
 # RUNS runs: N lines / wall time of sluice-log, and its user+sys CPU.
 #
 #   perf/shipping/spool-compare.sh SLUICE_LOG SLUICE_LOGD [N=1000000] [RUNS=3]
-set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
+# Not -e: it reads the tools' exit statuses itself.
+set +e
 slog=$(realpath "${1:?usage: spool-compare.sh SLUICE_LOG SLUICE_LOGD [N] [RUNS]}")
 logd=$(realpath "${2:?}")
 n=${3:-1000000}

@@ -7,10 +7,10 @@
 # side (user + system, from /proc) is given a message. Goal: TLS at least
 # 0.8x plain's rate.
 #   perf/shipping/tls-compare.sh [BUILD] [N] [RUNS]
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 build=${1:-build} n=${2:-500000} runs=${3:-3}
 tools=$build/tools
-here=$(cd "$(dirname "$0")" && pwd)
+# here: from the prologue
 tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 sh "$here/../../tests/tls/make_ca.sh" "$tmp" && chmod 600 "$tmp"/*.key
 python3 - "$tmp/in.txt" "$n" <<'PY'

@@ -9,16 +9,13 @@
 #
 # Environment: ROUND_TRIPS (default 200000), CONNECTIONS (100), SIZE (128),
 # RUNS (3), NODE (node binary).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
+build=${1:-$build}
 round_trips=${ROUND_TRIPS:-200000}
 connections=${CONNECTIONS:-100}
 size=${SIZE:-128}
 runs=${RUNS:-3}
-node_bin=${NODE:-node}
 server=$build/perf/sluice_tls_echo_server
 hz=$(getconf CLK_TCK)
 

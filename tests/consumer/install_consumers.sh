@@ -10,7 +10,10 @@
 #   - a program built with pkg-config (no -std flag of its own: sluice.pc
 #     must bring -std=c++20) links and runs;
 #   - a CMake project with find_package(sluice 0.1 REQUIRED) and
-#     target_link_libraries(app sluice::sluice) configures, links and runs.
+#     target_link_libraries(app sluice::sluice) configures, links and runs;
+#   - one with COMPONENTS tls kafka (those built) and sluice::tls,
+#     sluice::kafka links and runs; a component not there fails REQUIRED and
+#     is not found under OPTIONAL_COMPONENTS.
 #
 #   install_consumers.sh MESON BUILD_DIR PREFIX LIBDIR BINDIR SOURCE_DIR SANITIZE
 #
@@ -146,3 +149,34 @@ out=$("$tmp/cmake/app" 2>"$tmp/err")
 [[ $out == "$expected" ]] || fail "CMake consumer printed '$out'"
 [[ $(cat "$tmp/err") == "end: ok" ]] || fail "CMake consumer: $(cat "$tmp/err")"
 echo "ok"
+
+echo "== CMake consumers of the components (find_package(sluice COMPONENTS tls kafka))"
+# The components this build has: the installed libraries say.
+want=() names=()
+[[ -e $dest$libdir/libsluice-tls.so || -e $dest$libdir/libsluice-tls.a ]] && want+=(tls) && names+=(openssl)
+[[ -e $dest$libdir/libsluice-kafka.so || -e $dest$libdir/libsluice-kafka.a ]] && want+=(kafka) && names+=(rdkafka)
+list=$(IFS=';'; echo "${want[*]}")
+cmake -S "$here/components" -B "$tmp/comp" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_BUILD_TYPE=Release \
+  -DWANT="$list" >"$tmp/comp.log" 2>&1 || { cat "$tmp/comp.log"; fail "cmake could not configure COMPONENTS $list"; }
+cmake --build "$tmp/comp" >"$tmp/comp-build.log" 2>&1 || { cat "$tmp/comp-build.log"; fail "the components' consumer did not build"; }
+for i in "${!want[@]}"; do
+  # libsluice-NAME finds libsluice.so.0 by the system's paths (an installed
+  # library has no RUNPATH; the program's does not serve its libraries'
+  # needs), which the scratch DESTDIR is not on.
+  out=$(LD_LIBRARY_PATH=$dest$libdir "$tmp/comp/${want[$i]}_app")
+  [[ $out == "${names[$i]}" ]] || fail "the ${want[$i]} consumer printed '$out', not '${names[$i]}'"
+done
+echo "ok: COMPONENTS ${want[*]}: sluice::${want[*]} link and run"
+# A component not there: REQUIRED fails to configure, naming it; OPTIONAL
+# configures and leaves it not found.
+for c in nosuch $([[ " ${want[*]} " == *" tls "* ]] || echo tls) $([[ " ${want[*]} " == *" kafka "* ]] || echo kafka); do
+  if cmake -S "$here/components" -B "$tmp/comp-$c" -DCMAKE_PREFIX_PATH="$root" -DWANT="$c" >"$tmp/comp-$c.log" 2>&1; then
+    fail "find_package(sluice REQUIRED COMPONENTS $c) did not fail"
+  fi
+  grep -q "$c" "$tmp/comp-$c.log" || { cat "$tmp/comp-$c.log"; fail "find_package(sluice COMPONENTS $c) failed without naming $c"; }
+  rm -rf "$tmp/comp-$c"
+  cmake -S "$here/components" -B "$tmp/comp-$c" -DCMAKE_PREFIX_PATH="$root" -DWANT="$c" -DMODE=optional \
+    >"$tmp/comp-$c.log" 2>&1 || { cat "$tmp/comp-$c.log"; fail "find_package(sluice OPTIONAL_COMPONENTS $c) failed"; }
+  grep -q "sluice_${c}_FOUND=FALSE" "$tmp/comp-$c.log" || { cat "$tmp/comp-$c.log"; fail "OPTIONAL_COMPONENTS $c: not said not found"; }
+  echo "ok: COMPONENTS $c (not there): REQUIRED fails, OPTIONAL_COMPONENTS leaves sluice_${c}_FOUND false"
+done

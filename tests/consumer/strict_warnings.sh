@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles strict_warnings.cc, which includes sluice.h, with a user's strict
+# Compiles FILE.cc (strict_warnings.cc: sluice.h; strict_warnings_asio.cc:
+# the asio/ headers) with a user's strict
 # flags under each compiler given: any warning in a public header fails.
 #
 #   strict_warnings.sh LIB_INCLUDE_DIR LIB_BUILD_DIR FILE.cc COMPILER...

@@ -56,7 +56,7 @@ json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitli
 check "--help exits 0 with an example" bash -c "'$fan' --help | grep -c '^Example: ' >/dev/null"
 for bad in "" "--listen" "--listen 127.0.0.1" "--listen 127.0.0.1:70000" "--listen 127.0.0.1:0 --policy slow" \
   "--listen 127.0.0.1:0 --max-buffered 0" "--listen 127.0.0.1:0 --json" "--listen 127.0.0.1:0 extra" "--bogus" \
-  "--listen 127.0.0.1:0 --linger 1s" "--listen 127.0.0.1:0 --idle-timeout -1" "--listen 127.0.0.1:0 --max-connections x"; do
+  "--listen 127.0.0.1:0 --linger 1x" "--listen 127.0.0.1:0 --linger 25h" "--listen 127.0.0.1:0 --idle-timeout -1" "--listen 127.0.0.1:0 --max-connections x"; do
   # shellcheck disable=SC2086
   "$fan" $bad </dev/null >/dev/null 2>"$tmp/err"
   check "bad usage '$bad' exits 2" same "$?" 2
@@ -236,7 +236,7 @@ elapsed_below() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) - flo
 # --- drop: a stalled subscriber does not hold up the end of the input past
 # --linger (issue 19, item 10); the reading one still gets everything ---
 python3 "$tmp/paced.py" "$tmp/many" |
-  "$fan" --listen 127.0.0.1:0 --wait-for 2 --policy drop --linger 1000 --stats --json 2>"$tmp/linger.err" &
+  "$fan" --listen 127.0.0.1:0 --wait-for 2 --policy drop --linger 1s --stats --json 2>"$tmp/linger.err" &
 pid=$!
 bg_pids+=($pid)
 addr=$(listening_on "$tmp/linger.err")
@@ -264,7 +264,7 @@ kill $stall 2>/dev/null
 # within --linger; the first SIGTERM is enough ---
 rm -f "$tmp/fifo"
 mkfifo "$tmp/fifo"
-"$fan" --listen 127.0.0.1:0 --wait-for 1 --policy drop --send-buffer 4K --linger 1000 <"$tmp/fifo" 2>"$tmp/lterm.err" &
+"$fan" --listen 127.0.0.1:0 --wait-for 1 --policy drop --send-buffer 4K --linger 1000ms <"$tmp/fifo" 2>"$tmp/lterm.err" &
 pid=$!
 bg_pids+=($pid)
 exec 7>"$tmp/fifo"
@@ -323,13 +323,13 @@ check "--max-connections 1: the first got every line" cmp -s "$tmp/maxc.1" <(seq
 # --- --idle-timeout: a subscriber that gets nothing and sends nothing is cut off ---
 rm -f "$tmp/fifo"
 mkfifo "$tmp/fifo"
-"$fan" --listen 127.0.0.1:0 --idle-timeout 300 <"$tmp/fifo" 2>"$tmp/idle.err" &
+"$fan" --listen 127.0.0.1:0 --idle-timeout 300ms <"$tmp/fifo" 2>"$tmp/idle.err" &
 pid=$!
 bg_pids+=($pid)
 exec 7>"$tmp/fifo"
 addr=$(listening_on "$tmp/idle.err")
 timeout 60 python3 "$tmp/client.py" "$addr" "$tmp/idle.1" 0 7>&-
-check "--idle-timeout: the idle subscriber's connection ends" same "$?" 0
+check "--idle-timeout 300ms: the idle subscriber's connection ends" same "$?" 0
 check "--idle-timeout: reported" \
   grep -qE "^sluice-fanout: cut off 127\.0\.0\.1:[0-9]+: nothing sent or received for 300 ms \(--idle-timeout\)$" "$tmp/idle.err"
 exec 7>&-

@@ -32,7 +32,7 @@ usage "--tls-client-ca $dir/nothing.crt: No such file or directory" \
 usage "--tls-cert $dir: Is a directory" --listen-tls 127.0.0.1:0 --tls-cert "$dir" --tls-key "$pki/server.key"
 usage "--tls-cert, --tls-key and --tls-client-ca go with --listen-tls" --listen 127.0.0.1:0 "${tls[@]}"
 usage "--listen-tls wants HOST:PORT" --listen-tls unix:/tmp/x "${tls[@]}"
-usage "--listen-tls wants HOST:PORT with a port from 0 to 65535" --listen-tls 127.0.0.1:70000 "${tls[@]}"
+usage "--listen-tls wants a port from 0 to 65535, got '70000'" --listen-tls 127.0.0.1:70000 "${tls[@]}"
 usage "key values mismatch" --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/client.key"
 # A FIFO (nobody writes to it): refused at once, not opened and waited on.
 mkfifo "$dir/fifo.key"
@@ -190,7 +190,7 @@ ok "another CA's certificate, no certificate, plaintext on the TLS port: no line
 # and with --max-connections they keep no subscriber out
 mkfifo "$dir/in2"
 "$fan" --listen-tls 127.0.0.1:0 "${tls[@]}" --tls-client-ca "$pki/ca.crt" --max-connections 2 \
-  --idle-timeout $((2000 * scale)) --wait-for 1 < "$dir/in2" 2> "$dir/err2" &
+  --idle-timeout $((2 * scale)) --wait-for 1 < "$dir/in2" 2> "$dir/err2" &
 fp=$!
 pids+=("$fp")
 exec 3> "$dir/in2"
@@ -220,7 +220,7 @@ ok "bare TCP connects with --max-connections 2: a subscriber gets in past them a
 
 # The handshake deadline: --idle-timeout when shorter than 10 s.
 mkfifo "$dir/in3"
-"$fan" --listen-tls 127.0.0.1:0 "${tls[@]}" --idle-timeout $((1000 * scale)) < "$dir/in3" 2> "$dir/err3" &
+"$fan" --listen-tls 127.0.0.1:0 "${tls[@]}" --idle-timeout $((1000 * scale))ms < "$dir/in3" 2> "$dir/err3" &
 fp=$!
 pids+=("$fp")
 exec 3> "$dir/in3"
@@ -237,6 +237,6 @@ PY
 grep -q "TLS handshake failed: TLS handshake timeout" "$dir/err3" || fail "the deadline: not said: $(cat "$dir/err3")"
 exec 3>&-
 wait "$fp" || fail "sluice-fanout: $(cat "$dir/err3")"
-ok "a bare TCP connect is cut off at the handshake deadline, --idle-timeout 1000 (not 120 s)"
+ok "a bare TCP connect is cut off at the handshake deadline, --idle-timeout 1000ms (not 120 s)"
 
 echo "fanout_tls: $pass passed"

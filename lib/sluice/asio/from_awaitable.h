@@ -3,8 +3,25 @@
 // on the io_context the stream's loop is attached to.
 #pragma once
 
-// g++ 12 with C++20 coroutines: <utility> before any Asio header.
+// Boost 1.74's awaitable.hpp uses std::exchange without <utility> (g++ 12
+// and clang++ 14 alike): included first.
 #include <utility>
+
+// Boost 1.74 turns on co_await for clang only through the Coroutines TS
+// (<experimental/coroutine>, -fcoroutines-ts), which clang++ 14 with
+// libstdc++ has not: it would leave boost::asio::awaitable undeclared. Its
+// C++20 coroutines are there (__cpp_impl_coroutine), as g++'s, so say so
+// here, before awaitable.hpp, unless the user turned them off; a user then
+// needs no -DBOOST_ASIO_HAS_CO_AWAIT -DBOOST_ASIO_HAS_STD_COROUTINE.
+#if defined(__clang__) && defined(__cpp_impl_coroutine) && __cpp_impl_coroutine >= 201902L && \
+    __has_include(<coroutine>)
+#if !defined(BOOST_ASIO_HAS_CO_AWAIT) && !defined(BOOST_ASIO_DISABLE_CO_AWAIT)
+#define BOOST_ASIO_HAS_CO_AWAIT 1
+#endif
+#if !defined(BOOST_ASIO_HAS_STD_COROUTINE) && !defined(BOOST_ASIO_DISABLE_STD_COROUTINE)
+#define BOOST_ASIO_HAS_STD_COROUTINE 1
+#endif
+#endif
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -23,6 +40,10 @@
 #include "sluice/loop/loop.h"
 #include "sluice/stream/from.h"
 #include "sluice/stream/readable.h"
+
+#if !defined(BOOST_ASIO_HAS_CO_AWAIT)
+#error "sluice/asio/from_awaitable.h needs Boost.Asio's co_await (C++20 coroutines; include it before any Boost.Asio header, or define BOOST_ASIO_HAS_CO_AWAIT)"
+#endif
 
 namespace sluice::asio {
 

@@ -1,5 +1,5 @@
 // sluice-log's DEST and the option values only its network destinations
-// take: syslog facility and severity names, and durations.
+// take: syslog facility and severity names (durations: args.h).
 #pragma once
 
 #include <arpa/inet.h>
@@ -30,31 +30,10 @@ struct log_destination {
   bool network() const noexcept { return type != kind::file; }
 };
 
-// The HOST:PORT after `scheme` in `d`, into out.host and out.port.
+// The HOST:PORT after `scheme` in `d`, into out.host and out.port (args.h's
+// parser, as every tool's).
 inline bool parse_host_port(std::string_view scheme, const std::string& d, log_destination& out, std::string& why) {
-  const std::string name(scheme);
-  const std::string rest = d.substr(scheme.size());
-  const std::size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) return why = name + " wants HOST:PORT, got '" + d + "'", false;
-  std::string host = rest.substr(0, colon);
-  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
-  if (bracketed) host = host.substr(1, host.size() - 2);
-  unsigned char addr[16];
-  // A name is looked up by the socket, off the loop (net::lookup()).
-  const bool host_name = !host.empty() && host.size() <= 253 && host.front() != '-' && host.front() != '.' &&
-                         std::all_of(host.begin(), host.end(), [](unsigned char c) {
-                           return std::isalnum(c) || c == '-' || c == '.' || c == '_';
-                         });
-  const bool ok = bracketed ? ::inet_pton(AF_INET6, host.c_str(), addr) == 1
-                            : ::inet_pton(AF_INET, host.c_str(), addr) == 1 || host_name;
-  if (!ok)
-    return why = name + " wants a host name or an IP address ([...] for IPv6) as HOST, got '" + host + "'", false;
-  std::uint64_t port = 0;
-  if (!parse_size(rest.c_str() + colon + 1, false, 65535, port) || port == 0)
-    return why = name + " wants a port from 1 to 65535, got '" + rest.substr(colon + 1) + "'", false;
-  out.host = host;
-  out.port = static_cast<std::uint16_t>(port);
-  return true;
+  return parse_host_port(std::string(scheme), d.substr(scheme.size()), out.host, out.port, 1, why);
 }
 
 // DEST: syslog://HOST:PORT, syslog+unix:PATH, syslog+tls://HOST:PORT, relp://HOST:PORT,
@@ -145,24 +124,6 @@ inline bool parse_syslog_severity(const std::string& s, unsigned& out) {
   if (s == "error") return out = 3, true;
   if (s == "warn") return out = 4, true;
   return false;
-}
-
-// A duration: a whole number with ms, s (the default) or m, up to a day.
-inline bool parse_duration(const std::string& s, std::chrono::milliseconds& out) {
-  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
-  errno = 0;
-  char* end = nullptr;
-  const std::uint64_t v = std::strtoull(s.c_str(), &end, 10);
-  if (errno || v > 86'400'000) return false;
-  const std::string_view unit(end);
-  std::uint64_t ms;
-  if (unit == "ms") ms = v;
-  else if (unit.empty() || unit == "s") ms = v * 1000;
-  else if (unit == "m") ms = v * 60'000;
-  else return false;
-  if (ms > 86'400'000) return false;
-  out = std::chrono::milliseconds(ms);
-  return true;
 }
 
 }  // namespace sluice_tools

@@ -241,7 +241,7 @@ sent):
   --give-up-after T a message that has waited T for the receiver is given
                     up: it and every message after it are dropped (counted),
                     and sluice-log exits 1. Default: wait as long as it
-                    takes. T is a whole number with ms, s (the default) or m.
+                    takes. T is a whole number with ms, s (the default), m or h.
                     relp://: once messages have waited T for a session,
                     every unacknowledged one is dropped, and the rest.
 
