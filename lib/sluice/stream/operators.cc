@@ -1,8 +1,8 @@
 // The iterator helpers of Node v20 (lib/internal/streams/operators.js) that
 // read one iteration of a readable (async_iterator, Node's
-// createAsyncIterator()): toArray, reduce and the generators of take and
-// drop, and the helpers without options. Node's map() machinery, behind the
-// helpers with options, is in operators_map.cc.
+// createAsyncIterator()) themselves: toArray, reduce, and the generators of
+// take and drop. Those Node builds on map() (filter, flatMap, forEach, some,
+// every, find) are in operators_map.cc, with map().
 #include "sluice/stream/operators.h"
 
 #include <utility>
@@ -50,8 +50,8 @@ void pump_iteration(const std::shared_ptr<Self>& self, async_iterator& it, Handl
 
 class consumer : public std::enable_shared_from_this<consumer> {
  public:
-  consumer(readable& r, body_fn body, done_cb done, bool linger)
-      : it_(async_iterator::create(r)), body_(std::move(body)), done_(std::move(done)), linger_(linger) {}
+  consumer(readable& r, body_fn body, done_cb done)
+      : it_(async_iterator::create(r)), body_(std::move(body)), done_(std::move(done)) {}
 
   void pump() {
     pump_iteration(shared_from_this(), *it_, [](consumer& c, pulled& p) { c.handle(p); });
@@ -59,7 +59,6 @@ class consumer : public std::enable_shared_from_this<consumer> {
 
  private:
   void handle(pulled& p) {
-    if (lingering_) return it_->close();
     switch (p.kind) {
       case pulled::pending:
         return;
@@ -75,19 +74,9 @@ class consumer : public std::enable_shared_from_this<consumer> {
         } catch (...) {
           ec = thrown();
         }
-        if (ec || (!go_on && !linger_)) {
+        if (ec || !go_on) {
           it_->close();
           return finish(ec);
-        }
-        if (!go_on) {
-          // Node: some, every and find stop a filter() (a map()) whose
-          // pump has started its next read of the stream: the stream is
-          // let go once that read has its chunk, or the end. That read
-          // starts before the result is out (the result's promise is
-          // several microtasks behind the pump).
-          lingering_ = true;
-          pump();
-          return finish({});
         }
         return pump();
       }
@@ -103,16 +92,14 @@ class consumer : public std::enable_shared_from_this<consumer> {
   std::shared_ptr<async_iterator> it_;
   body_fn body_;
   done_cb done_;
-  bool linger_;
-  bool lingering_ = false;
 };
 
-// `linger`: the helper is built on Node's map() (some, every, find).
-void consume(readable& r, body_fn body, done_cb done, bool linger = false) {
-  std::make_shared<consumer>(r, std::move(body), std::move(done), linger)->pump();
+// Node: toArray and reduce, `for await (const value of this)`.
+void consume(readable& r, body_fn body, done_cb done) {
+  std::make_shared<consumer>(r, std::move(body), std::move(done))->pump();
 }
 
-// The readable of map, filter, take and drop: Node's Readable.from over the
+// The readable of take and drop: Node's Readable.from over the
 // helper's async generator (from.js's nextAsync): each _read pulls until
 // push() says stop. `step` turns a chunk of `r` into what to push (nothing
 // to skip it) and says whether to go on after it.
@@ -336,16 +323,6 @@ void to_array(readable& r, to_array_cb cb) {
       });
 }
 
-void for_each(readable& r, item_fn fn, done_cb cb) {
-  consume(
-      r,
-      [fn = std::move(fn)](std::string&& item) {
-        fn(item);
-        return true;
-      },
-      std::move(cb));
-}
-
 void reduce(readable& r, reduce_fn fn, std::optional<std::string> initial, reduce_cb cb) {
   auto acc = std::make_shared<std::optional<std::string>>(std::move(initial));
   consume(
@@ -361,57 +338,6 @@ void reduce(readable& r, reduce_fn fn, std::optional<std::string> initial, reduc
         if (!ec && !*acc) ec = make_error_code(errc::reduce_empty);
         cb(ec, ec ? std::string() : std::move(**acc));
       });
-}
-
-void some(readable& r, predicate_fn fn, bool_cb cb) {
-  auto found = std::make_shared<bool>(false);
-  consume(
-      r,
-      [found, fn = std::move(fn)](std::string&& item) {
-        *found = fn(item);
-        return !*found;
-      },
-      [found, cb = std::move(cb)](std::error_code ec) mutable { cb(ec, !ec && *found); },
-      true);
-}
-
-void every(readable& r, predicate_fn fn, bool_cb cb) {
-  auto failed = std::make_shared<bool>(false);
-  consume(
-      r,
-      [failed, fn = std::move(fn)](std::string&& item) {
-        *failed = !fn(item);
-        return !*failed;
-      },
-      [failed, cb = std::move(cb)](std::error_code ec) mutable { cb(ec, !ec && !*failed); },
-      true);
-}
-
-void find(readable& r, predicate_fn fn, find_cb cb) {
-  auto found = std::make_shared<std::optional<std::string>>();
-  consume(
-      r,
-      [found, fn = std::move(fn)](std::string&& item) {
-        if (!fn(item)) return true;
-        *found = std::move(item);
-        return false;
-      },
-      [found, cb = std::move(cb)](std::error_code ec) mutable {
-        cb(ec, ec ? std::nullopt : std::move(*found));
-      },
-      true);
-}
-
-std::unique_ptr<readable> map(readable& r, map_fn fn) {
-  return helper_stream(r, [fn = std::move(fn)](std::string&& item) { return step_result{fn(item), true}; });
-}
-
-std::unique_ptr<readable> filter(readable& r, predicate_fn fn) {
-  return helper_stream(r, [fn = std::move(fn)](std::string&& item) {
-    step_result s;
-    if (fn(item)) s.out = std::move(item);
-    return s;
-  });
 }
 
 // Node: take's generator yields while `number-- > 0` and returns once

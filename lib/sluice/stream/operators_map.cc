@@ -535,7 +535,33 @@ void first_match(readable& r, async_predicate_fn fn, operator_options o,
 
 }  // namespace
 
-// ---- The overloads with options (Node's map() machinery).
+// ---- The helpers Node builds on map(). Without options they are the same
+// call with the defaults, as in Node (one function, `options = undefined`).
+
+void for_each(readable& r, item_fn fn, done_cb cb) {
+  for_each(r, std::move(fn), std::move(cb), operator_options{});
+}
+
+void some(readable& r, predicate_fn fn, bool_cb cb) {
+  some(r, std::move(fn), std::move(cb), operator_options{});
+}
+
+void every(readable& r, predicate_fn fn, bool_cb cb) {
+  every(r, std::move(fn), std::move(cb), operator_options{});
+}
+
+void find(readable& r, predicate_fn fn, find_cb cb) {
+  find(r, std::move(fn), std::move(cb), operator_options{});
+}
+
+std::unique_ptr<readable> map(readable& r, map_fn fn) {
+  return map(r, std::move(fn), operator_options{});
+}
+
+std::unique_ptr<readable> filter(readable& r, predicate_fn fn) {
+  return filter(r, std::move(fn), operator_options{});
+}
+
 
 std::unique_ptr<readable> map(readable& r, async_map_fn fn, operator_options o) {
   return mapper_stream(r, async_map_start(r.event_loop(), std::move(fn)), std::move(o));
@@ -631,11 +657,22 @@ void some(readable& r, predicate_fn fn, bool_cb cb, operator_options o) {
 
 // Node: every(fn) is !some(!fn).
 void every(readable& r, async_predicate_fn fn, bool_cb cb, operator_options o) {
-  auto negated = [fn = std::move(fn)](std::string_view item, predicate_done done) mutable {
-    fn(item, predicate_done([done = std::move(done)](std::error_code ec, bool ok) mutable { done(ec, !ok); }));
+  auto& l = r.event_loop();
+  // Node: `async (...args) => !(await fn(...args))`: the negation's promise
+  // settles a microtask after fn's.
+  auto negated = [&l, fn = std::move(fn)](std::string_view item, predicate_done done) mutable {
+    fn(item, predicate_done([&l, done = std::move(done)](std::error_code ec, bool ok) mutable {
+      auto d = std::make_shared<predicate_done>(std::move(done));
+      l.queue_microtask([d, ec, ok] { (*d)(ec, !ok); });
+    }));
   };
+  // Node: `!(await some(...))`: every's promise settles a microtask after some's.
   first_match(r, std::move(negated), std::move(o),
-              [cb = std::move(cb)](std::error_code ec, std::optional<std::string> v) mutable { cb(ec, !ec && !v); });
+              [&l, cb = std::move(cb)](std::error_code ec, std::optional<std::string> v) mutable {
+                auto c = std::make_shared<bool_cb>(std::move(cb));
+                const bool all = !ec && !v;
+                l.queue_microtask([c, ec, all] { (*c)(ec, all); });
+              });
 }
 
 void every(readable& r, predicate_fn fn, bool_cb cb, operator_options o) {
