@@ -49,7 +49,7 @@
 
 #include <fmt/format.h>
 
-#include "sluice/factories.h"
+#include "sluice/fs/log_writable.h"
 #include "sluice/logger.h"
 #include "sluice/loop.h"
 

@@ -13,7 +13,6 @@
 #include <utility>
 
 #include "sluice/errors.h"
-#include "sluice/factories.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/stream/writable.h"

@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/log_writable.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/stream/writable.h"

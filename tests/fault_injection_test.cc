@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/log_writable.h"
+#include "sluice/fs/read_stream.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/stream/readable.h"

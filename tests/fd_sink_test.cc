@@ -26,7 +26,7 @@
 
 #include "sluice/detail/fd_writer.h"
 #include "sluice/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"
@@ -626,9 +626,9 @@ TEST_CASE("file_sink exclusive mode creates a new file and refuses an existing o
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
 
-  SUBCASE("the throwing constructor") {
+  SUBCASE("the throwing open") {
     try {
-      file_sink s(path, {.mode = file_options::open_mode::exclusive});
+      auto s = file_sink::open(path, {.mode = file_options::open_mode::exclusive});
       FAIL("opening an existing file in exclusive mode did not throw");
     } catch (const stream_error& e) {
       CHECK(e.code() == std::errc::file_exists);
@@ -647,10 +647,11 @@ TEST_CASE("file_sink exclusive mode creates a new file and refuses an existing o
 TEST_CASE("opening a file that cannot be opened throws stream_error, and open() sets ec") {
   temp_dir dir;
   const std::string path = dir.file("no/such/dir/file");
-  CHECK_THROWS_AS(file_sink{path}, stream_error);
+  CHECK_THROWS_AS(file_sink::open(path), stream_error);
   CHECK_THROWS_AS(make_file_writable(path), stream_error);
   try {
-    file_sink s(path);
+    auto s = file_sink::open(path);
+    FAIL("no exception");
   } catch (const stream_error& e) {
     CHECK(e.code() == std::errc::no_such_file_or_directory);
   }
@@ -661,6 +662,36 @@ TEST_CASE("opening a file that cannot be opened throws stream_error, and open() 
   auto ok = file_sink::open(dir.file("fine"), {}, ec);
   CHECK(ok != nullptr);
   CHECK_FALSE(bool(ec));
+  ec = make_error_code(errc::destroyed);  // replaced on failure
+  CHECK(file_sink::open(path, ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+}
+
+TEST_CASE("make_file_writable's non-throwing twins: null and the errno of open(), or a writable and ec cleared") {
+  static_assert(noexcept(make_file_writable(std::string(), std::declval<std::error_code&>())));
+  temp_dir dir;
+  loop l;
+  const std::string missing = dir.file("no/such/dir/file");
+  std::error_code ec = make_error_code(errc::destroyed);
+  CHECK(make_file_writable(missing, ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+  ec = make_error_code(errc::destroyed);
+  CHECK(make_file_writable(missing, {.mode = file_options::open_mode::append}, ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+  ec = make_error_code(errc::destroyed);
+  CHECK(make_file_writable(missing, {}, on(l), ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+
+  const std::string path = dir.file("made");
+  must_call wrote, ended;
+  auto w = make_file_writable(path, {}, on(l), ec);
+  REQUIRE(w != nullptr);
+  CHECK_FALSE(ec);
+  CHECK(w->get_sink().fd() >= 0);  // the typed handle: file_sink&, no cast
+  w->write("twin\n", wrote.cb());
+  w->end(ended.cb());
+  l.run();
+  CHECK(slurp(path) == "twin\n");
 }
 
 TEST_CASE("file_sink's fsync_at_end syncs before close, and its error reaches end's callback") {

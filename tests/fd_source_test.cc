@@ -22,7 +22,8 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/read_stream.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"
@@ -267,11 +268,11 @@ TEST_CASE("make_file_readable throws stream_error with the errno of open(); its 
     CHECK(std::string(e.what()).find(missing) != std::string::npos);
   }
   std::error_code ec = make_error_code(errc::destroyed);  // cleared on success, replaced on failure
-  CHECK(make_file_readable(missing, ec, on_loop(l)) == nullptr);
+  CHECK(make_file_readable(missing, on_loop(l), ec) == nullptr);
   CHECK(ec == std::error_code(ENOENT, std::system_category()));
 
   temp_file f("x");
-  auto r = make_file_readable(f.path.string(), ec, on_loop(l));
+  auto r = make_file_readable(f.path.string(), on_loop(l), ec);
   REQUIRE(r);
   CHECK(!ec);
   CHECK((::fcntl(source_of(*r).fd(), F_GETFD) & FD_CLOEXEC) != 0);

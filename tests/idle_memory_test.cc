@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sluice/detail/byte_arena.h"
-#include "sluice/factories.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/log_writable.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/log_options.h"
 #include "support/temp_dir.h"

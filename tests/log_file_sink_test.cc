@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/log_writable.h"
 #include "sluice/loop.h"
 #include "sluice/signals.h"
 #include "sluice/sinks/log_file_sink.h"

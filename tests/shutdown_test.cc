@@ -19,7 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/factories.h"
+#include "sluice/fs/log_writable.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sinks/file_worker.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/function.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/sink.h"

@@ -28,9 +28,9 @@ layer_of() {
     sluice/kafka/kafka_writable.*) echo 6 ;;
     sluice/sinks/* | sluice/sources/* | sluice/kafka/*) echo 3 ;;
     sluice/stream/*) echo 4 ;;
-    sluice/lines/* | sluice/net/* | sluice/zlib/*) echo 5 ;;
+    sluice/lines/* | sluice/net/* | sluice/zlib/* | sluice/fs/*) echo 5 ;;
     sluice/syslog/* | sluice/spool/* | sluice/tls/*) echo 6 ;;
-    sluice/factories.* | sluice/sluice.h | sluice/logger.* | sluice/detail/log_codec.* | sluice/detail/log_queue.*) echo 6 ;;
+    sluice/sluice.h | sluice/logger.* | sluice/detail/log_codec.* | sluice/detail/log_queue.*) echo 6 ;;
     sluice/asio/*) echo 7 ;;
     *) echo "" ;;
   esac

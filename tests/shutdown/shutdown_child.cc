@@ -27,7 +27,8 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/factories.h"
+#include "sluice/fs/log_writable.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sinks/file_worker.h"
