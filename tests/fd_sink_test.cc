@@ -134,7 +134,7 @@ TEST_CASE("a turn's many small writes reach the kernel in one writev") {
   loop l;
   must_call done(1000);
   auto w = make_fd_writable(p.w, false, on(l));
-  auto* sink = dynamic_cast<fd_sink*>(&w->get_sink());
+  auto* sink = &w->get_sink();
   REQUIRE(sink != nullptr);
   std::string expected;
   for (int i = 0; i < 1000; ++i) {
@@ -155,7 +155,7 @@ TEST_CASE("writes of later turns are batched per turn") {
   pipe_fds p;
   loop l;
   auto w = make_fd_writable(p.w, false, on(l));
-  auto& sink = dynamic_cast<fd_sink&>(w->get_sink());
+  auto& sink = w->get_sink();
   for (int turn = 0; turn < 5; ++turn) {
     for (int i = 0; i < 50; ++i) w->write("0123456789"sv);
     l.run_until_idle();
@@ -173,7 +173,7 @@ TEST_CASE("more chunks than IOV_MAX are split over several writev calls, in orde
   std::string expected;
   {
     auto w = make_file_writable(path, {}, on(l));
-    auto& sink = dynamic_cast<fd_sink&>(w->get_sink());
+    auto& sink = w->get_sink();
     // Chunks above 4 KiB are owned one by one, so no two are adjacent in memory.
     for (int i = 0; i < 1500; ++i) {
       std::string chunk = pattern_chunk(expected.size(), 4097 + static_cast<std::size_t>(i % 3));
@@ -204,7 +204,7 @@ TEST_CASE("a non-blocking pipe with a slow reader gets every byte in order and e
   events ev;
   auto w = make_fd_writable(p.w, false, on(l));
   ev.attach(*w);
-  auto& sink = dynamic_cast<fd_sink&>(w->get_sink());
+  auto& sink = w->get_sink();
   bool saw_false = false;
   for (std::size_t off = 0; off < total; off += chunk_size) {
     std::string chunk = pattern_chunk(off, std::min(chunk_size, total - off));
@@ -740,7 +740,7 @@ TEST_CASE("the file is closed once the stream finishes") {
   writable_options o = on(l);
   o.auto_destroy = false;  // the close must come from end(), not from destroy()
   auto w = make_file_writable(dir.file("c.txt"), {}, o);
-  const int fd = dynamic_cast<fd_sink&>(w->get_sink()).fd();
+  const int fd = w->get_sink().fd();
   REQUIRE(fd >= 0);
   must_call wrote;
   w->write("abc"sv, wrote.cb());
@@ -759,7 +759,7 @@ TEST_CASE("the file is closed when the stream is destroyed without end") {
   int fd = -1;
   SUBCASE("destroy()") {
     auto w = make_file_writable(dir.file("d.txt"), {}, on(l));
-    fd = dynamic_cast<fd_sink&>(w->get_sink()).fd();
+    fd = w->get_sink().fd();
     w->destroy();
     CHECK_FALSE(fd_is_open(fd));
     l.run();
@@ -767,7 +767,7 @@ TEST_CASE("the file is closed when the stream is destroyed without end") {
   SUBCASE("the C++ destructor") {
     {
       auto w = make_file_writable(dir.file("d.txt"), {}, on(l));
-      fd = dynamic_cast<fd_sink&>(w->get_sink()).fd();
+      fd = w->get_sink().fd();
       CHECK(fd_is_open(fd));
     }
     CHECK_FALSE(fd_is_open(fd));
@@ -794,7 +794,7 @@ TEST_CASE("a zero-length write to an fd calls back without a syscall") {
   loop l;
   must_call done;
   auto w = make_fd_writable(p.w, false, on(l));
-  auto& sink = dynamic_cast<fd_sink&>(w->get_sink());
+  auto& sink = w->get_sink();
   w->write(""sv, done.cb());
   l.run();
   CHECK(done.error() == std::error_code{});

@@ -95,7 +95,7 @@ void write_all(int fd, std::string_view s) {
   }
 }
 
-fd_source& source_of(readable& r) { return static_cast<fd_source&>(r.get_source()); }
+fd_source& source_of(fd_readable& r) { return r.get_source(); }
 
 }  // namespace
 
@@ -130,7 +130,7 @@ TEST_CASE("the chunk size bounds each read") {
   const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(fd >= 0);
   loop l;
-  readable r(std::make_unique<fd_source>(fd, true, 10), on_loop(l));
+  fd_readable r(std::make_unique<fd_source>(fd, true, 10), on_loop(l));
   recorder rec(r);
   l.run();
   CHECK(rec.chunks == std::vector<std::size_t>{10, 10, 10, 5});

@@ -61,7 +61,7 @@ writable_options w_on(loop& l) {
   return o;
 }
 
-fd_source& source_of(readable& r) { return dynamic_cast<fd_source&>(r.get_source()); }
+fd_source& source_of(fd_readable& r) { return r.get_source(); }
 
 // The events a pipe's two ends show, in order.
 struct event_log {
@@ -190,7 +190,7 @@ struct file_pipeline {
   std::string data;
   loop l;
   must_call done;
-  std::unique_ptr<readable> in;
+  std::unique_ptr<fd_readable> in;
   std::unique_ptr<writable> out;
   explicit file_pipeline(std::size_t size) : data(payload(size)) {
     spit(dir.file("in"), data);
