@@ -26,7 +26,7 @@
 
 #include "sluice/fs/read_stream.h"
 #include "sluice/fs/write_stream.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/null_sink.h"

@@ -30,7 +30,7 @@
 #include "support.h"
 #include "sluice/fs/flush_sync.h"
 #include "sluice/fs/write_stream.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/worker_sink.h"

@@ -1,6 +1,6 @@
 #include "sluice/fs/flush_sync.h"
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice {
 

@@ -7,7 +7,7 @@
 #include <new>
 #include <utility>
 
-#include "sluice/detail/open_file.h"
+#include "sluice/sinks/detail/open_file.h"
 
 namespace sluice {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice {
 

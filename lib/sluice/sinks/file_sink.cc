@@ -5,9 +5,9 @@
 #include <cerrno>
 #include <new>
 
-#include "sluice/errors.h"
-#include "sluice/detail/open_file.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/errors.h"
+#include "sluice/sinks/detail/open_file.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice {
 

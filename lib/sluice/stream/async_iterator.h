@@ -9,8 +9,8 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/emitter.h"
-#include "sluice/function.h"
+#include "sluice/loop/emitter.h"
+#include "sluice/base/function.h"
 #include "sluice/stream/readable.h"
 
 namespace sluice {

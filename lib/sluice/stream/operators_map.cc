@@ -5,7 +5,7 @@
 #include <deque>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/async_iterator.h"
 #include "sluice/stream/detail/operators.h"
 #include "sluice/stream/operators.h"

@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/detail/reconnecting_socket.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/sink.h"

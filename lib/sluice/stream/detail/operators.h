@@ -5,7 +5,7 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 
 namespace sluice::detail {
 
