@@ -49,7 +49,6 @@
 
 #include <fmt/format.h>
 
-#include "sluice/factories.h"
 #include "sluice/log_file/log_writable.h"
 #include "sluice/logger/logger.h"
 #include "sluice/loop/loop.h"

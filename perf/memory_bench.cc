@@ -24,7 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/factories.h"
+#include "sluice/fs/read_stream.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/fd_sink.h"

@@ -41,7 +41,8 @@
 #include <vector>
 
 #include "bench.h"
-#include "sluice/factories.h"
+#include "sluice/fs/flush_sync.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/worker_sink.h"
@@ -212,7 +213,7 @@ class flush_sync_client {
  private:
   sluice::file_worker worker_;
   sluice::loop loop_;
-  std::unique_ptr<sluice::writable> stream_;
+  std::unique_ptr<sluice::worker_writable> stream_;
   std::string_view chunk_;
   bool ok_ = true;
 };

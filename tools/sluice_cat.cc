@@ -154,8 +154,8 @@ class cat {
       if (owned) ::close(fd);
       return false;
     }
-    in_ = std::make_unique<sluice::readable>(std::make_unique<sluice::fd_source>(fd, owned, o_.chunk_size),
-                                             sluice::readable_options{.high_water_mark = o_.chunk_size});
+    in_ = std::make_unique<sluice::fd_readable>(std::make_unique<sluice::fd_source>(fd, owned, o_.chunk_size),
+                                                sluice::readable_options{.high_water_mark = o_.chunk_size});
     return true;
   }
 
@@ -190,8 +190,8 @@ class cat {
 
   const options& o_;
   std::optional<struct stat> out_file_;  // standard output, when a regular file
-  std::unique_ptr<sluice::writable> out_;
-  std::unique_ptr<sluice::readable> in_;
+  std::unique_ptr<sluice::fd_writable> out_;
+  std::unique_ptr<sluice::fd_readable> in_;
   std::string name_;
   std::size_t next_ = 0;
   int status_ = 0;

@@ -23,7 +23,8 @@
 #include <vector>
 
 #include "sluice/asio/attach.h"
-#include "sluice/factories.h"
+#include "sluice/fs/read_stream.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sources/source.h"
 #include "sluice/stream/readable.h"

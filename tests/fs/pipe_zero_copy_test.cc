@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/read_stream.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/pipeline.h"
@@ -60,7 +61,7 @@ writable_options w_on(loop& l) {
   return o;
 }
 
-fd_source& source_of(readable& r) { return dynamic_cast<fd_source&>(r.get_source()); }
+fd_source& source_of(fd_readable& r) { return r.get_source(); }
 
 // The events a pipe's two ends show, in order.
 struct event_log {
@@ -144,7 +145,7 @@ file_to_file_run run_file_to_file(std::size_t size, int out_flags = 0) {
   must_call done;
   loop l;
   std::error_code ec;
-  auto in = make_file_readable(dir.file("in"), ec, on_loop(l, 64 * 1024));
+  auto in = make_file_readable(dir.file("in"), on_loop(l, 64 * 1024), ec);
   REQUIRE(in);
   // A high-water mark above the file's size: the normal path meets no
   // backpressure, so its events are those the moves must show.
@@ -189,7 +190,7 @@ struct file_pipeline {
   std::string data;
   loop l;
   must_call done;
-  std::unique_ptr<readable> in;
+  std::unique_ptr<fd_readable> in;
   std::unique_ptr<writable> out;
   explicit file_pipeline(std::size_t size) : data(payload(size)) {
     spit(dir.file("in"), data);
@@ -463,7 +464,7 @@ TEST_CASE("pipe_zero_copy with end = false leaves the writable open for the next
   must_call ended;
   auto out = make_fd_writable(open_out(dir.file("out")), true, w_on(l));
   auto first = make_file_readable(dir.file("a"), on_loop(l));
-  std::unique_ptr<readable> second;
+  std::unique_ptr<fd_readable> second;
   first->on(event::end, [&] {
     CHECK(!out->writable_ended());
     second = make_file_readable(dir.file("b"), on_loop(l));

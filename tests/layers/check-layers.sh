@@ -25,7 +25,6 @@ layer_of() {
     # until that mode moves into log_file/, the options and the internals stay
     # at the sinks' layer.
     sluice/log_file/log_options.* | sluice/log_file/detail/*) echo 3 ;;
-    sluice/factories.*) echo 5 ;;
     sluice/tls/syslog_tls.* | sluice/detail/spool_* | sluice/detail/reconnecting_socket.*) echo 7 ;;
     sluice/base/*) echo 0 ;;
     sluice/loop/*) echo 1 ;;

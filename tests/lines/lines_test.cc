@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/read_stream.h"
 #include "sluice/lines/for_each_line.h"
 #include "sluice/lines/line_counter.h"
 #include "sluice/lines/line_reader.h"

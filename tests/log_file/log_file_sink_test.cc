@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
 #include "sluice/log_file/log_writable.h"
 #include "sluice/loop/loop.h"
 #include "sluice/loop/signals.h"

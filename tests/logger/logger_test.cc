@@ -24,8 +24,8 @@
 
 #include <fmt/format.h>
 
-#include "sluice/factories.h"
 #include "sluice/log_file/log_writable.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/logger/logger.h"
 #include "support/temp_dir.h"
 #include "support/time_scale.h"

@@ -14,7 +14,7 @@
 
 #include "sluice/loop/loop.h"
 #include "sluice/loop/signals.h"
-#include "sluice/factories.h"
+#include "sluice/fs/read_stream.h"
 #include "sluice/stream/readable.h"
 #include "support/loop_turn.h"
 #include "support/time_scale.h"

@@ -20,8 +20,9 @@
 #include <vector>
 
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
 #include "sluice/log_file/log_writable.h"
+#include "sluice/fs/read_stream.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/stream/readable.h"

@@ -26,7 +26,7 @@
 
 #include "sluice/sinks/detail/fd_writer.h"
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"
@@ -134,7 +134,7 @@ TEST_CASE("a turn's many small writes reach the kernel in one writev") {
   loop l;
   must_call done(1000);
   auto w = make_fd_writable(p.w, false, on(l));
-  auto* sink = dynamic_cast<fd_sink*>(&w->get_sink());
+  auto* sink = &w->get_sink();
   REQUIRE(sink != nullptr);
   std::string expected;
   for (int i = 0; i < 1000; ++i) {
@@ -155,7 +155,7 @@ TEST_CASE("writes of later turns are batched per turn") {
   pipe_fds p;
   loop l;
   auto w = make_fd_writable(p.w, false, on(l));
-  auto& sink = dynamic_cast<fd_sink&>(w->get_sink());
+  auto& sink = w->get_sink();
   for (int turn = 0; turn < 5; ++turn) {
     for (int i = 0; i < 50; ++i) w->write("0123456789"sv);
     l.run_until_idle();
@@ -173,7 +173,7 @@ TEST_CASE("more chunks than IOV_MAX are split over several writev calls, in orde
   std::string expected;
   {
     auto w = make_file_writable(path, {}, on(l));
-    auto& sink = dynamic_cast<fd_sink&>(w->get_sink());
+    auto& sink = w->get_sink();
     // Chunks above 4 KiB are owned one by one, so no two are adjacent in memory.
     for (int i = 0; i < 1500; ++i) {
       std::string chunk = pattern_chunk(expected.size(), 4097 + static_cast<std::size_t>(i % 3));
@@ -204,7 +204,7 @@ TEST_CASE("a non-blocking pipe with a slow reader gets every byte in order and e
   events ev;
   auto w = make_fd_writable(p.w, false, on(l));
   ev.attach(*w);
-  auto& sink = dynamic_cast<fd_sink&>(w->get_sink());
+  auto& sink = w->get_sink();
   bool saw_false = false;
   for (std::size_t off = 0; off < total; off += chunk_size) {
     std::string chunk = pattern_chunk(off, std::min(chunk_size, total - off));
@@ -626,9 +626,9 @@ TEST_CASE("file_sink exclusive mode creates a new file and refuses an existing o
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
 
-  SUBCASE("the throwing constructor") {
+  SUBCASE("the throwing open") {
     try {
-      file_sink s(path, {.mode = file_options::open_mode::exclusive});
+      auto s = file_sink::open(path, {.mode = file_options::open_mode::exclusive});
       FAIL("opening an existing file in exclusive mode did not throw");
     } catch (const stream_error& e) {
       CHECK(e.code() == std::errc::file_exists);
@@ -647,10 +647,11 @@ TEST_CASE("file_sink exclusive mode creates a new file and refuses an existing o
 TEST_CASE("opening a file that cannot be opened throws stream_error, and open() sets ec") {
   temp_dir dir;
   const std::string path = dir.file("no/such/dir/file");
-  CHECK_THROWS_AS(file_sink{path}, stream_error);
+  CHECK_THROWS_AS(file_sink::open(path), stream_error);
   CHECK_THROWS_AS(make_file_writable(path), stream_error);
   try {
-    file_sink s(path);
+    auto s = file_sink::open(path);
+    FAIL("no exception");
   } catch (const stream_error& e) {
     CHECK(e.code() == std::errc::no_such_file_or_directory);
   }
@@ -661,6 +662,36 @@ TEST_CASE("opening a file that cannot be opened throws stream_error, and open() 
   auto ok = file_sink::open(dir.file("fine"), {}, ec);
   CHECK(ok != nullptr);
   CHECK_FALSE(bool(ec));
+  ec = make_error_code(errc::destroyed);  // replaced on failure
+  CHECK(file_sink::open(path, ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+}
+
+TEST_CASE("make_file_writable's non-throwing twins: null and the errno of open(), or a writable and ec cleared") {
+  static_assert(noexcept(make_file_writable(std::string(), std::declval<std::error_code&>())));
+  temp_dir dir;
+  loop l;
+  const std::string missing = dir.file("no/such/dir/file");
+  std::error_code ec = make_error_code(errc::destroyed);
+  CHECK(make_file_writable(missing, ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+  ec = make_error_code(errc::destroyed);
+  CHECK(make_file_writable(missing, {.mode = file_options::open_mode::append}, ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+  ec = make_error_code(errc::destroyed);
+  CHECK(make_file_writable(missing, {}, on(l), ec) == nullptr);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+
+  const std::string path = dir.file("made");
+  must_call wrote, ended;
+  auto w = make_file_writable(path, {}, on(l), ec);
+  REQUIRE(w != nullptr);
+  CHECK_FALSE(ec);
+  CHECK(w->get_sink().fd() >= 0);  // the typed handle: file_sink&, no cast
+  w->write("twin\n", wrote.cb());
+  w->end(ended.cb());
+  l.run();
+  CHECK(slurp(path) == "twin\n");
 }
 
 TEST_CASE("file_sink's fsync_at_end syncs before close, and its error reaches end's callback") {
@@ -709,7 +740,7 @@ TEST_CASE("the file is closed once the stream finishes") {
   writable_options o = on(l);
   o.auto_destroy = false;  // the close must come from end(), not from destroy()
   auto w = make_file_writable(dir.file("c.txt"), {}, o);
-  const int fd = dynamic_cast<fd_sink&>(w->get_sink()).fd();
+  const int fd = w->get_sink().fd();
   REQUIRE(fd >= 0);
   must_call wrote;
   w->write("abc"sv, wrote.cb());
@@ -728,7 +759,7 @@ TEST_CASE("the file is closed when the stream is destroyed without end") {
   int fd = -1;
   SUBCASE("destroy()") {
     auto w = make_file_writable(dir.file("d.txt"), {}, on(l));
-    fd = dynamic_cast<fd_sink&>(w->get_sink()).fd();
+    fd = w->get_sink().fd();
     w->destroy();
     CHECK_FALSE(fd_is_open(fd));
     l.run();
@@ -736,7 +767,7 @@ TEST_CASE("the file is closed when the stream is destroyed without end") {
   SUBCASE("the C++ destructor") {
     {
       auto w = make_file_writable(dir.file("d.txt"), {}, on(l));
-      fd = dynamic_cast<fd_sink&>(w->get_sink()).fd();
+      fd = w->get_sink().fd();
       CHECK(fd_is_open(fd));
     }
     CHECK_FALSE(fd_is_open(fd));
@@ -763,7 +794,7 @@ TEST_CASE("a zero-length write to an fd calls back without a syscall") {
   loop l;
   must_call done;
   auto w = make_fd_writable(p.w, false, on(l));
-  auto& sink = dynamic_cast<fd_sink&>(w->get_sink());
+  auto& sink = w->get_sink();
   w->write(""sv, done.cb());
   l.run();
   CHECK(done.error() == std::error_code{});

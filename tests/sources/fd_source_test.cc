@@ -22,7 +22,8 @@
 #include <vector>
 
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/read_stream.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"
@@ -94,7 +95,7 @@ void write_all(int fd, std::string_view s) {
   }
 }
 
-fd_source& source_of(readable& r) { return static_cast<fd_source&>(r.get_source()); }
+fd_source& source_of(fd_readable& r) { return r.get_source(); }
 
 }  // namespace
 
@@ -129,7 +130,7 @@ TEST_CASE("the chunk size bounds each read") {
   const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(fd >= 0);
   loop l;
-  readable r(std::make_unique<fd_source>(fd, true, 10), on_loop(l));
+  fd_readable r(std::make_unique<fd_source>(fd, true, 10), on_loop(l));
   recorder rec(r);
   l.run();
   CHECK(rec.chunks == std::vector<std::size_t>{10, 10, 10, 5});
@@ -267,11 +268,11 @@ TEST_CASE("make_file_readable throws stream_error with the errno of open(); its 
     CHECK(std::string(e.what()).find(missing) != std::string::npos);
   }
   std::error_code ec = make_error_code(errc::destroyed);  // cleared on success, replaced on failure
-  CHECK(make_file_readable(missing, ec, on_loop(l)) == nullptr);
+  CHECK(make_file_readable(missing, on_loop(l), ec) == nullptr);
   CHECK(ec == std::error_code(ENOENT, std::system_category()));
 
   temp_file f("x");
-  auto r = make_file_readable(f.path.string(), ec, on_loop(l));
+  auto r = make_file_readable(f.path.string(), on_loop(l), ec);
   REQUIRE(r);
   CHECK(!ec);
   CHECK((::fcntl(source_of(*r).fd(), F_GETFD) & FD_CLOEXEC) != 0);

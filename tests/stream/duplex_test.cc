@@ -12,7 +12,8 @@
 #include <string>
 
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/read_stream.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"

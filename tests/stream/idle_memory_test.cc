@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sluice/queue/byte_arena.h"
-#include "sluice/factories.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"

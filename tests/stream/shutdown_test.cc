@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/factories.h"
 #include "sluice/log_file/log_writable.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sinks/file_worker.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
+#include "sluice/fs/write_stream.h"
 #include "sluice/base/function.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"

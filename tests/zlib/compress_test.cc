@@ -13,7 +13,6 @@
 #include <utility>
 
 #include "sluice/base/errors.h"
-#include "sluice/factories.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/stream/writable.h"

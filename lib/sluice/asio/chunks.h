@@ -13,36 +13,38 @@
 #include <system_error>
 
 #include "sluice/asio/completion.h"
-#include "sluice/loop/emitter.h"
+#include <memory>
+
 #include "sluice/lines/line_splitter.h"
+#include "sluice/stream/async_iterator.h"
 #include "sluice/stream/readable.h"
 
 namespace sluice::asio {
 
 namespace detail {
 
-// What both iterations share: the readable's 'readable', 'end', 'error' and
-// 'close' listeners (added once, so waiting allocates nothing) and where the
-// stream stands. As Node's createAsyncIterator(): a 'readable' listener puts
-// the stream in paused mode, and read() takes what is buffered.
+// What both iterations share: one async_iterator (Node's
+// createAsyncIterator(), the engine the iterator helpers run on too), with
+// destroy_on_return unset, and the step it last gave. As Node's: a
+// 'readable' listener puts the stream in paused mode, read() takes what is
+// buffered, and the end is finished()'s (after 'close', for a stream that
+// emits one).
 template <class Value>
 class readable_iteration : public operation<Value> {
  protected:
   explicit readable_iteration(readable& r);
   ~readable_iteration();
-  // Called on each of the events, and when an operation starts.
+  // Called when an operation starts, and when the engine wakes it.
   virtual void advance() noexcept = 0;
-  // The error that ends the iteration, once it is known: the stream's
-  // error, or ERR_STREAM_PREMATURE_CLOSE for a 'close' before 'end'.
-  std::error_code failure() const noexcept { return error_; }
-  bool ended() const noexcept { return ended_; }
-
-  readable& stream_;
+  // The engine's next step; at `pending`, advance() is called again once
+  // there may be more. The end and the error stay once met: every later
+  // call gives them again.
+  async_iterator::step pull() noexcept;
 
  private:
-  listener_id on_readable_, on_end_, on_error_, on_close_;
-  std::error_code error_;
-  bool ended_ = false;
+  std::shared_ptr<async_iterator> it_;
+  std::error_code failure_;
+  bool over_ = false;
 };
 
 }  // namespace detail
@@ -54,7 +56,8 @@ class readable_iteration : public operation<Value> {
 ///       consume(*chunk);                 // a std::string, moved out of the stream
 ///     // here the stream has emitted 'end'
 ///
-/// async_next() completes with nothing at 'end', and throws a
+/// async_next() completes with nothing at the end (Node's: once finished()
+/// says so, after 'close' for a stream that emits one), and throws a
 /// sluice::stream_error on 'error' (and ERR_STREAM_PREMATURE_CLOSE on a
 /// 'close' before 'end'). The twin async_next(ec, token) puts the error in
 /// `ec` instead and completes with nothing. Any completion token works
@@ -66,7 +69,8 @@ class readable_iteration : public operation<Value> {
 /// Cost: no allocation per chunk beyond the stream's own (read() moves the
 /// chunk out). Construct it before the stream has data ('readable' switches
 /// it to paused mode); it must not outlive the stream. Differs from Node:
-/// leaving the loop early does not destroy the stream.
+/// leaving the loop early does not destroy the stream (Node's iterator({
+/// destroyOnReturn: false })), unless it failed and has auto_destroy.
 class chunks final : public detail::readable_iteration<std::optional<std::string>> {
  public:
   explicit chunks(readable& r) : readable_iteration(r) {}
@@ -125,7 +129,8 @@ class lines final : public detail::readable_iteration<std::optional<std::string_
   void advance() noexcept override;
   line_splitter splitter_;
   std::string chunk_;   // the chunk the splitter is on
-  bool finished_ = false;  // the splitter's finish() was called
+  bool finished_ = false;  // the splitter's finish() was called, or the stream failed
+  std::error_code final_;  // what every async_next() gives once finished_
 };
 
 }  // namespace sluice::asio
@@ -138,38 +143,33 @@ namespace sluice::asio {
 namespace detail {
 
 template <class Value>
-readable_iteration<Value>::readable_iteration(readable& r) : operation<Value>(r.event_loop()), stream_(r) {
-  on_readable_ = r.on(event::readable, [this] { advance(); });
-  on_end_ = r.on(event::end, [this] {
-    ended_ = true;
-    advance();
-  });
-  on_error_ = r.on(event::error, [this](std::error_code ec) {
-    if (!error_) error_ = ec;
-    advance();
-  });
-  on_close_ = r.on(event::close, [this] {
-    // Node: the iterator's eos() callback; a 'close' without 'end' is a
-    // premature close, unless an error said why.
-    if (!ended_ && !error_) error_ = make_error_code(errc::premature_close);
-    advance();
-  });
-  // Ended or errored already (or destroyed): the events will not come again.
-  if (r.readable_ended()) ended_ = true;
-  if (!ended_ && !error_) {
-    if (r.errored())
-      error_ = r.errored();
-    else if (r.destroyed())
-      error_ = make_error_code(errc::premature_close);
-  }
-}
+readable_iteration<Value>::readable_iteration(readable& r)
+    : operation<Value>(r.event_loop()), it_(async_iterator::create(r, {.destroy_on_return = false})) {}
 
 template <class Value>
 readable_iteration<Value>::~readable_iteration() {
-  stream_.off(event::readable, on_readable_);
-  stream_.off(event::end, on_end_);
-  stream_.off(event::error, on_error_);
-  stream_.off(event::close, on_close_);
+  it_->close();
+}
+
+template <class Value>
+async_iterator::step readable_iteration<Value>::pull() noexcept {
+  if (over_) return {failure_ ? async_iterator::step::error : async_iterator::step::end, {}, failure_};
+  async_iterator::step s = it_->next();
+  switch (s.kind) {
+    case async_iterator::step::chunk:
+      break;
+    case async_iterator::step::pending:
+      it_->wait([this] { advance(); });
+      break;
+    case async_iterator::step::error:
+      failure_ = s.ec;
+      over_ = true;
+      break;
+    case async_iterator::step::end:
+      over_ = true;
+      break;
+  }
+  return s;
 }
 
 }  // namespace detail
@@ -180,14 +180,13 @@ inline void chunks::start(detail::pending<std::optional<std::string>> p) noexcep
 }
 
 // Node: createAsyncIterator()'s loop: read() what is buffered; else the end,
-// or the error, or wait for the next event.
+// or the error, or wait for the engine to wake us.
 inline void chunks::advance() noexcept {
   if (!waiting()) return;
-  std::optional<std::string> chunk;
-  if (!stream_.destroyed()) chunk = stream_.read();
-  if (!chunk && !failure() && !ended()) return;  // 'readable', 'end' or 'error' calls again
-  const std::error_code ec = chunk ? std::error_code{} : failure();
-  complete(ec, std::move(chunk));
+  async_iterator::step s = pull();
+  if (s.kind == async_iterator::step::pending) return;
+  if (s.kind == async_iterator::step::chunk) return complete({}, std::move(s.value));
+  complete(s.ec, std::nullopt);
 }
 
 inline void lines::start(detail::pending<std::optional<std::string_view>> p) noexcept {
@@ -199,27 +198,33 @@ inline void lines::advance() noexcept {
   if (!waiting()) return;
   std::error_code ec;
   for (;;) {
-    if (finished_) return complete(splitter_.failed() ? make_error_code(errc::line_too_long) : failure(), std::nullopt);
+    if (finished_) return complete(final_, std::nullopt);
     if (auto line = splitter_.next(ec)) return complete({}, line);
     if (ec) {
       finished_ = true;
+      final_ = ec;
       return complete(ec, std::nullopt);
     }
-    if (failure()) {
-      finished_ = true;
-      return complete(failure(), std::nullopt);
+    async_iterator::step s = pull();
+    switch (s.kind) {
+      case async_iterator::step::pending:
+        return;  // the engine calls again
+      case async_iterator::step::chunk:
+        chunk_ = std::move(s.value);
+        splitter_.feed(chunk_);
+        continue;
+      case async_iterator::step::error:
+        finished_ = true;
+        final_ = s.ec;
+        return complete(s.ec, std::nullopt);
+      case async_iterator::step::end: {
+        finished_ = true;
+        auto last = splitter_.finish(ec);
+        final_ = ec;
+        if (ec) return complete(ec, std::nullopt);
+        return complete({}, last);
+      }
     }
-    if (auto chunk = stream_.destroyed() ? std::nullopt : stream_.read()) {
-      chunk_ = std::move(*chunk);
-      splitter_.feed(chunk_);
-      continue;
-    }
-    if (!ended()) return;  // 'readable' or 'end' will call again
-    finished_ = true;
-    auto last = splitter_.finish(ec);
-    if (ec) return complete(ec, std::nullopt);
-    if (last) return complete({}, last);
-    return complete({}, std::nullopt);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <new>
 
 #include "sluice/base/errors.h"
 #include "sluice/sinks/detail/open_file.h"
@@ -13,8 +14,15 @@ namespace sluice {
 file_sink::file_sink(int fd, const file_options& options) noexcept
     : fd_sink(fd, true), fsync_at_end_(options.fsync_at_end) {}
 
-file_sink::file_sink(const std::string& path, const file_options& options)
-    : file_sink(detail::open_or_throw(detail::open_fd(path, options), path), options) {}
+std::unique_ptr<file_sink> file_sink::open(const std::string& path, const file_options& options) {
+  const int fd = detail::open_or_throw(detail::open_fd(path, options), path);
+  auto* s = new (std::nothrow) file_sink(fd, options);
+  if (!s) {
+    ::close(fd);
+    throw std::bad_alloc();
+  }
+  return std::unique_ptr<file_sink>(s);
+}
 
 std::unique_ptr<file_sink> file_sink::open(const std::string& path, const file_options& options,
                                            std::error_code& ec) noexcept {
@@ -23,8 +31,18 @@ std::unique_ptr<file_sink> file_sink::open(const std::string& path, const file_o
     ec = {errno, std::system_category()};
     return nullptr;
   }
+  auto* s = new (std::nothrow) file_sink(fd, options);
+  if (!s) {
+    ::close(fd);  // the sink that would own it was never made
+    ec = std::make_error_code(std::errc::not_enough_memory);
+    return nullptr;
+  }
   ec.clear();
-  return std::unique_ptr<file_sink>(new (std::nothrow) file_sink(fd, options));
+  return std::unique_ptr<file_sink>(s);
+}
+
+std::unique_ptr<file_sink> file_sink::open(const std::string& path, std::error_code& ec) noexcept {
+  return open(path, file_options{}, ec);
 }
 
 // The file is complete once every write is done: sync it if asked, then

@@ -17,11 +17,13 @@ namespace sluice {
 ///     auto log = sluice::make_file_writable("app.log", {.mode = sluice::file_options::open_mode::append});
 class file_sink : public fd_sink {
  public:
-  /// Throws stream_error (with the errno) when the file cannot be opened.
-  explicit file_sink(const std::string& path, const file_options& options = {});
-  /// The non-throwing twin: null and `ec` set on failure.
+  /// Opens `path`. Throws stream_error (with the errno of open()) when the
+  /// file cannot be opened.
+  static std::unique_ptr<file_sink> open(const std::string& path, const file_options& options = {});
+  /// The non-throwing twins (`ec` last): null and `ec` set on failure.
   static std::unique_ptr<file_sink> open(const std::string& path, const file_options& options,
                                          std::error_code& ec) noexcept;
+  static std::unique_ptr<file_sink> open(const std::string& path, std::error_code& ec) noexcept;
 
   void final(final_done done) override;
   bool has_final() const noexcept override { return true; }

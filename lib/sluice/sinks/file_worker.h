@@ -19,7 +19,7 @@ struct worker_thread;
 }  // namespace detail
 
 /// One thread that writes one file (or any fd) for any number of producers.
-/// (make_worker_writable() and flush_sync() are in sluice/factories.h.)
+/// (make_worker_writable() and flush_sync() are in sluice/fs/write_stream.h, sluice/fs/flush_sync.h.)
 ///
 /// - A producer makes a sink with make_sink() and builds its writable on it,
 ///   on the producer's own thread and loop. Its writes are coalesced per turn

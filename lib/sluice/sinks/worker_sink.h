@@ -37,7 +37,7 @@ class worker_sink : public sink {
   std::error_code write_sync(const write_batch& batch) noexcept override;
   std::size_t landed_sync() const noexcept override;
 
-  // ---- for flush_sync() (sluice/factories.h), on the producer's thread:
+  // ---- for flush_sync() (sluice/fs/write_stream.h, sluice/fs/flush_sync.h), on the producer's thread:
   // the sink's part of it; flush_sync does the stream's.
 
   /// True inside a write_done of this sink (a callback of its stream, or a

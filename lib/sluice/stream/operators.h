@@ -19,7 +19,7 @@
 namespace sluice {
 
 // Each helper reads `r` as Node's `for await (const chunk of r)` does
-// (Readable.prototype[Symbol.asyncIterator]): with read() after each
+// (async_iterator, Node's createAsyncIterator()): with read() after each
 // 'readable', until 'end' (or 'close', as finished() sees it), and reports
 // the stream's error. A helper that stops early (some, every, find, take)
 // destroys `r`, as leaving a for-await loop does; so does one that ends or
@@ -30,11 +30,13 @@ namespace sluice {
 // std::system_error gives its code, another std::exception its what() as a
 // user_error()) ends the helper with that error, and `r` is destroyed.
 //
-// The overloads that take an operator_options (Node's `options`) run Node's
-// map() machinery: up to `concurrency` calls of the function in flight,
+// map, filter, flatMap, forEach, some, every and find run Node's map()
+// machinery (as Node builds them on map(); without options, with the
+// defaults): up to `concurrency` calls of the function in flight,
 // results in input order, `high_water_mark` results made ahead of the
 // reader, and the `signal` looked at as Node does (at each chunk read and
-// each result taken). Their functions may be asynchronous: they get the
+// each result taken). The overloads that take an operator_options also take
+// asynchronous functions: they get the
 // chunk and a completion callback, which they call once, then or later
 // (Node's fn returning a promise). A completion with an error (Node: the
 // promise rejects) destroys the result and the source.

@@ -20,19 +20,21 @@ bool invisible(const readable& src, const writable& dst, const bool& piped) noex
 
 }  // namespace
 
-writable& pipe_zero_copy(readable& src, writable& dst, const pipe_options& options) {
-  auto* in = dynamic_cast<fd_source*>(&src.get_source());
-  auto* out = dynamic_cast<fd_sink*>(&dst.get_sink());
-  const bool may_move = in && out && !src.readable_object_mode() && !dst.writable_object_mode() &&
-                        src.pipes_count() == 0 && src.listener_count(event::data) == 0;
+namespace detail {
+
+writable& pipe_fds(readable& src, fd_source& in, writable& dst, fd_sink& out, const pipe_options& options) {
+  const bool may_move = !src.readable_object_mode() && !dst.writable_object_mode() && src.pipes_count() == 0 &&
+                        src.listener_count(event::data) == 0;
   src.pipe(dst, options);
   if (!may_move) return dst;
   // Shared with the 'unpipe' listener, which dst may keep after src is gone.
   auto piped = std::make_shared<bool>(true);
   dst.once(event::unpipe, [piped] { *piped = false; });
   if (!invisible(src, dst, *piped)) return dst;
-  in->move_to(out->fd(), [&src, &dst, piped] { return invisible(src, dst, *piped); });
+  in.move_to(out.fd(), [&src, &dst, piped] { return invisible(src, dst, *piped); });
   return dst;
 }
+
+}  // namespace detail
 
 }  // namespace sluice

@@ -3,17 +3,24 @@
 // nobody could see the difference. pipeline() and sluice-cat use it.
 #pragma once
 
+#include <concepts>
+
+#include "sluice/sinks/fd_sink.h"
+#include "sluice/sources/fd_source.h"
 #include "sluice/stream/readable.h"
+#include "sluice/stream/typed_stream.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
 
 /// sluice's own (Node cannot do this): src.pipe(dst, options), the same
 /// events ('pipe', 'resume', 'unpipe', 'end', and dst's end() unless
-/// options.end is false), but when src reads an fd (an fd_source: a file,
-/// a pipe) and dst writes an fd (an fd_sink: a file, a pipe, a socket,
-/// /dev/null), the bytes go from fd to fd inside the kernel
-/// (fd_source::move_to()), never through the streams.
+/// options.end is false), but src reads an fd (a readable over an
+/// fd_source: make_fd_readable(), make_file_readable()) and dst writes an
+/// fd (a writable over an fd_sink or a sink derived from it:
+/// make_fd_writable(), make_file_writable()), and the bytes go from fd to fd
+/// inside the kernel (fd_source::move_to()), never through the streams. The
+/// handles say their source's and sink's types, so nothing is cast.
 ///
 /// The kernel moves the bytes only while that is invisible, which this
 /// checks before every move: src is in byte mode, flowing, with nothing
@@ -36,6 +43,19 @@ namespace sluice {
 ///     auto out = sluice::make_fd_writable(socket_fd);
 ///     sluice::pipe_zero_copy(*in, *out);  // sendfile(2)
 ///     sluice::loop::current().run();
-writable& pipe_zero_copy(readable& src, writable& dst, const pipe_options& options = {});
+template <class Sink>
+  requires std::derived_from<Sink, fd_sink>
+writable& pipe_zero_copy(typed_readable<fd_source>& src, typed_writable<Sink>& dst, const pipe_options& options = {});
+
+namespace detail {
+/// pipe_zero_copy() once the handles have given their fd_source and fd_sink.
+writable& pipe_fds(readable& src, fd_source& in, writable& dst, fd_sink& out, const pipe_options& options);
+}  // namespace detail
+
+template <class Sink>
+  requires std::derived_from<Sink, fd_sink>
+writable& pipe_zero_copy(typed_readable<fd_source>& src, typed_writable<Sink>& dst, const pipe_options& options) {
+  return detail::pipe_fds(src, src.get_source(), dst, dst.get_sink(), options);
+}
 
 }  // namespace sluice

@@ -9,6 +9,7 @@
 #include "sluice/base/errors.h"
 #include "sluice/stream/abort_signal.h"
 #include "sluice/stream/finished.h"
+#include "sluice/sinks/file_sink.h"
 #include "sluice/stream/pipe_zero_copy.h"
 
 namespace sluice {
@@ -76,6 +77,23 @@ std::function<void(std::error_code)> destroyer(stream_ref s, bool reading, bool 
   };
 }
 
+// pipe_zero_copy() when both streams are the handles of an fd: which
+// they are is asked of the streams' types (the typed handles), not of
+// their sinks and sources.
+bool pipe_fd_to_fd(readable& r, writable& w, const pipe_options& po) {
+  auto* in = dynamic_cast<typed_readable<fd_source>*>(&r);
+  if (!in) return false;
+  if (auto* out = dynamic_cast<typed_writable<fd_sink>*>(&w)) {
+    pipe_zero_copy(*in, *out, po);
+    return true;
+  }
+  if (auto* out = dynamic_cast<typed_writable<file_sink>*>(&w)) {
+    pipe_zero_copy(*in, *out, po);
+    return true;
+  }
+  return false;
+}
+
 // Node: pipe(src, dst, finish, { end }) of pipeline.js. Returns finished()'s
 // cleanup for dst.
 std::function<void()> pipe(stream_ref src, stream_ref dst, const std::shared_ptr<pipeline_state>& st, bool end) {
@@ -89,7 +107,7 @@ std::function<void()> pipe(stream_ref src, stream_ref dst, const std::shared_ptr
   po.end = false;  // if end is true, endFn below ends dst
   // Differs from Node: from an fd to an fd, the kernel moves the bytes
   // while nobody could tell (see pipe_zero_copy()).
-  pipe_zero_copy(r, w, po);
+  if (!pipe_fd_to_fd(r, w, po)) r.pipe(w, po);
   if (end) {
     auto end_fn = [ended, &w] {
       *ended = true;
