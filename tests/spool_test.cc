@@ -27,7 +27,7 @@
 
 #include "sluice/errors.h"
 #include "sluice/loop.h"
-#include "sluice/detail/spool_segment.h"
+#include "sluice/spool/detail/spool_segment.h"
 #include "sluice/spool/spool_writable.h"
 #include "sluice/syslog/relp_writable.h"
 #include "support/fault_injection.h"

@@ -37,7 +37,7 @@
 #include "sluice/tls/server.h"
 #include "sluice/syslog/syslog_writable.h"
 #include "sluice/tls/socket.h"
-#include "sluice/tls/syslog_tls.h"
+#include "sluice/syslog/syslog_tls.h"
 #include "sluice/tls/tls_error.h"
 #include "support/free_port.h"
 #include "support/must_call.h"

@@ -85,20 +85,21 @@ while IFS= read -r h; do
 done < <(grep '^sluice/detail/' "$tmp/installed")
 # Every public header of the source tree ships (kafka/ only with the Kafka
 # library, tls/ only with the TLS one, zlib/ only with the codecs it was
-# built with), and sluice.h includes each but asio/, kafka/, tls/ and zlib/
-# (which a build may lack).
+# built with), and sluice.h includes each but asio/, kafka/, tls/ (and
+# syslog/syslog_tls.h, compiled into libsluice-tls) and zlib/ (which a build may lack).
 pc_var() { PKG_CONFIG_PATH=$dest$libdir/pkgconfig pkg-config --variable="$1" sluice; }
 kafka=$(pc_var kafka) tls=$(pc_var tls) zlib=$(pc_var zlib) zstd=$(pc_var zstd)
 while IFS= read -r h; do
   [[ $h == sluice/kafka/* && $kafka != true ]] && continue
   [[ $h == sluice/tls/* && $tls != true ]] && continue
+  [[ $h == sluice/syslog/syslog_tls.h && $tls != true ]] && continue
   [[ $h == sluice/zlib/gzip.h && $zlib != true ]] && continue
   [[ $h == sluice/zlib/zstd.h && $zstd != true ]] && continue
   [[ $h == sluice/zlib/zlib_* && $zlib != true && $zstd != true ]] && continue
   grep -qxF "$h" "$tmp/installed" || fail "$h is not installed: list it in lib/meson.build (sluice_public_h), or move it under detail/"
-done < <(cd "$src" && find sluice -name '*.h' ! -path 'sluice/detail/*' | sort)
+done < <(cd "$src" && find sluice -name '*.h' ! -path '*/detail/*' | sort)
 while IFS= read -r h; do
-  case $h in sluice/detail/* | sluice/asio/* | sluice/kafka/* | sluice/tls/* | sluice/zlib/* | sluice/sluice.h | sluice/config.h) continue ;; esac
+  case $h in sluice/detail/* | sluice/asio/* | sluice/kafka/* | sluice/tls/* | sluice/syslog/syslog_tls.h | sluice/zlib/* | sluice/sluice.h | sluice/config.h) continue ;; esac
   includes_of "$inc/sluice/sluice.h" | grep -qxF "$h" || fail "sluice.h does not include $h"
 done <"$tmp/installed"
 echo "$(wc -l <"$tmp/installed") headers, $(grep -c '^sluice/detail/' "$tmp/installed") of them under detail/ for the public ones' inline code"

@@ -36,8 +36,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/detail/spool_dir.h"
-#include "sluice/detail/spool_segment.h"
+#include "sluice/spool/detail/spool_dir.h"
+#include "sluice/spool/detail/spool_segment.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/spool/spool_writable.h"

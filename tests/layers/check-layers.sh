@@ -23,8 +23,8 @@ layer_of() {
     sluice/detail/write_req.* | sluice/detail/write_queue.* | sluice/detail/byte_arena.* | sluice/detail/read_buffer.*) echo 2 ;;
     sluice/detail/fd_writer.* | sluice/detail/log_rotation.* | sluice/detail/log_compressor.* | sluice/detail/compress_file.* | sluice/detail/log_writer.* | sluice/detail/open_file.* | sluice/detail/worker_protocol.*) echo 3 ;;
     sluice/detail/stream_state.* | sluice/detail/stream_side.* | sluice/detail/readable_state.* | sluice/detail/writable_state.* | sluice/detail/print.* | sluice/detail/shutdown.* | sluice/detail/destroy.*) echo 4 ;;
-    sluice/detail/unix_path.* | sluice/detail/reconnecting_socket.*) echo 5 ;;
-    sluice/detail/spool_segment.* | sluice/detail/spool_dir.* | sluice/detail/tls_record_bio.*) echo 6 ;;
+    sluice/detail/unix_path.*) echo 5 ;;
+    sluice/detail/tls_record_bio.*) echo 6 ;;
     sluice/kafka/kafka_writable.*) echo 6 ;;
     sluice/sinks/* | sluice/sources/* | sluice/kafka/*) echo 3 ;;
     sluice/stream/*) echo 4 ;;

@@ -16,8 +16,8 @@
 #include "sluice/errors.h"
 #include "sluice/loop.h"
 #include "sluice/sinks/sink.h"
-#include "sluice/detail/spool_dir.h"
-#include "sluice/detail/spool_segment.h"
+#include "sluice/spool/detail/spool_dir.h"
+#include "sluice/spool/detail/spool_segment.h"
 #include "sluice/detail/syscalls.h"
 
 namespace sluice::detail {

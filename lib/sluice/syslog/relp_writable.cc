@@ -4,7 +4,7 @@
 // message follows without waiting for any answer, and the message's
 // callback is taken out of the stream and called when its answer comes.
 // A full window holds the write in flight until an answer makes room. A
-// lost session is replaced (net::reconnecting_socket), and the window's
+// lost session is replaced (reconnecting_socket), and the window's
 // unanswered messages are sent again, in order, on the next one (txnrs
 // start again at 1 on each session, as librelp's receiver expects).
 #include "sluice/syslog/relp_writable.h"
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/detail/reconnecting_socket.h"
+#include "sluice/syslog/detail/reconnecting_socket.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/syslog/relp_frames.h"
 
@@ -36,8 +36,8 @@ std::string cut_text(std::string_view s) {
   return t;
 }
 
-net::reconnect_options reconnect_options_of(const relp_options& o) {
-  net::reconnect_options r;
+reconnect_options reconnect_options_of(const relp_options& o) {
+  reconnect_options r;
   r.host = o.host;
   r.port = o.port;
   r.reconnect_min = o.reconnect_min;
@@ -131,8 +131,8 @@ class relp_sink final : public sink {
     write_done done;
   };
 
-  net::reconnecting_socket::hooks hooks() {
-    net::reconnecting_socket::hooks h;
+  reconnecting_socket::hooks hooks() {
+    reconnecting_socket::hooks h;
     h.wrap = o_.wrap;
     h.on_connect = [this](duplex& s) { on_connect(s); };
     h.on_data = [this](duplex& s, std::string_view b) { on_data(s, b); };
@@ -414,7 +414,7 @@ class relp_sink final : public sink {
   relp_options o_;
   syslog_formatter format_;
   loop* loop_ = nullptr;
-  net::reconnecting_socket rc_;
+  reconnecting_socket rc_;
   relp_frame_reader reader_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // Oldest first: taken from the stream, not yet answered (or answered

@@ -1,6 +1,6 @@
 // The syslog writable's sink: frames each batch of messages into one buffer
 // and writes it to a net::socket (or the stream that wraps it: TLS); a lost
-// connection is replaced after a backoff (net::reconnecting_socket), and the
+// connection is replaced after a backoff (reconnecting_socket), and the
 // batch in flight is sent again from its first message the kernel had not
 // fully taken (over a wrapper, whose bytes are not the messages' bytes: the
 // whole batch). It counts the messages written on a connection since its
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "sluice/errors.h"
-#include "sluice/detail/reconnecting_socket.h"
+#include "sluice/syslog/detail/reconnecting_socket.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/sink.h"
 
@@ -26,8 +26,8 @@ namespace detail {
 constexpr std::chrono::milliseconds writable_quiet_time = syslog_writable::quiet_time;
 
 namespace {
-net::reconnect_options reconnect_options_of(const syslog_options& o) {
-  net::reconnect_options r;
+reconnect_options reconnect_options_of(const syslog_options& o) {
+  reconnect_options r;
   r.host = o.host;
   r.port = o.port;
   r.unix_path = o.unix_path;
@@ -248,8 +248,8 @@ class syslog_sink final : public sink {
     // Touch nothing here: done() may have destroyed the stream and this sink.
   }
 
-  net::reconnecting_socket::hooks hooks() {
-    net::reconnecting_socket::hooks h;
+  reconnecting_socket::hooks hooks() {
+    reconnecting_socket::hooks h;
     h.wrap = o_.wrap;
     h.on_connect = [this](duplex&) { on_connect(); };
     // The receiver sends nothing we need: its bytes are read and dropped,
@@ -331,7 +331,7 @@ class syslog_sink final : public sink {
   syslog_options o_;
   syslog_formatter format_;
   loop* loop_ = nullptr;
-  net::reconnecting_socket rc_;
+  reconnecting_socket rc_;
   // The batch in flight: its frames, where each ends, and the first the
   // kernel has not taken whole.
   std::optional<write_done> done_;
