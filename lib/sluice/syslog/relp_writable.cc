@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <deque>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include "sluice/errors.h"
@@ -455,23 +456,40 @@ writable_options stream_options(const relp_options& o) {
 
 }  // namespace detail
 
-relp_writable::relp_writable(const relp_options& options)
-    : writable(std::make_unique<detail::relp_sink>(options), detail::stream_options(options)) {}
+relp_writable::relp_writable(std::unique_ptr<detail::relp_sink> s, const relp_options& options)
+    : typed_writable(std::move(s), detail::stream_options(options)) {}
 
 relp_writable::~relp_writable() = default;
 
-const detail::relp_sink& relp_writable::transport() const noexcept {
-  return static_cast<const detail::relp_sink&>(get_sink());
+std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options) {
+  if (const char* why = detail::syslog_header_problem(options.header))
+    throw stream_error(std::make_error_code(std::errc::invalid_argument), why);
+  return std::unique_ptr<relp_writable>(new relp_writable(std::make_unique<detail::relp_sink>(options), options));
 }
-std::size_t relp_writable::acked() const noexcept { return transport().acked(); }
-std::size_t relp_writable::resent() const noexcept { return transport().resent(); }
-std::size_t relp_writable::in_flight() const noexcept { return transport().in_flight(); }
-std::size_t relp_writable::dropped() const noexcept { return dropped_ + transport().failed(); }
-std::size_t relp_writable::refused() const noexcept { return transport().refused(); }
-std::size_t relp_writable::reconnects() const noexcept { return transport().reconnects(); }
-std::size_t relp_writable::truncated() const noexcept { return transport().truncated(); }
-std::size_t relp_writable::answer_timeouts() const noexcept { return transport().timeouts(); }
-bool relp_writable::connected() const noexcept { return transport().connected(); }
+
+std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options, std::error_code& ec) noexcept {
+  ec.clear();
+  if (detail::syslog_header_problem(options.header)) {
+    ec = std::make_error_code(std::errc::invalid_argument);
+    return nullptr;
+  }
+  try {
+    return std::unique_ptr<relp_writable>(new relp_writable(std::make_unique<detail::relp_sink>(options), options));
+  } catch (const std::bad_alloc&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+  }
+  return nullptr;
+}
+
+std::size_t relp_writable::acked() const noexcept { return get_sink().acked(); }
+std::size_t relp_writable::resent() const noexcept { return get_sink().resent(); }
+std::size_t relp_writable::in_flight() const noexcept { return get_sink().in_flight(); }
+std::size_t relp_writable::dropped() const noexcept { return dropped_ + get_sink().failed(); }
+std::size_t relp_writable::refused() const noexcept { return get_sink().refused(); }
+std::size_t relp_writable::reconnects() const noexcept { return get_sink().reconnects(); }
+std::size_t relp_writable::truncated() const noexcept { return get_sink().truncated(); }
+std::size_t relp_writable::answer_timeouts() const noexcept { return get_sink().timeouts(); }
+bool relp_writable::connected() const noexcept { return get_sink().connected(); }
 
 std::error_code relp_writable::destroy_io(std::error_code err) noexcept {
   dropped_ += writable_length();

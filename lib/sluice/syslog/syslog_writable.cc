@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 
 #include <algorithm>
+#include <new>
 #include <optional>
 #include <vector>
 
@@ -370,21 +371,39 @@ writable_options stream_options(const syslog_options& o) {
 
 }  // namespace detail
 
-syslog_writable::syslog_writable(const syslog_options& options)
-    : writable(std::make_unique<detail::syslog_sink>(options), detail::stream_options(options)) {}
+syslog_writable::syslog_writable(std::unique_ptr<detail::syslog_sink> s, const syslog_options& options)
+    : typed_writable(std::move(s), detail::stream_options(options)) {}
 
 syslog_writable::~syslog_writable() = default;
 
-const detail::syslog_sink& syslog_writable::transport() const noexcept {
-  return static_cast<const detail::syslog_sink&>(get_sink());
+std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options) {
+  if (const char* why = detail::syslog_header_problem(options.header))
+    throw stream_error(std::make_error_code(std::errc::invalid_argument), why);
+  return std::unique_ptr<syslog_writable>(new syslog_writable(std::make_unique<detail::syslog_sink>(options), options));
 }
-std::size_t syslog_writable::sent() const noexcept { return transport().sent(); }
-std::size_t syslog_writable::dropped() const noexcept { return dropped_ + transport().failed(); }
-std::size_t syslog_writable::reconnects() const noexcept { return transport().reconnects(); }
-std::size_t syslog_writable::maybe_lost() const noexcept { return transport().maybe_lost(); }
-std::size_t syslog_writable::connections_lost() const noexcept { return transport().connections_lost(); }
-std::size_t syslog_writable::truncated() const noexcept { return transport().truncated(); }
-bool syslog_writable::connected() const noexcept { return transport().connected(); }
+
+std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options, std::error_code& ec) noexcept {
+  ec.clear();
+  if (detail::syslog_header_problem(options.header)) {
+    ec = std::make_error_code(std::errc::invalid_argument);
+    return nullptr;
+  }
+  try {
+    return std::unique_ptr<syslog_writable>(
+        new syslog_writable(std::make_unique<detail::syslog_sink>(options), options));
+  } catch (const std::bad_alloc&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+  }
+  return nullptr;
+}
+
+std::size_t syslog_writable::sent() const noexcept { return get_sink().sent(); }
+std::size_t syslog_writable::dropped() const noexcept { return dropped_ + get_sink().failed(); }
+std::size_t syslog_writable::reconnects() const noexcept { return get_sink().reconnects(); }
+std::size_t syslog_writable::maybe_lost() const noexcept { return get_sink().maybe_lost(); }
+std::size_t syslog_writable::connections_lost() const noexcept { return get_sink().connections_lost(); }
+std::size_t syslog_writable::truncated() const noexcept { return get_sink().truncated(); }
+bool syslog_writable::connected() const noexcept { return get_sink().connected(); }
 
 std::error_code syslog_writable::destroy_io(std::error_code err) noexcept {
   // What the stream still holds will be called back with an error; the
