@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "bench.h"
-#include "sluice/emitter.h"
-#include "sluice/function.h"
+#include "sluice/loop/emitter.h"
+#include "sluice/base/function.h"
 
 namespace {
 

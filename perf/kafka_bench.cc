@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "sluice/kafka/kafka_writable.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 namespace {
 

@@ -51,7 +51,7 @@
 
 #include "sluice/factories.h"
 #include "sluice/logger.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 #if LOGGER_BENCH_HAVE_SPDLOG
 #include <spdlog/async.h>

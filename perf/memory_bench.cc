@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/null_sink.h"

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "bench.h"
-#include "sluice/detail/write_queue.h"
+#include "sluice/queue/write_queue.h"
 
 namespace {
 

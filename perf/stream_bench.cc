@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bench.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
 

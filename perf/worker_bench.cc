@@ -42,7 +42,7 @@
 
 #include "bench.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/stream/writable.h"

@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/syslog/syslog_tls.h"
 
 namespace {

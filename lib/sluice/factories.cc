@@ -6,12 +6,12 @@
 #include <new>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_sink.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/log_file_sink.h"
-#include "sluice/detail/open_file.h"
+#include "sluice/sinks/detail/open_file.h"
 #include "sluice/sinks/worker_sink.h"
 #include "sluice/sources/fd_source.h"
 

@@ -40,9 +40,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "sluice/loop.h"
-#include "sluice/signals.h"
-#include "sluice/detail/worker_protocol.h"
+#include "sluice/loop/loop.h"
+#include "sluice/loop/signals.h"
+#include "sluice/sinks/detail/worker_protocol.h"
 
 namespace sluice {
 

@@ -20,9 +20,9 @@
 #include "sluice/asio/attach.h"
 #include "sluice/asio/chunks.h"
 #include "sluice/asio/writer.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
-#include "sluice/signals.h"
+#include "sluice/loop/signals.h"
 
 namespace {
 

@@ -29,7 +29,7 @@
 #include "lines.h"
 #include "support.h"
 #include "sluice/factories.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_worker.h"
 #include "sluice/sinks/worker_sink.h"

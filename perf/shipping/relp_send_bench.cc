@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/syslog/relp_frames.h"
 #include "sluice/syslog/relp_writable.h"
 

@@ -48,7 +48,7 @@
 #include <spdlog/logger.h>
 #include <spdlog/sinks/tcp_sink.h>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/syslog/syslog_format.h"
 #include "sluice/syslog/syslog_writable.h"
 

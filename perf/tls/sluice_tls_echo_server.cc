@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/tls/server.h"
 
 int main(int argc, char** argv) {

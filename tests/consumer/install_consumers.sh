@@ -59,6 +59,8 @@ inc=$root/include
 src=$here/../../lib
 [[ -d $inc/sluice ]] || fail "no headers under $inc/sluice"
 (cd "$inc" && find sluice -name '*.h' | sort) >"$tmp/installed"
+# A component's internals: its detail/ folder, and the queue under the streams.
+internal_re='^sluice/([a-z_]+/)*detail/|^sluice/queue/'
 includes_of() { sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(sluice\/[^"]*\)".*/\1/p' "$@"; }
 # Never: the syscall table (a mutable global that tests swap), nor any other
 # internal header, wherever it would be.
@@ -67,14 +69,14 @@ for h in syscalls.h worker_protocol.h destroy.h open_file.h unix_path.h; do
   [[ -z $hit ]] || fail "an internal header is installed: $hit"
 done
 # Everything an installed header includes is installed (or a consumer's
-# compile fails), and an installed detail/ header is there only because an
-# installed header outside detail/ needs it, directly or through another.
+# compile fails), and an installed internal header is there only because an
+# installed public header needs it, directly or through another.
 while IFS= read -r h; do
   while IFS= read -r dep; do
     grep -qxF "$dep" "$tmp/installed" || fail "$h includes $dep, which is not installed"
   done < <(includes_of "$inc/$h")
 done <"$tmp/installed"
-grep -v '^sluice/detail/' "$tmp/installed" >"$tmp/needed.new"
+grep -vE "$internal_re" "$tmp/installed" >"$tmp/needed.new"
 : >"$tmp/needed"
 while ! cmp -s "$tmp/needed" "$tmp/needed.new"; do
   cp "$tmp/needed.new" "$tmp/needed"
@@ -82,11 +84,11 @@ while ! cmp -s "$tmp/needed" "$tmp/needed.new"; do
 done
 while IFS= read -r h; do
   grep -qxF "$h" "$tmp/needed" || fail "$h is installed, but no public header includes it: keep it out of the install (lib/meson.build)"
-done < <(grep '^sluice/detail/' "$tmp/installed")
+done < <(grep -E "$internal_re" "$tmp/installed")
 # Every public header of the source tree ships (kafka/ only with the Kafka
 # library, tls/ only with the TLS one, zlib/ only with the codecs it was
-# built with), and sluice.h includes each but asio/, kafka/, tls/ (and
-# syslog/syslog_tls.h, compiled into libsluice-tls) and zlib/ (which a build may lack).
+# built with), and sluice.h includes each but asio/, kafka/, tls/ and zlib/
+# (which a build may lack).
 pc_var() { PKG_CONFIG_PATH=$dest$libdir/pkgconfig pkg-config --variable="$1" sluice; }
 kafka=$(pc_var kafka) tls=$(pc_var tls) zlib=$(pc_var zlib) zstd=$(pc_var zstd)
 while IFS= read -r h; do
@@ -96,13 +98,14 @@ while IFS= read -r h; do
   [[ $h == sluice/zlib/gzip.h && $zlib != true ]] && continue
   [[ $h == sluice/zlib/zstd.h && $zstd != true ]] && continue
   [[ $h == sluice/zlib/zlib_* && $zlib != true && $zstd != true ]] && continue
-  grep -qxF "$h" "$tmp/installed" || fail "$h is not installed: list it in lib/meson.build (sluice_public_h), or move it under detail/"
-done < <(cd "$src" && find sluice -name '*.h' ! -path '*/detail/*' | sort)
+  grep -qxF "$h" "$tmp/installed" || fail "$h is not installed: list it in lib/meson.build (sluice_public_h), or move it under its component's detail/"
+done < <(cd "$src" && find sluice -name '*.h' | grep -vE "$internal_re" | sort)
 while IFS= read -r h; do
-  case $h in sluice/detail/* | sluice/asio/* | sluice/kafka/* | sluice/tls/* | sluice/syslog/syslog_tls.h | sluice/zlib/* | sluice/sluice.h | sluice/config.h) continue ;; esac
+  [[ $h =~ $internal_re ]] && continue
+  case $h in sluice/asio/* | sluice/kafka/* | sluice/tls/* | sluice/syslog/syslog_tls.h | sluice/zlib/* | sluice/sluice.h | sluice/base/config.h) continue ;; esac
   includes_of "$inc/sluice/sluice.h" | grep -qxF "$h" || fail "sluice.h does not include $h"
 done <"$tmp/installed"
-echo "$(wc -l <"$tmp/installed") headers, $(grep -c '^sluice/detail/' "$tmp/installed") of them under detail/ for the public ones' inline code"
+echo "$(wc -l <"$tmp/installed") headers, $(grep -cE "$internal_re" "$tmp/installed") of them internals (detail/, queue/) for the public ones' inline code"
 
 if [[ -d $dest$bindir ]]; then
   for tool in "$dest$bindir"/sluice-*; do

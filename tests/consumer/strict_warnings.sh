@@ -3,7 +3,7 @@
 # flags under each compiler given: any warning in a public header fails.
 #
 #   strict_warnings.sh LIB_INCLUDE_DIR LIB_BUILD_DIR FILE.cc COMPILER...
-# (LIB_BUILD_DIR holds the generated sluice/config.h.)
+# (LIB_BUILD_DIR holds the generated sluice/base/config.h.)
 set -euo pipefail
 inc=$1 gen=$2 file=$3
 shift 3

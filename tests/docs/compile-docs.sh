@@ -22,7 +22,7 @@ trap 'rm -rf -- "$tmp"' EXIT
 command -v pkg-config >/dev/null || { echo "compile-docs.sh: skipped: no pkg-config"; exit 77; }
 # shellcheck disable=SC2207  # flags are words
 fmt_cflags=($(pkg-config --cflags fmt)) fmt_libs=($(pkg-config --libs fmt))
-flags=(-std=c++20 -Wall -Wextra -Werror -O0 -I"$src/lib" -I"$libdir" "${fmt_cflags[@]}")  # $libdir: the generated sluice/config.h
+flags=(-std=c++20 -Wall -Wextra -Werror -O0 -I"$src/lib" -I"$libdir" "${fmt_cflags[@]}")  # $libdir: the generated sluice/base/config.h
 [[ $sanitize == none ]] || flags+=(-fsanitize="$sanitize")
 
 # Splits each file's blocks into $tmp/N.cc, with $tmp/N.where (FILE:LINE) and

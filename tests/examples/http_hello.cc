@@ -23,10 +23,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
-#include "sluice/signals.h"
+#include "sluice/loop/signals.h"
 
 namespace {
 

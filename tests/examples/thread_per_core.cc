@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "sluice/asio/attach.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/zlib/gzip.h"
 #include "sluice/zlib/zlib_error.h"
 #include "sluice/zlib/zstd.h"

@@ -38,7 +38,7 @@
 
 #include "sluice/spool/detail/spool_dir.h"
 #include "sluice/spool/detail/spool_segment.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/spool/spool_writable.h"
 #include "sluice/stream/writable.h"

@@ -49,7 +49,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
 #include "sluice/tls/server.h"
 #include "sluice/tls/socket.h"

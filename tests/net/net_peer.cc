@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "sluice/asio/attach.h"
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
 

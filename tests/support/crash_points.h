@@ -38,7 +38,7 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::test {
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::test {
 

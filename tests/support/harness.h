@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/writable.h"
 #include "support/must_call.h"
 #include "support/recording_sink.h"

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 namespace sluice::test {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/detail/write_req.h"
+#include "sluice/queue/write_req.h"
 
 namespace sluice::test {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/duplex.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/readable.h"

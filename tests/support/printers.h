@@ -6,7 +6,7 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace doctest {
 template <>

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <optional>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/readable.h"
 
 namespace sluice::test {

@@ -14,7 +14,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice::test {

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sources/source.h"
 #include "sluice/stream/readable.h"
 #include "support/recording_sink.h"

@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "support/time_scale.h"
 
 namespace sluice::test {

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice::test {

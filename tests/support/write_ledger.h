@@ -6,7 +6,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/detail/write_req.h"
+#include "sluice/queue/write_req.h"
 
 namespace sluice::test {
 

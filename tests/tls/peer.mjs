@@ -1,4 +1,4 @@
-// Node's tls as a peer of sluice's (tests/tls_test.cc runs it):
+// Node's tls as a peer of sluice's (tests/tls/tls_test.cc runs it):
 //   node peer.mjs server DIR        a tls server (server.crt, client certs
 //                                   from ca.crt required) that echoes; prints
 //                                   "port N" once listening, then "done N" per

@@ -378,7 +378,7 @@ rm -f "$dir"/out.log*
 # made; with --on-full exit, and with a wait ended by two SIGTERMs (issue
 # 34, item 15: the lines of the waiting batch that landed before the disk
 # was full were counted as not written), the counts add up. (Without mount, as non-root,
-# tests/disk_full_test.cc still tests the worker's wait through fault
+# tests/sinks/disk_full_test.cc still tests the worker's wait through fault
 # injection.)
 if mkdir -p "$dir/full" && mount -t tmpfs -o size=2m tmpfs "$dir/full" 2>/dev/null; then
   mounted=$dir/full
@@ -450,7 +450,7 @@ PY
   mounted=
   ok "a full disk: held back and nothing lost, one note, on again after room and SIGHUP; --on-full exit, and a wait ended by two SIGTERMs, count what was lost"
 else
-  echo "skip: a full tmpfs (mount -t tmpfs needs root; tests/disk_full_test.cc tests the wait by fault injection)"
+  echo "skip: a full tmpfs (mount -t tmpfs needs root; tests/sinks/disk_full_test.cc tests the wait by fault injection)"
 fi
 
 # --- memory (item 6): 400 connections each holding a partial 60 KB frame

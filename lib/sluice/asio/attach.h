@@ -23,7 +23,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 // Header-only, as Asio is: only the programs that attach a loop compile
 // (and load) Asio's code; the library and its tools stay without it.

@@ -13,7 +13,7 @@
 #include <system_error>
 
 #include "sluice/asio/completion.h"
-#include "sluice/emitter.h"
+#include "sluice/loop/emitter.h"
 #include "sluice/lines/line_splitter.h"
 #include "sluice/stream/readable.h"
 

@@ -17,9 +17,9 @@
 #include <type_traits>
 
 #include "sluice/asio/attach.h"
-#include "sluice/errors.h"
-#include "sluice/function.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/base/function.h"
+#include "sluice/loop/loop.h"
 
 namespace sluice::asio::detail {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "sluice/asio/completion.h"
-#include "sluice/emitter.h"
-#include "sluice/loop.h"
+#include "sluice/loop/emitter.h"
+#include "sluice/loop/loop.h"
 
 namespace sluice::asio {
 

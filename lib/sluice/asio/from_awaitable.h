@@ -19,8 +19,8 @@
 #include <type_traits>
 
 #include "sluice/asio/attach.h"
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/from.h"
 #include "sluice/stream/readable.h"
 

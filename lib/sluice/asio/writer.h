@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "sluice/asio/completion.h"
-#include "sluice/emitter.h"
+#include "sluice/loop/emitter.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice::asio {

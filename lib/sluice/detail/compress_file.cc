@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 #ifdef SLUICE_HAS_ZLIB
 #include <zlib.h>

@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "sluice/detail/compress_file.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {
 namespace {

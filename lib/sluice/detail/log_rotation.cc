@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/detail/compress_file.h"
-#include "sluice/detail/open_file.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/sinks/detail/open_file.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {
 

@@ -9,7 +9,7 @@
 #include <system_error>
 #include <utility>
 
-#include "sluice/detail/fd_writer.h"
+#include "sluice/sinks/detail/fd_writer.h"
 #include "sluice/detail/log_rotation.h"
 #include "sluice/sinks/sink.h"
 

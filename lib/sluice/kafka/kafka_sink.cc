@@ -9,9 +9,9 @@
 #include <cstring>
 #include <limits>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/kafka/kafka_error.h"
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 
 namespace sluice {
 

@@ -3,7 +3,7 @@
 #include <new>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice {
 

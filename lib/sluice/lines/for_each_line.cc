@@ -4,7 +4,7 @@
 #include <new>
 #include <system_error>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/readable.h"
 
 namespace sluice::detail {

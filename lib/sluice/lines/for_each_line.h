@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 #include "sluice/lines/line_splitter.h"
 
 namespace sluice {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <memory>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice {
 

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/errors.h"
-#include "sluice/function.h"
-#include "sluice/loop.h"
+#include "sluice/base/errors.h"
+#include "sluice/base/function.h"
+#include "sluice/loop/loop.h"
 
 namespace sluice::net {
 

@@ -16,9 +16,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "sluice/emitter.h"
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/loop/emitter.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/address.h"
 #include "sluice/net/socket.h"
 

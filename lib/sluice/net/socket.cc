@@ -16,12 +16,12 @@
 #include <cerrno>
 #include <optional>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/net/server.h"
-#include "sluice/detail/fd_writer.h"
+#include "sluice/sinks/detail/fd_writer.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sources/source.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::net {
 

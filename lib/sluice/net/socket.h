@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/address.h"
 #include "sluice/net/lookup.h"
 #include "sluice/stream/duplex.h"

@@ -5,9 +5,9 @@
 
 #include <cerrno>
 
-#include "sluice/errors.h"
-#include "sluice/loop.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/detail/fd_writer.h"
+#include "sluice/sinks/detail/fd_writer.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice {

@@ -4,9 +4,9 @@
 
 #include <cerrno>
 
-#include "sluice/errors.h"
-#include "sluice/detail/open_file.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/errors.h"
+#include "sluice/sinks/detail/open_file.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice {
 

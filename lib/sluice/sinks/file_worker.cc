@@ -11,12 +11,12 @@
 #include <chrono>
 #include <utility>
 
-#include "sluice/errors.h"
-#include "sluice/detail/fd_writer.h"
+#include "sluice/base/errors.h"
+#include "sluice/sinks/detail/fd_writer.h"
 #include "sluice/detail/log_writer.h"
-#include "sluice/detail/open_file.h"
-#include "sluice/detail/worker_protocol.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/sinks/detail/open_file.h"
+#include "sluice/sinks/detail/worker_protocol.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice {
 namespace detail {

@@ -6,7 +6,7 @@
 #include <new>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/detail/log_rotation.h"
 
 namespace sluice {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/log_options.h"
 #include "sluice/detail/log_writer.h"
 #include "sluice/sinks/sink.h"

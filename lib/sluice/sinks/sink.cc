@@ -2,7 +2,7 @@
 // and report_error(), which hands the error to the sink's host.
 #include "sluice/sinks/sink.h"
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/detail/write_queue.h"
+#include "sluice/queue/write_queue.h"
 
 namespace sluice {
 

@@ -7,8 +7,8 @@
 #include <new>
 #include <system_error>
 
-#include "sluice/loop.h"
-#include "sluice/detail/worker_protocol.h"
+#include "sluice/loop/loop.h"
+#include "sluice/sinks/detail/worker_protocol.h"
 
 namespace sluice {
 

@@ -8,8 +8,8 @@
 #include <new>
 #include <system_error>
 
-#include "sluice/loop.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/loop/loop.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <system_error>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 #include "sluice/sources/source.h"
 
 namespace sluice {

@@ -8,9 +8,9 @@
 
 #include <cerrno>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sources/fd_source.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice {
 

@@ -12,13 +12,13 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/emitter.h"
-#include "sluice/errors.h"
-#include "sluice/loop.h"
+#include "sluice/loop/emitter.h"
+#include "sluice/base/errors.h"
+#include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/spool/detail/spool_dir.h"
 #include "sluice/spool/detail/spool_segment.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {
 

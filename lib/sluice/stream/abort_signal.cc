@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/finished.h"
 
 namespace sluice {

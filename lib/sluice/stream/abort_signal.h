@@ -7,8 +7,8 @@
 #include <memory>
 #include <stop_token>
 
-#include "sluice/function.h"
-#include "sluice/loop.h"
+#include "sluice/base/function.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/stream_ref.h"
 
 namespace sluice {

@@ -5,7 +5,7 @@
 #include <cassert>
 #include <optional>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice {
 

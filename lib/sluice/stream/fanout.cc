@@ -7,7 +7,7 @@
 #include <optional>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/sinks/sink.h"
 
 namespace sluice {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/abort_signal.h"
 
 namespace sluice {

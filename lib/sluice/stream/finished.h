@@ -7,7 +7,7 @@
 #include <stop_token>
 #include <system_error>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 #include "sluice/stream/stream_ref.h"
 
 namespace sluice {

@@ -6,7 +6,7 @@
 #include <exception>
 #include <optional>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/default_high_water_mark.h"
 
 namespace sluice {

@@ -14,8 +14,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "sluice/function.h"
-#include "sluice/loop.h"
+#include "sluice/base/function.h"
+#include "sluice/loop/loop.h"
 #include "sluice/stream/readable.h"
 
 namespace sluice {

@@ -8,7 +8,7 @@
 #include <deque>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/stream_ref.h"
 #include "sluice/stream/writable.h"

@@ -13,7 +13,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 #include "sluice/stream/readable.h"
 
 namespace sluice {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/detail/destroy.h"
+#include "sluice/stream/detail/destroy.h"
 #include "sluice/stream/readable.h"
 #include "sluice/stream/writable.h"
 

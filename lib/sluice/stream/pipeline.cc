@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/stream/abort_signal.h"
 #include "sluice/stream/finished.h"
 #include "sluice/stream/pipe_zero_copy.h"

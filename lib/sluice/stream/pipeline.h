@@ -7,7 +7,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 #include "sluice/stream/stream_ref.h"
 
 namespace sluice {

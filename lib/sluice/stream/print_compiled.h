@@ -7,7 +7,7 @@
 
 #include <fmt/compile.h>
 
-#include "sluice/detail/print.h"
+#include "sluice/stream/detail/print.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {

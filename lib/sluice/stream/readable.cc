@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cassert>
 
-#include "sluice/assert.h"
-#include "sluice/errors.h"
-#include "sluice/detail/destroy.h"
+#include "sluice/base/assert.h"
+#include "sluice/base/errors.h"
+#include "sluice/stream/detail/destroy.h"
 #include "sluice/stream/default_high_water_mark.h"
 #include "sluice/stream/writable.h"
 

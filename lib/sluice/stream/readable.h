@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/emitter.h"
-#include "sluice/loop.h"
-#include "sluice/detail/read_buffer.h"
+#include "sluice/loop/emitter.h"
+#include "sluice/loop/loop.h"
+#include "sluice/queue/read_buffer.h"
 #include "sluice/sources/source.h"
-#include "sluice/detail/readable_state.h"
-#include "sluice/detail/stream_side.h"
+#include "sluice/stream/detail/readable_state.h"
+#include "sluice/stream/detail/stream_side.h"
 
 namespace sluice {
 

@@ -6,7 +6,7 @@
 // that is the transform's backpressure.
 #include "sluice/stream/transform.h"
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice {
 

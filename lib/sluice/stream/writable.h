@@ -14,15 +14,15 @@
 
 #include <fmt/core.h>
 
-#include "sluice/assert.h"
-#include "sluice/emitter.h"
-#include "sluice/loop.h"
-#include "sluice/detail/write_queue.h"
+#include "sluice/base/assert.h"
+#include "sluice/loop/emitter.h"
+#include "sluice/loop/loop.h"
+#include "sluice/queue/write_queue.h"
 #include "sluice/sinks/sink.h"
-#include "sluice/detail/print.h"
-#include "sluice/detail/shutdown.h"
-#include "sluice/detail/stream_side.h"
-#include "sluice/detail/writable_state.h"
+#include "sluice/stream/detail/print.h"
+#include "sluice/stream/detail/shutdown.h"
+#include "sluice/stream/detail/stream_side.h"
+#include "sluice/stream/detail/writable_state.h"
 
 namespace sluice {
 

@@ -14,8 +14,8 @@
 #include <fmt/compile.h>
 #include <fmt/core.h>
 
-#include "sluice/detail/byte_arena.h"
-#include "sluice/detail/print.h"
+#include "sluice/queue/byte_arena.h"
+#include "sluice/stream/detail/print.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {

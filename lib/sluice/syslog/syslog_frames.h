@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/function.h"
+#include "sluice/base/function.h"
 
 namespace sluice {
 

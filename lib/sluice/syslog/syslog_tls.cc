@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/net/socket.h"
 #include "sluice/tls/context.h"
 #include "sluice/tls/tls_error.h"

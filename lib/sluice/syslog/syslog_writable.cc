@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/syslog/detail/reconnecting_socket.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/sink.h"

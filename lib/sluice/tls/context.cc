@@ -15,7 +15,7 @@
 #include <mutex>
 #include <string_view>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/tls/tls_error.h"
 
 namespace sluice::tls {

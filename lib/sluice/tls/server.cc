@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice::tls {
 namespace {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/emitter.h"
+#include "sluice/loop/emitter.h"
 #include "sluice/net/server.h"
 #include "sluice/tls/context.h"
 #include "sluice/tls/socket.h"

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/sources/source.h"
 #include "sluice/detail/tls_record_bio.h"

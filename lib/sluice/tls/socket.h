@@ -12,7 +12,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sluice/emitter.h"
+#include "sluice/loop/emitter.h"
 #include "sluice/net/socket.h"
 #include "sluice/stream/duplex.h"
 #include "sluice/tls/certificate.h"

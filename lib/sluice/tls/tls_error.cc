@@ -6,7 +6,7 @@
 #include <cctype>
 #include <string>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice::tls {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 
 namespace sluice {
 namespace {

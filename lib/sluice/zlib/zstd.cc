@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/zlib/zlib_error.h"
 
 namespace sluice {

@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sluice/errors.h"
+#include "sluice/base/errors.h"
 #include "sluice/spool/detail/spool_segment.h"
-#include "sluice/detail/syscalls.h"
+#include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "sluice/loop.h"
+#include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
 
 namespace sluice::detail {

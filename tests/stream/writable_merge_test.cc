@@ -1,0 +1,356 @@
+// writable: consecutive writes of one size whose callbacks are the same
+// function (or all empty) share one request (detail/write_req.h). Sinks still
+// see every chunk as written, every callback is called once per write, in
+// order, and errors, destroy() and one-at-a-time sinks split runs as needed.
+#include "support/printers.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "sluice/base/errors.h"
+#include "sluice/factories.h"
+#include "sluice/base/function.h"
+#include "sluice/loop/loop.h"
+#include "sluice/sinks/sink.h"
+#include "sluice/stream/writable.h"
+
+using namespace sluice;
+using namespace std::string_view_literals;
+
+namespace {
+
+// A sink that logs each writev as its chunks and its runs (the chunks that
+// share a request), and completes each call at once or when told to, with
+// an error after `landed` chunks if asked.
+struct run_sink : sink {
+  std::vector<std::size_t> batch_chunks, batch_runs;  // per writev
+  std::vector<std::string> single_writes;
+  std::string bytes;
+  std::optional<write_done> pending;
+  bool sync = true;
+  bool writev_on = true;
+  bool coalesce = true;
+  std::error_code fail_with;
+  std::size_t landed = 0;
+
+  void write(std::string_view chunk, write_done done) override {
+    single_writes.emplace_back(chunk);
+    bytes.append(chunk);
+    finish(done);
+  }
+  void writev(const write_batch& batch, write_done done) override {
+    std::size_t chunks = 0, runs = 0;
+    for (std::string_view c : batch) {
+      bytes.append(c);
+      ++chunks;
+    }
+    for (auto it = batch.begin(); it != batch.end(); it.next_run()) ++runs;
+    CHECK(chunks == batch.size());
+    batch_chunks.push_back(chunks);
+    batch_runs.push_back(runs);
+    finish(done);
+  }
+  bool has_writev() const noexcept override { return writev_on; }
+  bool coalesce_writes() const noexcept override { return coalesce; }
+
+  void finish(write_done done) {
+    if (sync)
+      done(fail_with, landed);
+    else
+      pending.emplace(done);
+  }
+  void complete() {
+    REQUIRE(pending.has_value());
+    const write_done d = *pending;
+    pending.reset();
+    d(fail_with, landed);
+  }
+};
+
+struct fixture {
+  loop l;
+  run_sink* sink = nullptr;
+  std::optional<writable> w;
+  std::string events;
+  explicit fixture(writable_options o = {}, bool coalesce = true) {
+    auto s = std::make_unique<run_sink>();
+    sink = s.get();
+    sink->coalesce = coalesce;
+    o.event_loop = &l;
+    w.emplace(std::move(s), o);
+    w->on(event::drain, [this] { events += "drain;"; });
+    w->on(event::error, [this](std::error_code ec) { events += "error " + code_name(ec) + ";"; });
+    w->on(event::close, [this] { events += "close;"; });
+  }
+};
+
+// The callbacks' log: each call appends its tag, or "!" and its tag for an
+// error. Tags are pointers to one string each, so that the callbacks of one
+// tag are the same function (a lambda capturing only pointers).
+const char* const A = "A";
+const char* const B = "B";
+const char* const F = "F";
+struct calls {
+  std::string log;
+  write_cb tag(const char* t) {
+    return [this, t](std::error_code ec) {
+      if (ec) log += '!';
+      log += t;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("same_target: the same function pointer, or one lambda with the same captures") {
+  using cb_t = inline_function<void(std::error_code), 16>;
+  int x = 0, y = 0;
+  auto make = [](int* p) -> cb_t { return [p](std::error_code) { ++*p; }; };
+  CHECK(make(&x).same_target(make(&x)));
+  CHECK_FALSE(make(&x).same_target(make(&y)));  // other captures
+  CHECK(cb_t{}.same_target(cb_t{}));            // both empty
+  CHECK_FALSE(make(&x).same_target(cb_t{}));
+  cb_t other = [&x](std::error_code) { ++x; };  // another lambda, the same capture
+  CHECK_FALSE(make(&x).same_target(other));
+  void (*fp)(std::error_code) = [](std::error_code) {};
+  CHECK(cb_t(fp).same_target(cb_t(fp)));
+  // A target that is not trivially copyable is never matched, even with itself.
+  auto keep = std::make_shared<int>(1);
+  cb_t owning = [keep](std::error_code) {};
+  CHECK_FALSE(owning.same_target(owning));
+  CHECK_FALSE(owning.copyable());
+  CHECK(make(&x).copyable());
+}
+
+TEST_CASE("call_copy calls a copy: a mutable lambda's state is each copy's own") {
+  int total = 0;
+  inline_function<void(std::error_code), 16> f = [n = 0, &total](std::error_code) mutable { total += ++n; };
+  f.call_copy({});
+  f.call_copy({});
+  CHECK(total == 2);  // each copy counted from 0
+  f({});
+  f({});
+  CHECK(total == 5);  // the original: 1, then 2
+}
+
+TEST_CASE("1,000 writes with the same callback: one request, 1,000 chunks to the sink, 1,000 calls in order") {
+  fixture f;
+  int called = 0;
+  std::string expected;
+  // One callback for all: the sink's bytes say the chunks kept their order,
+  // the count that each write was called back once.
+  auto cb = [&called](std::error_code ec) {
+    CHECK_FALSE(ec);
+    ++called;
+  };
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 1000; ++i) {
+      char chunk[8];
+      std::snprintf(chunk, sizeof chunk, "%06d\n", i);
+      expected.append(chunk, 7);
+      f.w->write(std::string_view(chunk, 7), cb);
+    }
+    CHECK(f.w->writable_length() == 7000);
+  });
+  f.l.run_until_idle();
+  CHECK(called == 1000);
+  CHECK(f.sink->bytes == expected);
+  REQUIRE(f.sink->batch_chunks.size() == 1);
+  CHECK(f.sink->batch_chunks[0] == 1000);
+  CHECK(f.sink->batch_runs[0] == 1);  // merged: one request for the turn
+  CHECK(f.w->writable_length() == 0);
+}
+
+TEST_CASE("interleaved callbacks: runs break where the callback or the size changes, and calls keep write order") {
+  fixture f;
+  calls c;
+  f.l.set_immediate([&] {
+    // A A A B B A - - A, then a longer chunk with A, then A again.
+    for (const char* t : {A, A, A, B, B, A}) f.w->write("xx"sv, c.tag(t));
+    f.w->write("xx"sv);
+    f.w->write("xx"sv);
+    f.w->write("xx"sv, c.tag(A));
+    f.w->write("yyy"sv, c.tag(A));
+    f.w->write("xx"sv, c.tag(A));
+  });
+  f.l.run_until_idle();
+  CHECK(c.log == "AAABBAAAA");
+  CHECK(f.sink->bytes == "xxxxxxxxxxxxxxxxxxyyyxx");
+  REQUIRE(f.sink->batch_chunks.size() == 1);
+  CHECK(f.sink->batch_chunks[0] == 11);
+  // AAA | BB | A | -- | A | yyy | xx
+  CHECK(f.sink->batch_runs[0] == 7);
+}
+
+TEST_CASE("a mutable callback given to many writes is called once per write, each copy fresh") {
+  fixture f;
+  struct seen {
+    int calls = 0, bad = 0;
+  } st;
+  // 16 bytes with no padding: stored inline, trivially copyable.
+  auto once = [s = &st, n = std::int64_t{0}](std::error_code) mutable {
+    if (++n != 1) ++s->bad;  // each write's copy is called once
+    ++s->calls;
+  };
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 50; ++i) f.w->write("abc"sv, once);
+  });
+  f.l.run_until_idle();
+  CHECK(st.calls == 50);
+  CHECK(st.bad == 0);
+  CHECK(f.sink->batch_runs.at(0) == 1);
+}
+
+TEST_CASE("high-water mark and 'drain' count merged writes byte by byte") {
+  fixture f({.high_water_mark = 100});
+  int called = 0;
+  auto cb = [&called](std::error_code) { ++called; };
+  std::vector<bool> returns;
+  f.sink->sync = false;
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 30; ++i) returns.push_back(f.w->write("0123456789"sv, cb));
+    CHECK(f.w->writable_length() == 300);
+  });
+  f.l.run_until_idle();
+  REQUIRE(returns.size() == 30);
+  for (int i = 0; i < 30; ++i) CHECK(returns[i] == (i < 9));  // 100 bytes reached on the 10th write
+  CHECK(f.w->writable_need_drain());
+  f.sink->complete();
+  f.l.run_until_idle();
+  CHECK(called == 30);
+  CHECK(f.events == "drain;");
+  CHECK(f.w->writable_length() == 0);
+}
+
+TEST_CASE("a writev that fails inside a run: the writes that landed hear success, each of the others the error") {
+  fixture f;
+  calls c;
+  f.sink->fail_with = std::make_error_code(std::errc::no_space_on_device);
+  f.sink->landed = 3;
+  SUBCASE("sync sink") {}
+  SUBCASE("async sink") { f.sink->sync = false; }
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 5; ++i) f.w->write("line\n"sv, c.tag(A));
+    for (int i = 0; i < 3; ++i) f.w->write("line\n"sv, c.tag(B));
+  });
+  f.l.run_until_idle();
+  if (f.sink->pending) f.sink->complete();
+  f.l.run_until_idle();
+  CHECK(c.log == "AAA!A!A!B!B!B");
+  CHECK(f.events == "error ENOSPC;close;");
+}
+
+TEST_CASE("a writev that fails whole calls every merged write's callback with the error") {
+  fixture f;
+  int failed = 0, ok = 0;
+  auto cb = [&](std::error_code ec) { ++(ec ? failed : ok); };
+  f.sink->fail_with = std::make_error_code(std::errc::broken_pipe);
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 200; ++i) f.w->write("abcdef"sv, cb);
+  });
+  f.l.run_until_idle();
+  CHECK(failed == 200);
+  CHECK(ok == 0);
+}
+
+TEST_CASE("destroy() with merged writes buffered calls each one back with ERR_STREAM_DESTROYED") {
+  fixture f({}, false);
+  calls c;
+  f.sink->sync = false;
+  f.l.set_immediate([&] {
+    f.w->write("first"sv, c.tag(F));  // in flight
+    for (int i = 0; i < 4; ++i) f.w->write("more"sv, c.tag(A));
+    f.w->write("more"sv);
+    for (int i = 0; i < 2; ++i) f.w->write("more"sv, c.tag(A));
+    f.w->destroy();
+  });
+  f.l.run_until_idle();
+  CHECK(c.log.empty());  // the buffered writes wait for the one in flight (Node: errorBuffer returns while writing)
+  f.sink->complete();
+  f.l.run_until_idle();
+  // The write in flight landed; every buffered one hears that the stream is gone.
+  CHECK(c.log == "F!A!A!A!A!A!A");
+  CHECK(f.sink->bytes == "first");
+}
+
+TEST_CASE("a sink without writev gets a run's chunks one write at a time") {
+  fixture f;
+  calls c;
+  f.sink->writev_on = false;
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 4; ++i) f.w->write("ab"sv, c.tag(A));
+    f.w->write("ab"sv, c.tag(B));
+  });
+  f.l.run_until_idle();
+  CHECK(c.log == "AAAAB");
+  CHECK(f.sink->single_writes == std::vector<std::string>{"ab", "ab", "ab", "ab", "ab"});
+  CHECK(f.sink->batch_chunks.empty());
+}
+
+TEST_CASE("cork() and uncork() batch merged writes into one writev") {
+  fixture f;
+  int called = 0;
+  auto cb = [&called](std::error_code) { ++called; };
+  f.l.set_immediate([&] {
+    f.w->cork();
+    for (int i = 0; i < 10; ++i) f.w->write("zz"sv, cb);
+    f.w->uncork();
+  });
+  f.l.run_until_idle();
+  CHECK(called == 10);
+  REQUIRE(f.sink->batch_chunks.size() == 1);
+  CHECK(f.sink->batch_chunks[0] == 10);
+  CHECK(f.sink->batch_runs[0] == 1);
+}
+
+TEST_CASE("merged writes over a slow non-blocking pipe: partial writes inside runs, every byte in order, every callback once") {
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0);
+  loop l;
+  int called = 0, failed = 0;
+  auto cb = [&called, &failed](std::error_code ec) { ++(ec ? failed : called); };
+  std::string expected;
+  {
+    auto w = make_fd_writable(fds[1], true, {.event_loop = &l});
+    l.set_immediate([&] {
+      for (int i = 0; i < 20000; ++i) {
+        char chunk[57];
+        std::snprintf(chunk, sizeof chunk, "%055d\n", i);
+        expected.append(chunk, 56);
+        w->write(std::string_view(chunk, 56), cb);
+      }
+      w->end();
+    });
+    std::string received;
+    int rounds = 0;
+    while (received.size() < 20000 * 56 && rounds < 100000) {
+      ++rounds;
+      l.run_until_idle();
+      char buf[5000];  // a slow reader, never on a chunk boundary
+      const ssize_t n = ::read(fds[0], buf, sizeof buf);
+      if (n > 0) received.append(buf, static_cast<std::size_t>(n));
+      for (const auto& wf : l.watched_fds()) {
+        pollfd pfd{wf.fd, wf.events, 0};
+        if (::poll(&pfd, 1, 0) > 0) l.dispatch_ready(pfd.fd, pfd.revents);
+      }
+    }
+    l.run_until_idle();
+    CHECK(rounds > 10);
+    CHECK(received.size() == expected.size());
+    CHECK(received == expected);
+  }
+  ::close(fds[0]);
+  CHECK(called == 20000);
+  CHECK(failed == 0);
+}
