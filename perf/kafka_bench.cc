@@ -180,7 +180,8 @@ class sink_driver final : public sluice::sink_host {
 
 result sink_alone(std::size_t n, const std::string& payload) {
   sluice::loop& l = sluice::loop::current();
-  sluice::kafka_sink out({.topic = "bench", .config = config});
+  const auto sink = sluice::kafka_sink::open({.topic = "bench", .config = config});
+  sluice::kafka_sink& out = *sink;
   out.attach(l);
   std::size_t delivered = 0;
   {

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
     x.seq_at = x.body.size();
     x.body += "0000000000 ";
     if (x.body.size() < static_cast<std::size_t>(size)) x.body.append(static_cast<std::size_t>(size) - x.body.size(), 'x');
-    x.out = std::make_unique<sluice::relp_writable>(sluice::relp_options{
+    x.out = sluice::make_relp_writable(sluice::relp_options{
         .host = "127.0.0.1",
         .port = static_cast<std::uint16_t>(port),
         .header = {.hostname = "bench-host", .app_name = "flood", .procid = std::to_string(1000 + s)},

@@ -131,7 +131,7 @@ result run_once(std::uint16_t port, std::size_t n, std::size_t size, std::size_t
     bodies[i] = "bench message " + std::to_string(i) + " ";
     bodies[i].resize(std::max(size, bodies[i].size()), 'x');
   }
-  sluice::relp_writable w(o);
+  auto w = sluice::make_relp_writable(o);
   std::size_t next = 0, errors = 0;
   bool ended = false;
   std::error_code end_ec;
@@ -139,20 +139,20 @@ result run_once(std::uint16_t port, std::size_t n, std::size_t size, std::size_t
   const double c0 = thread_cpu_s();
   auto pump = [&] {
     while (next < n) {
-      const bool more = w.write(bodies[next % bodies.size()], [&](std::error_code ec) { errors += bool(ec); });
+      const bool more = w->write(bodies[next % bodies.size()], [&](std::error_code ec) { errors += bool(ec); });
       ++next;
       if (!more) return;
     }
-    w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+    w->end([&](std::error_code ec) { ended = true, end_ec = ec; });
   };
-  w.on(sluice::event::drain, pump);
+  w->on(sluice::event::drain, pump);
   pump();
   l.run();
   const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
   const double cpu = thread_cpu_s() - c0;
-  if (!ended || end_ec || errors != 0 || w.acked() != n) {
+  if (!ended || end_ec || errors != 0 || w->acked() != n) {
     std::fprintf(stderr, "relp_send_bench: run failed: ended %d (%s), %zu errors, %zu acked of %zu\n", ended,
-                 end_ec.message().c_str(), errors, w.acked(), n);
+                 end_ec.message().c_str(), errors, w->acked(), n);
     std::exit(1);
   }
   return {double(n) / secs, cpu * 1e6 / double(n)};

@@ -229,16 +229,16 @@ result run_sluice(const setup& s) {
   sluice::syslog_options o;
   o.port = static_cast<std::uint16_t>(s.port);
   o.header = header;
-  sluice::syslog_writable out(o);
+  auto out = sluice::make_syslog_writable(o);
   std::size_t written = 0, ok = 0;
   auto pump = [&] {
     while (written < s.n) {
       ++written;
-      if (!out.write(s.body, [&ok](std::error_code ec) { ok += !ec; })) return;
+      if (!out->write(s.body, [&ok](std::error_code ec) { ok += !ec; })) return;
     }
-    out.end();
+    out->end();
   };
-  out.on(sluice::event::drain, pump);
+  out->on(sluice::event::drain, pump);
   const double c0 = cpu_now();
   const auto t0 = clock_type::now();
   pump();

@@ -36,8 +36,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/detail/spool_dir.h"
-#include "sluice/detail/spool_segment.h"
+#include "sluice/spool/detail/spool_dir.h"
+#include "sluice/spool/detail/spool_segment.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/spool/spool_writable.h"
@@ -134,11 +134,11 @@ void write_seeds(const std::string& out) {
     {
       sluice::loop l;
       std::vector<std::string> got;
-      sluice::spool_writable w(downstream(l, got, true), options(l, dir));
+      auto w = sluice::make_spool_writable(downstream(l, got, true), options(l, dir));
       std::size_t done = 0;
-      for (const std::string& m : run) w.write(m, [&](std::error_code e) { check(!e), ++done; });
+      for (const std::string& m : run) w->write(m, [&](std::error_code e) { check(!e), ++done; });
       check(spin(l, [&] { return done == run.size(); }));
-      w.destroy();
+      w->destroy();
       l.run_until_idle();
     }
     const std::string seg = slurp(dir + "/" + detail::segment_name(1));
@@ -237,16 +237,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   {
     sluice::loop l;
     std::vector<std::string> got;
-    sluice::spool_writable w(downstream(l, got, false), options(l, dir));
-    check(w.recovered_segments() == ((flags & 4) ? 2u : 1u));
+    auto w = sluice::make_spool_writable(downstream(l, got, false), options(l, dir));
+    check(w->recovered_segments() == ((flags & 4) ? 2u : 1u));
     bool ended = false;
     std::error_code end_ec;
-    w.end([&](std::error_code e) { ended = true, end_ec = e; });
+    w->end([&](std::error_code e) { ended = true, end_ec = e; });
     check(spin(l, [&] { return ended; }));
     check(!end_ec);
     check(got == want);
-    check(w.torn_bytes() == torn);
-    check(w.segments() == 0);
+    check(w->torn_bytes() == torn);
+    check(w->segments() == 0);
   }
   for (const auto& e : fs::directory_iterator(dir)) check(e.path().filename().string().rfind("seg-", 0) != 0);
   return 0;

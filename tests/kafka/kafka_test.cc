@@ -33,8 +33,9 @@ kafka_options mock_options(config extra = {}) {
   return o;
 }
 
-kafka_sink& sink_of(writable& w) { return static_cast<kafka_sink&>(w.get_sink()); }
-rd_kafka_mock_cluster_t* mock_of(writable& w) { return rd_kafka_handle_mock_cluster(sink_of(w).handle()); }
+// The handle knows its sink: no cast.
+kafka_sink& sink_of(kafka_writable& w) { return w.get_sink(); }
+rd_kafka_mock_cluster_t* mock_of(kafka_writable& w) { return rd_kafka_handle_mock_cluster(sink_of(w).handle()); }
 
 // Every callback of n writes: how often each was called and with what.
 struct reports {
@@ -387,7 +388,7 @@ namespace {
 struct consumed {
   rd_kafka_t* consumer = nullptr;
   std::vector<rd_kafka_message_t*> messages;
-  consumed(writable& w, std::size_t n) {
+  consumed(kafka_writable& w, std::size_t n) {
     char errstr[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", rd_kafka_mock_cluster_bootstraps(mock_of(w)), errstr, sizeof errstr);
@@ -428,8 +429,8 @@ TEST_CASE("produce() sends a key and headers on a framed stream; write() a bare 
   options.framed = true;
   options.partition = 0;
   auto out = make_kafka_writable(options);
-  produce(*out, "user-42", "hello", {{"host", "web1"}, {"level", "info"}}, delivered.cb());
-  produce(*out, "", "no key, no header", delivered.cb());
+  out->produce("user-42", "hello", {{"host", "web1"}, {"level", "info"}}, delivered.cb());
+  out->produce("", "no key, no header", delivered.cb());
   encode_kafka_message(frame_buffer, "k", "framed by hand");
   out->write(frame_buffer, delivered.cb());
   out->end();
@@ -467,7 +468,7 @@ TEST_CASE("produce() past a full queue: keyed messages wait in the stream like b
     bool refused = false;
     bool waited_for_room = false;
     for (std::size_t i = 0; i < n; ++i) {
-      refused = !produce(*out, "key " + std::to_string(i % 7), message(i), {{"n", "1"}}, r.cb(i)) || refused;
+      refused = !out->produce("key " + std::to_string(i % 7), message(i), {{"n", "1"}}, r.cb(i)) || refused;
       waited_for_room = waited_for_room || sink_of(*out).waiting_for_room();
     }
     CHECK(refused);
@@ -494,16 +495,28 @@ TEST_CASE("a chunk that is no frame fails on a framed stream, and produce() refu
   CHECK(bad.error() == std::make_error_code(std::errc::invalid_argument));
 
   auto plain = make_kafka_writable(mock_options());
-  CHECK_THROWS_AS(produce(*plain, "k", "v"), stream_error);
+  CHECK_THROWS_AS(plain->produce("k", "v"), stream_error);
 }
 
 TEST_CASE("a bad configuration throws, or sets the error of the non-throwing twin") {
   CHECK_THROWS_AS(make_kafka_writable({.topic = "logs", .config = {{"no.such.property", "1"}}}), stream_error);
   CHECK_THROWS_AS(make_kafka_writable({.topic = "", .config = {{"test.mock.num.brokers", "1"}}}), stream_error);
+  // The throwing form's what() carries librdkafka's text, naming the property.
+  try {
+    make_kafka_writable({.topic = "logs", .config = {{"no.such.property", "1"}}});
+  } catch (const stream_error& e) {
+    CHECK(std::string(e.what()).find("no.such.property") != std::string::npos);
+  }
   std::error_code ec;
-  std::string why;
-  auto none = make_kafka_writable({.topic = "logs", .config = {{"no.such.property", "1"}}}, {}, ec, &why);
+  auto none = make_kafka_writable({.topic = "logs", .config = {{"no.such.property", "1"}}}, {}, ec);
   CHECK(!none);
   CHECK(ec == make_kafka_error(RD_KAFKA_RESP_ERR__INVALID_ARG));
-  CHECK(why.find("no.such.property") != std::string::npos);
+  // The sink's own factory, the same way.
+  CHECK_THROWS_AS(kafka_sink::open({.topic = ""}), stream_error);
+  ec.clear();
+  CHECK(!kafka_sink::open({.topic = "", .config = {{"test.mock.num.brokers", "1"}}}, ec));
+  CHECK(ec == make_kafka_error(RD_KAFKA_RESP_ERR__INVALID_ARG));
+  auto sink = kafka_sink::open(mock_options(), ec);
+  CHECK(sink);
+  CHECK(!ec);
 }

@@ -283,7 +283,7 @@ void spool_workload(const std::string& root, ledger& l) {
   const int half = 50 * scale();
   int i = 0;
   for (int run = 0; run < 2; ++run) {
-    auto sp = std::make_unique<spool_writable>(
+    auto sp = make_spool_writable(
         downstream([&l](int n) { if (l.sent_n < max_lines) l.sent[l.sent_n++] = n; },
                    [&l](int n) { if (n >= 0 && n < max_lines) l.down_acked[n] = 1; }),
         spool_opts(root));
@@ -312,7 +312,7 @@ void spool_check(const std::string& root, const ledger& l, violations& v) {
   std::vector<int> got1, got2;
   std::vector<unsigned char> new_accepted(spool_new, 0);
   try {
-    auto sp = std::make_unique<spool_writable>(
+    auto sp = make_spool_writable(
         downstream([&got1](int n) { got1.push_back(n); }, [](int) {}, [first_new](int n) { return n >= first_new; }),
         spool_opts(root));
     lp.run_until_idle();
@@ -330,7 +330,7 @@ void spool_check(const std::string& root, const ledger& l, violations& v) {
   bool ended = false;
   std::error_code end_ec;
   try {
-    auto sp = std::make_unique<spool_writable>(downstream([&got2](int n) { got2.push_back(n); }, [](int) {}),
+    auto sp = make_spool_writable(downstream([&got2](int n) { got2.push_back(n); }, [](int) {}),
                                                spool_opts(root));
     sp->end([&](std::error_code ec) {
       ended = true;

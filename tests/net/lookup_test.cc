@@ -352,18 +352,18 @@ TEST_CASE("a syslog writable to localhost looks it up at every reconnect") {
   o.reconnect_min = 5ms;
   o.reconnect_max = 40ms;
   o.stream.event_loop = &w.loop;
-  syslog_writable out(o);
+  auto out = make_syslog_writable(o);
   must_call writes(2);
-  out.write("one", writes.cb());
+  out->write("one", writes.cb());
   REQUIRE(spin(w.loop, [&] { return srv.got.find("one") != std::string::npos && srv.open.size() == 1; }));
   srv.open[0]->destroy();  // the receiver drops the connection
-  REQUIRE(spin(w.loop, [&] { return !out.connected(); }));
-  out.write("two", writes.cb());
+  REQUIRE(spin(w.loop, [&] { return !out->connected(); }));
+  out->write("two", writes.cb());
   REQUIRE(spin(w.loop, [&] { return srv.got.find("two") != std::string::npos; }));
-  CHECK(out.reconnects() == 1);
+  CHECK(out->reconnects() == 1);
   CHECK(srv.connections == 2);
   bool ended = false;
-  out.end([&](std::error_code ec) { ended = !ec; });
+  out->end([&](std::error_code ec) { ended = !ec; });
   REQUIRE(spin(w.loop, [&] { return ended; }));
   writes.check();
   CHECK_FALSE(writes.error(0));

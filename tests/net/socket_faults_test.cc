@@ -264,7 +264,7 @@ TEST_CASE("syslog writable: sendmsg EPIPE, ECONNRESET, or a short write then EPI
     o.stream.event_loop = &loop;
     o.header.hostname = "h";
     o.header.app_name = "app";
-    auto log = std::make_unique<syslog_writable>(o);
+    auto log = make_syslog_writable(o);
     REQUIRE(spin(loop, [&] {
       rx.poll_once();
       return log->connected() && !rx.conns.empty();
@@ -322,7 +322,7 @@ TEST_CASE("syslog writable: a recv error (ECONNRESET) on its connection is a new
   o.unix_path = path;
   o.reconnect_min = std::chrono::milliseconds(1);
   o.stream.event_loop = &loop;
-  auto log = std::make_unique<syslog_writable>(o);
+  auto log = make_syslog_writable(o);
   REQUIRE(spin(loop, [&] {
     rx.poll_once();
     return log->connected() && !rx.conns.empty();

@@ -27,7 +27,7 @@
 
 #include "sluice/base/errors.h"
 #include "sluice/loop/loop.h"
-#include "sluice/detail/spool_segment.h"
+#include "sluice/spool/detail/spool_segment.h"
 #include "sluice/spool/spool_writable.h"
 #include "sluice/syslog/relp_writable.h"
 #include "support/fault_injection.h"
@@ -149,38 +149,38 @@ TEST_CASE("records go to segments, then downstream in order; a segment goes once
   loop l;
   temp_dir d;
   downstream down;
-  spool_writable w(down.make(l, false), opts(l, d));
+  auto w = make_spool_writable(down.make(l, false), opts(l, d));
   const int n = 2000;
   std::vector<int> calls(n, 0);
   int errors = 0;
-  write_all(l, w, 0, n, calls, errors);
+  write_all(l, *w, 0, n, calls, errors);
   // The callbacks come once each as the records are on disk, the receiver
   // having acknowledged nothing.
-  REQUIRE(spin(l, [&] { return w.spooled_records() == std::uint64_t(n); }));
+  REQUIRE(spin(l, [&] { return w->spooled_records() == std::uint64_t(n); }));
   REQUIRE(spin(l, [&] { return std::count(calls.begin(), calls.end(), 1) == n; }));
   CHECK(errors == 0);
   CHECK(down.sink->pending() > 0);
-  CHECK(w.segments() > 4);  // 2000 records of 15 bytes in 4 KiB segments
-  CHECK(segment_files(d) == w.segments());
-  CHECK(w.acked() == 0);
+  CHECK(w->segments() > 4);  // 2000 records of 15 bytes in 4 KiB segments
+  CHECK(segment_files(d) == w->segments());
+  CHECK(w->acked() == 0);
   // The downstream acknowledges: segments go as their records are all acked.
-  const std::size_t before = w.segments();
+  const std::size_t before = w->segments();
   REQUIRE(spin(l, [&] {
     for (int k = 0; k < 50 && down.sink->pending() > 0; ++k) down.sink->complete();
-    return w.acked() >= std::uint64_t(n / 2);
+    return w->acked() >= std::uint64_t(n / 2);
   }));
-  CHECK(w.segments() < before);
-  CHECK(segment_files(d) == w.segments());
+  CHECK(w->segments() < before);
+  CHECK(segment_files(d) == w->segments());
   bool ended = false;
   std::error_code end_ec;
-  w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+  w->end([&](std::error_code ec) { ended = true, end_ec = ec; });
   REQUIRE(spin(l, [&] {
     while (down.sink->pending() > 0) down.sink->complete();
     return ended;
   }));
   CHECK_FALSE(end_ec);
-  CHECK(w.acked() == std::uint64_t(n));
-  CHECK(w.sent_from_spool() == std::uint64_t(n));
+  CHECK(w->acked() == std::uint64_t(n));
+  CHECK(w->sent_from_spool() == std::uint64_t(n));
   CHECK(segment_files(d) == 0);
   const auto got = down.got();
   REQUIRE(got.size() == std::size_t(n));
@@ -196,12 +196,12 @@ void spool_and_die(const temp_dir& d, int n, int ack) {
   if (pid == 0) {
     loop l;
     downstream down;
-    spool_writable w(down.make(l, false), opts(l, d));
-    for (int i = 0; i < n; ++i) w.write(msg(i));
-    spin(l, [&] { return w.spooled_records() == std::uint64_t(n); });
+    auto w = make_spool_writable(down.make(l, false), opts(l, d));
+    for (int i = 0; i < n; ++i) w->write(msg(i));
+    spin(l, [&] { return w->spooled_records() == std::uint64_t(n); });
     spin(l, [&] {
-      while (down.sink->pending() > 0 && w.acked() < std::uint64_t(ack)) down.sink->complete();
-      return w.acked() >= std::uint64_t(ack);
+      while (down.sink->pending() > 0 && w->acked() < std::uint64_t(ack)) down.sink->complete();
+      return w->acked() >= std::uint64_t(ack);
     });
     // The position of the acknowledgements is saved within 100 ms.
     for (int i = 0; i < 60; ++i) spin(l, [] { return false; }, 1);
@@ -219,13 +219,13 @@ TEST_CASE("after a SIGKILL, a new spool on the same DIR sends what was left firs
   spool_and_die(d, 1000, 300);
   loop l;
   downstream down;
-  spool_writable w(down.make(l, true), opts(l, d));
-  CHECK(w.recovered_segments() > 0);
+  auto w = make_spool_writable(down.make(l, true), opts(l, d));
+  CHECK(w->recovered_segments() > 0);
   std::vector<int> calls(1100, 0);
   int errors = 0;
-  write_all(l, w, 1000, 100, calls, errors);
+  write_all(l, *w, 1000, 100, calls, errors);
   bool ended = false;
-  w.end([&](std::error_code ec) { ended = true, errors += bool(ec); });
+  w->end([&](std::error_code ec) { ended = true, errors += bool(ec); });
   REQUIRE(spin(l, [&] { return ended; }));
   CHECK(errors == 0);
   for (int i = 1000; i < 1100; ++i) CHECK(calls[std::size_t(i)] == 1);
@@ -233,7 +233,7 @@ TEST_CASE("after a SIGKILL, a new spool on the same DIR sends what was left firs
   const auto got = down.got();
   REQUIRE(got.size() == 800);
   for (int i = 0; i < 800; ++i) REQUIRE(got[std::size_t(i)] == msg(300 + i));
-  CHECK(w.torn_bytes() == 0);
+  CHECK(w->torn_bytes() == 0);
   CHECK(segment_files(d) == 0);
 }
 
@@ -242,27 +242,27 @@ TEST_CASE("a downstream that fails a write fails the spool; what it did not ackn
   temp_dir d;
   {
     downstream down;
-    spool_writable w(down.make(l, false), opts(l, d));
+    auto w = make_spool_writable(down.make(l, false), opts(l, d));
     std::error_code seen;
-    w.on(event::error, [&](std::error_code ec) { seen = ec; });
+    w->on(event::error, [&](std::error_code ec) { seen = ec; });
     std::vector<int> calls(100, 0);
     int errors = 0;
-    write_all(l, w, 0, 100, calls, errors);
-    REQUIRE(spin(l, [&] { return w.spooled_records() == 100 && down.sink->pending() > 0; }));
+    write_all(l, *w, 0, 100, calls, errors);
+    REQUIRE(spin(l, [&] { return w->spooled_records() == 100 && down.sink->pending() > 0; }));
     REQUIRE(spin(l, [&] {
-      while (down.sink->pending() > 0 && w.acked() < 10) down.sink->complete();
-      return w.acked() == 10;
+      while (down.sink->pending() > 0 && w->acked() < 10) down.sink->complete();
+      return w->acked() == 10;
     }));
     down.sink->complete(user_error("the receiver refused it"));
-    REQUIRE(spin(l, [&] { return w.destroyed() && bool(seen); }));
+    REQUIRE(spin(l, [&] { return w->destroyed() && bool(seen); }));
     CHECK(seen == user_error("the receiver refused it"));
     CHECK(errors == 0);
     for (int c : calls) CHECK(c == 1);
   }
   downstream down;
-  spool_writable w(down.make(l, true), opts(l, d));
+  auto w = make_spool_writable(down.make(l, true), opts(l, d));
   bool ended = false;
-  w.end([&](std::error_code) { ended = true; });
+  w->end([&](std::error_code) { ended = true; });
   REQUIRE(spin(l, [&] { return ended; }));
   const auto got = down.got();
   REQUIRE(got.size() == 90);
@@ -287,14 +287,14 @@ TEST_CASE("a torn tail after a crash is dropped, counted, never sent") {
   }
   loop l;
   downstream down;
-  spool_writable w(down.make(l, true), opts(l, d));
+  auto w = make_spool_writable(down.make(l, true), opts(l, d));
   bool ended = false;
-  w.end([&](std::error_code) { ended = true; });
+  w->end([&](std::error_code) { ended = true; });
   REQUIRE(spin(l, [&] { return ended; }));
   const auto got = down.got();
   REQUIRE(got.size() == 500);
   for (int i = 0; i < 500; ++i) REQUIRE(got[std::size_t(i)] == msg(i));
-  CHECK(w.torn_bytes() == 16);  // 8 + 11 - 3 bytes of the torn record
+  CHECK(w->torn_bytes() == 16);  // 8 + 11 - 3 bytes of the torn record
 }
 
 TEST_CASE("a flipped byte mid-segment drops the rest of that segment only") {
@@ -313,9 +313,9 @@ TEST_CASE("a flipped byte mid-segment drops the rest of that segment only") {
   }
   loop l;
   downstream down;
-  spool_writable w(down.make(l, true), opts(l, d));
+  auto w = make_spool_writable(down.make(l, true), opts(l, d));
   bool ended = false;
-  w.end([&](std::error_code) { ended = true; });
+  w->end([&](std::error_code) { ended = true; });
   REQUIRE(spin(l, [&] { return ended; }));
   const auto got = down.got();
   REQUIRE(got.size() > 10);
@@ -323,7 +323,7 @@ TEST_CASE("a flipped byte mid-segment drops the rest of that segment only") {
   CHECK(got[10] != msg(10));
   CHECK(std::find(got.begin(), got.end(), msg(10)) == got.end());
   CHECK(got.back() == msg(999));
-  CHECK(w.torn_bytes() > 0);
+  CHECK(w->torn_bytes() > 0);
 }
 
 TEST_CASE("the producer goes on while the receiver is away, until max_bytes: then write() is false, and 'drain' after acks") {
@@ -332,30 +332,30 @@ TEST_CASE("the producer goes on while the receiver is away, until max_bytes: the
   downstream down;
   auto o = opts(l, d, 4096, 64 * 1024);
   o.stream.high_water_mark = 16;
-  spool_writable w(down.make(l, false, 16), o);
+  auto w = make_spool_writable(down.make(l, false, 16), o);
   std::vector<int> calls(20000, 0);
   int errors = 0, next = 0;
   // Written with no acknowledgement: far more than the downstream's 16 fit.
   REQUIRE(spin(l, [&] {
-    while (!w.writable_need_drain()) {
+    while (!w->writable_need_drain()) {
       const int i = next++;
-      w.write(msg(i), [&, i](std::error_code ec) { ++calls[std::size_t(i)], errors += bool(ec); });
+      w->write(msg(i), [&, i](std::error_code ec) { ++calls[std::size_t(i)], errors += bool(ec); });
     }
     return true;
   }));
   for (int k = 0; k < 20; ++k) spin(l, [] { return false; }, 1);
   CHECK(next > 3000);  // 64 KiB of 15-byte records
   CHECK(next < 5000);
-  CHECK(w.writable_need_drain());
-  CHECK(w.disk_bytes() <= o.max_bytes);
+  CHECK(w->writable_need_drain());
+  CHECK(w->disk_bytes() <= o.max_bytes);
   bool drained = false;
-  w.once(event::drain, [&] { drained = true; });
+  w->once(event::drain, [&] { drained = true; });
   REQUIRE(spin(l, [&] {
     while (down.sink->pending() > 0) down.sink->complete();
     return drained;
   }));
   bool ended = false;
-  w.end([&](std::error_code ec) { ended = true, errors += bool(ec); });
+  w->end([&](std::error_code ec) { ended = true, errors += bool(ec); });
   REQUIRE(spin(l, [&] {
     while (down.sink->pending() > 0) down.sink->complete();
     return ended;
@@ -375,27 +375,27 @@ TEST_CASE("a spool that cannot be written (ENOSPC): said once, then backpressure
   int said = 0;
   std::error_code said_ec;
   o.on_spool_error = [&](std::error_code ec) { ++said, said_ec = ec; };
-  spool_writable w(down.make(l, false, 16), o);
+  auto w = make_spool_writable(down.make(l, false, 16), o);
   const int n = 3000;
   std::vector<int> calls(n, 0);
   int errors = 0;
-  write_all(l, w, 0, 500, calls, errors);
-  REQUIRE(spin(l, [&] { return w.spooled_records() == 500; }));
+  write_all(l, *w, 0, 500, calls, errors);
+  REQUIRE(spin(l, [&] { return w->spooled_records() == 500; }));
   fault_injector faults;
   faults.set_rate(sys_call::writev, 1.0, {fault::enospc});
   // The rest is written honouring backpressure, the downstream acking slowly.
   int next = 500, held_back = 0;
   REQUIRE(spin(l, [&] {
-    for (int k = 0; k < 100 && next < n && !w.writable_need_drain(); ++k) {
+    for (int k = 0; k < 100 && next < n && !w->writable_need_drain(); ++k) {
       const int i = next++;
-      w.write(msg(i), [&, i](std::error_code ec) { ++calls[std::size_t(i)], errors += bool(ec); });
+      w->write(msg(i), [&, i](std::error_code ec) { ++calls[std::size_t(i)], errors += bool(ec); });
     }
     for (int k = 0; k < 8 && down.sink->pending() > 0; ++k) down.sink->complete();
-    if (w.writable_need_drain()) ++held_back;
+    if (w->writable_need_drain()) ++held_back;
     return next == n;
   }));
   bool ended = false;
-  w.end([&](std::error_code ec) { ended = true, errors += bool(ec); });
+  w->end([&](std::error_code ec) { ended = true, errors += bool(ec); });
   REQUIRE(spin(l, [&] {
     while (down.sink->pending() > 0) down.sink->complete();
     return ended;
@@ -404,8 +404,8 @@ TEST_CASE("a spool that cannot be written (ENOSPC): said once, then backpressure
   CHECK(held_back > 0);
   CHECK(said == 1);
   CHECK(said_ec == std::errc::no_space_on_device);
-  CHECK(w.spool_failures() >= 1);
-  CHECK(w.bypassed() > 0);
+  CHECK(w->spool_failures() >= 1);
+  CHECK(w->bypassed() > 0);
   CHECK(errors == 0);
   for (int i = 0; i < n; ++i) REQUIRE(calls[std::size_t(i)] == 1);
   const auto got = down.got();
@@ -421,11 +421,11 @@ TEST_CASE("spool_sync::batch: one fsync a batch before its callbacks; an fsync t
     downstream down;
     auto o = opts(l, d);
     o.sync = spool_sync::batch;
-    spool_writable w(down.make(l, true), o);
+    auto w = make_spool_writable(down.make(l, true), o);
     const std::size_t before = faults.calls(sys_call::fsync);
     std::vector<int> calls(300, 0);
     int errors = 0;
-    write_all(l, w, 0, 300, calls, errors);
+    write_all(l, *w, 0, 300, calls, errors);
     REQUIRE(spin(l, [&] { return std::count(calls.begin(), calls.end(), 1) == 300; }));
     // 300 records in one turn: a batch, 4 KiB segments: a handful of
     // pieces, each synced (and the directory for each new segment).
@@ -433,7 +433,7 @@ TEST_CASE("spool_sync::batch: one fsync a batch before its callbacks; an fsync t
     CHECK(syncs >= 2);
     CHECK(syncs <= 20);
     bool ended = false;
-    w.end([&](std::error_code ec) { ended = true, errors += bool(ec); });
+    w->end([&](std::error_code ec) { ended = true, errors += bool(ec); });
     REQUIRE(spin(l, [&] { return ended; }));
     CHECK(errors == 0);
     CHECK(down.got().size() == 300);
@@ -444,13 +444,13 @@ TEST_CASE("spool_sync::batch: one fsync a batch before its callbacks; an fsync t
   int said = 0;
   std::error_code said_ec;
   o.on_spool_error = [&](std::error_code ec) { ++said, said_ec = ec; };
-  spool_writable w(down.make(l, false, 16), o);
+  auto w = make_spool_writable(down.make(l, false, 16), o);
   faults.set_rate(sys_call::fsync, 1.0, {fault::eio});
   std::vector<int> calls(500, 0);
   int errors = 0;
-  write_all(l, w, 0, 500, calls, errors);
+  write_all(l, *w, 0, 500, calls, errors);
   bool ended = false;
-  w.end([&](std::error_code ec) { ended = true, errors += bool(ec); });
+  w->end([&](std::error_code ec) { ended = true, errors += bool(ec); });
   REQUIRE(spin(l, [&] {
     while (down.sink->pending() > 0) down.sink->complete();
     return ended;
@@ -464,7 +464,7 @@ TEST_CASE("spool_sync::batch: one fsync a batch before its callbacks; an fsync t
   REQUIRE(got.size() == 500);
   for (int i = 0; i < 500; ++i) REQUIRE(got[std::size_t(i)] == msg(i));
   // What failed its fsync was cut back, not left to be sent twice.
-  CHECK(w.spooled_records() == 0);
+  CHECK(w->spooled_records() == 0);
 }
 
 // A child process spools `n` records in segments of `segment` bytes, the
@@ -478,23 +478,23 @@ void spool_release_all_and_die(const temp_dir& d, int n, std::uint64_t segment) 
   if (pid == 0) {
     loop l;
     downstream down;
-    spool_writable w(down.make(l, false), opts(l, d, segment));
-    for (int i = 0; i < n; ++i) w.write(msg(i));
+    auto w = make_spool_writable(down.make(l, false), opts(l, d, segment));
+    for (int i = 0; i < n; ++i) w->write(msg(i));
     spin(l, [&] {
       while (down.sink->pending() > 0) down.sink->complete();
-      return w.acked() == std::uint64_t(n);
+      return w->acked() == std::uint64_t(n);
     });
     for (int i = 0; i < 40; ++i) spin(l, [] { return false; }, 1);  // the position saved
     {
       fault_injector faults;
       faults.set_rate(sys_call::writev, 1.0, {fault::enospc});
-      w.write(msg(n));
+      w->write(msg(n));
       spin(l, [&] {
         while (down.sink->pending() > 0) down.sink->complete();
-        return w.bypassed() == 1 && down.sink->pending() == 0 && w.segments() == 0;
+        return w->bypassed() == 1 && down.sink->pending() == 0 && w->segments() == 0;
       });
     }
-    if (w.segments() != 0 || segment_files(d) != 0) ::_exit(4);
+    if (w->segments() != 0 || segment_files(d) != 0) ::_exit(4);
     ::kill(::getpid(), SIGKILL);
     ::_exit(3);
   }
@@ -522,25 +522,25 @@ TEST_CASE("a saved position never applies to a later run's segment: killed with 
   {
     // Cannot send: the downstream never acknowledges; the run goes away.
     downstream down;
-    spool_writable w(down.make(l, false), opts(l, d, segment));
-    CHECK(w.recovered_segments() == 0);
-    for (int i = 0; i < later; ++i) w.write(msg(1000 + i));
-    REQUIRE(spin(l, [&] { return w.spooled_records() == std::uint64_t(later); }));
-    w.destroy();
+    auto w = make_spool_writable(down.make(l, false), opts(l, d, segment));
+    CHECK(w->recovered_segments() == 0);
+    for (int i = 0; i < later; ++i) w->write(msg(1000 + i));
+    REQUIRE(spin(l, [&] { return w->spooled_records() == std::uint64_t(later); }));
+    w->destroy();
   }
   REQUIRE(segment_files(d) > 0);
   downstream down;
-  spool_writable w(down.make(l, true), opts(l, d, segment));
-  CHECK(w.recovered_segments() > 0);
+  auto w = make_spool_writable(down.make(l, true), opts(l, d, segment));
+  CHECK(w->recovered_segments() > 0);
   bool ended = false;
   std::error_code end_ec;
-  w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+  w->end([&](std::error_code ec) { ended = true, end_ec = ec; });
   REQUIRE(spin(l, [&] { return ended; }));
   CHECK_FALSE(end_ec);
   const auto got = down.got();
   REQUIRE(got.size() == std::size_t(later));
   for (int i = 0; i < later; ++i) REQUIRE(got[std::size_t(i)] == msg(1000 + i));
-  CHECK(w.torn_bytes() == 0);
+  CHECK(w->torn_bytes() == 0);
   CHECK(segment_files(d) == 0);
 }
 
@@ -551,21 +551,21 @@ TEST_CASE("ENOSPC, then room again: the records kept in memory go after the disk
   auto o = opts(l, d);
   int said = 0;
   o.on_spool_error = [&](std::error_code) { ++said; };
-  spool_writable w(down.make(l, false, 16), o);
+  auto w = make_spool_writable(down.make(l, false, 16), o);
   const int n = 1000;
   std::vector<int> calls(n, 0);
   int errors = 0;
   const auto write = [&](int first, int count) {
     for (int i = first; i < first + count; ++i)
-      w.write(msg(i), [&, i](std::error_code ec) { ++calls[std::size_t(i)], errors += bool(ec); });
+      w->write(msg(i), [&, i](std::error_code ec) { ++calls[std::size_t(i)], errors += bool(ec); });
   };
   write(0, 500);
-  REQUIRE(spin(l, [&] { return w.spooled_records() == 500; }));
+  REQUIRE(spin(l, [&] { return w->spooled_records() == 500; }));
   {
     fault_injector faults;
     faults.set_rate(sys_call::writev, 1.0, {fault::enospc});
     write(500, 200);
-    REQUIRE(spin(l, [&] { return w.spool_failures() >= 1; }));
+    REQUIRE(spin(l, [&] { return w->spool_failures() >= 1; }));
   }
   // Room again, and past the spool's second before it tries the disk again,
   // with the 200 still in memory (the downstream acknowledged nothing).
@@ -575,7 +575,7 @@ TEST_CASE("ENOSPC, then room again: the records kept in memory go after the disk
   for (int i = 0; i < 20; ++i) spin(l, [] { return false; }, 1);
   bool ended = false;
   std::error_code end_ec;
-  w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+  w->end([&](std::error_code ec) { ended = true, end_ec = ec; });
   REQUIRE(spin(l, [&] {
     while (down.sink->pending() > 0) down.sink->complete();
     return ended;
@@ -588,7 +588,7 @@ TEST_CASE("ENOSPC, then room again: the records kept in memory go after the disk
   REQUIRE(got.size() == std::size_t(n));
   for (int i = 0; i < n; ++i) REQUIRE(got[std::size_t(i)] == msg(i));
   // The disk was used again after the memory's records: the last 300 were spooled.
-  CHECK(w.spooled_records() >= 800);
+  CHECK(w->spooled_records() >= 800);
   CHECK(segment_files(d) == 0);
 }
 
@@ -637,18 +637,18 @@ TEST_CASE("a corrupt record length (1 GiB, the maximum) ends its segment, counte
       }
       loop l;
       downstream down;
-      spool_writable w(down.make(l, true), opts(l, d));
-      for (int i = 500; i < 600; ++i) w.write(msg(i));
+      auto w = make_spool_writable(down.make(l, true), opts(l, d));
+      for (int i = 500; i < 600; ++i) w->write(msg(i));
       bool ended = false;
       std::error_code end_ec;
-      w.end([&](std::error_code ec) { ended = true, end_ec = ec; });
+      w->end([&](std::error_code ec) { ended = true, end_ec = ec; });
       spin(l, [&] { return ended; });
       const auto got = down.got();
       bool in_order = got.size() == 600;
       for (std::size_t i = 0; in_order && i < got.size(); ++i) in_order = got[i] == msg(int(i));
       if (!ended || end_ec) code = 6;
       else if (!in_order) code = 7;
-      else if (w.torn_bytes() != 16) code = 8;
+      else if (w->torn_bytes() != 16) code = 8;
     } catch (const std::bad_alloc&) {
       code = 9;
     } catch (...) {
@@ -669,12 +669,12 @@ TEST_CASE("DIR: made 0700, files 0600; a symbolic link, a DIR others can write, 
   temp_dir d;
   {
     downstream down;
-    spool_writable w(down.make(l, false), opts(l, d));
+    auto w = make_spool_writable(down.make(l, false), opts(l, d));
     struct stat st {};
     REQUIRE(::stat(d.file("spool").c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0700);
-    w.write("x");
-    REQUIRE(spin(l, [&] { return w.spooled_records() == 1; }));
+    w->write("x");
+    REQUIRE(spin(l, [&] { return w->spooled_records() == 1; }));
     for (const auto& e : std::filesystem::directory_iterator(d.file("spool"))) {
       REQUIRE(::stat(e.path().c_str(), &st) == 0);
       CHECK((st.st_mode & 0777) == 0600);
@@ -682,22 +682,22 @@ TEST_CASE("DIR: made 0700, files 0600; a symbolic link, a DIR others can write, 
     // A second spool on the same DIR, while this one holds it.
     downstream down2;
     std::error_code ec;
-    auto w2 = spool_writable::open(down2.make(l, false), opts(l, d), ec);
+    auto w2 = make_spool_writable(down2.make(l, false), opts(l, d), ec);
     CHECK(w2 == nullptr);
     CHECK(ec.message() == "spool: the directory is in use by another process");
-    w.destroy();
+    w->destroy();
   }
   REQUIRE(::symlink(d.file("spool").c_str(), d.file("link").c_str()) == 0);
   auto o = opts(l, d);
   o.dir = d.file("link");
   downstream down;
   std::error_code ec;
-  CHECK(spool_writable::open(down.make(l, false), o, ec) == nullptr);
+  CHECK(make_spool_writable(down.make(l, false), o, ec) == nullptr);
   CHECK(ec.message() == "spool: the directory is a symbolic link: refusing to follow it");
   REQUIRE(::chmod(d.file("spool").c_str(), 0777) == 0);
-  CHECK(spool_writable::open(down.make(l, false), opts(l, d), ec) == nullptr);
+  CHECK(make_spool_writable(down.make(l, false), opts(l, d), ec) == nullptr);
   CHECK(ec.message() == "spool: the directory is writable by group or others (want mode 0700)");
-  CHECK_THROWS_AS(spool_writable(down.make(l, false), opts(l, d)), stream_error);
+  CHECK_THROWS_AS(make_spool_writable(down.make(l, false), opts(l, d)), stream_error);
 }
 
 // ---- a real rsyslogd with imrelp, behind a relp_writable
@@ -725,22 +725,22 @@ TEST_CASE("rsyslog imrelp away while 20,000 messages are spooled; started: every
   rsyslog rs;
   relp_options ro{.port = rs.port, .reconnect_min = 20ms, .reconnect_max = 200ms};
   ro.stream.event_loop = &l;
-  spool_writable w(std::make_unique<relp_writable>(ro), opts(l, d, 64 * 1024, 64 << 20));
+  auto w = make_spool_writable(make_relp_writable(ro), opts(l, d, 64 * 1024, 64 << 20));
   const int n = 20000;
   std::vector<int> calls(n, 0);
   int errors = 0;
-  write_all(l, w, 0, n, calls, errors);
+  write_all(l, *w, 0, n, calls, errors);
   // All of it taken while nobody listens: the producer was not held back.
-  REQUIRE(spin(l, [&] { return w.spooled_records() == std::uint64_t(n); }));
-  CHECK(w.acked() == 0);
-  CHECK(w.segments() > 3);
+  REQUIRE(spin(l, [&] { return w->spooled_records() == std::uint64_t(n); }));
+  CHECK(w->acked() == 0);
+  CHECK(w->segments() > 3);
   rs.start();
   bool ended = false;
-  w.end([&](std::error_code ec) { ended = true, errors += bool(ec); });
+  w->end([&](std::error_code ec) { ended = true, errors += bool(ec); });
   REQUIRE(spin(l, [&] { return ended; }, 30000));
   CHECK(errors == 0);
   for (int c : calls) REQUIRE(c == 1);
-  CHECK(w.acked() == std::uint64_t(n));
+  CHECK(w->acked() == std::uint64_t(n));
   CHECK(segment_files(d) == 0);
   std::istringstream in(slurp(rs.out));
   int i = 0;

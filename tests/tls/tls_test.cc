@@ -37,7 +37,7 @@
 #include "sluice/tls/server.h"
 #include "sluice/syslog/syslog_writable.h"
 #include "sluice/tls/socket.h"
-#include "sluice/tls/syslog_tls.h"
+#include "sluice/syslog/syslog_tls.h"
 #include "sluice/tls/tls_error.h"
 #include "support/free_port.h"
 #include "support/must_call.h"
@@ -1028,10 +1028,10 @@ TEST_CASE("syslog over TLS with its receiver down: once it gave up, nothing is l
   tls::socket_options t = w.client_opts();
   t.handshake_timeout = std::chrono::seconds(30);  // as sluice-log's
   tls::use_tls(o, t);
-  syslog_writable log(o);
-  log.on(event::error, [](std::error_code) {});
+  auto log = make_syslog_writable(o);
+  log->on(event::error, [](std::error_code) {});
   sluice::test::must_call written;
-  log.write("m", written.cb());
+  log->write("m", written.cb());
   REQUIRE(spin(w.loop, [&] { return written.calls() == 1; }));
   CHECK(code_name(written.error()) == "ECONNREFUSED");
   // The give-up is done; a loop with nothing to wait for is not alive().
@@ -1167,10 +1167,10 @@ TEST_CASE("syslog over TLS: every message once, in order, octet-counted, into a 
   constexpr std::size_t n = 20000;
   sluice::test::must_call each(static_cast<int>(n));
   sluice::test::must_call ended;
-  syslog_writable log(tls_syslog_options(w, port_of(r.srv), "ca.crt"));
+  auto log = make_syslog_writable(tls_syslog_options(w, port_of(r.srv), "ca.crt"));
   std::size_t ok = 0;
-  for (std::size_t i = 0; i < n; ++i) log.write(msg_no(i), each.cb([&](std::error_code ec) { ok += !ec; }));
-  log.end(ended.cb());
+  for (std::size_t i = 0; i < n; ++i) log->write(msg_no(i), each.cb([&](std::error_code ec) { ok += !ec; }));
+  log->end(ended.cb());
   REQUIRE(spin(w.loop, [&] { return ended.calls() == 1; }));
   REQUIRE(spin(w.loop, [&] { return r.messages().size() >= n; }));
   each.check();
@@ -1179,8 +1179,8 @@ TEST_CASE("syslog over TLS: every message once, in order, octet-counted, into a 
   const auto got = r.messages();
   REQUIRE(got.size() == n);
   for (std::size_t i = 0; i < n; ++i) REQUIRE(got[i] == msg_no(i));
-  CHECK(log.sent() == n);
-  CHECK(log.maybe_lost() == 0);
+  CHECK(log->sent() == n);
+  CHECK(log->maybe_lost() == 0);
   CHECK(r.tcp_connections == 1);
 }
 
@@ -1189,11 +1189,11 @@ TEST_CASE("syslog over TLS: a receiver of another CA is not retried; every callb
   syslog_receiver r(w, false);
   constexpr std::size_t n = 100;
   sluice::test::must_call each(static_cast<int>(n));
-  syslog_writable log(tls_syslog_options(w, port_of(r.srv), "other-ca.crt"));
+  auto log = make_syslog_writable(tls_syslog_options(w, port_of(r.srv), "other-ca.crt"));
   std::vector<std::string> events;
-  log.on(event::error, [&](std::error_code ec) { events.push_back("error " + code_name(ec)); });
+  log->on(event::error, [&](std::error_code ec) { events.push_back("error " + code_name(ec)); });
   std::vector<std::error_code> errors;
-  for (std::size_t i = 0; i < n; ++i) log.write(msg_no(i), each.cb([&](std::error_code ec) { errors.push_back(ec); }));
+  for (std::size_t i = 0; i < n; ++i) log->write(msg_no(i), each.cb([&](std::error_code ec) { errors.push_back(ec); }));
   REQUIRE(spin(w.loop, [&] { return errors.size() == n; }));
   // Time for a reconnect (10 ms backoff) that must not come.
   spin(w.loop, [] { return false; }, 40);
@@ -1209,8 +1209,8 @@ TEST_CASE("syslog over TLS: a receiver of another CA is not retried; every callb
   CHECK(r.tcp_connections == 1);
   CHECK(r.conns.size() <= 1);
   CHECK(r.messages().empty());
-  CHECK(log.sent() == 0);
-  CHECK(log.dropped() == n);
+  CHECK(log->sent() == 0);
+  CHECK(log->dropped() == n);
   // Not certificate errors: retried.
   CHECK_FALSE(tls::is_certificate_error(std::error_code(ECONNRESET, std::system_category())));
   CHECK_FALSE(tls::is_certificate_error(make_error_code(errc::tls_handshake_timeout)));
@@ -1228,9 +1228,9 @@ TEST_CASE("syslog over TLS: a connection cut mid-stream; the batch in flight goe
   constexpr std::size_t n = 200000;
   sluice::test::must_call each(static_cast<int>(n));
   sluice::test::must_call ended;
-  syslog_writable log(o);
+  auto log = make_syslog_writable(o);
   std::vector<std::string> stream_errors;
-  log.on(event::error, [&](std::error_code ec) { stream_errors.push_back(code_name(ec)); });
+  log->on(event::error, [&](std::error_code ec) { stream_errors.push_back(code_name(ec)); });
   std::size_t ok = 0;
   // Which messages were sent (called back with success) on the first
   // connection.
@@ -1242,16 +1242,16 @@ TEST_CASE("syslog over TLS: a connection cut mid-stream; the batch in flight goe
     while (next_msg < n) {
       const std::size_t i = next_msg++;
       // (must_call's `then` is one for all its callbacks: this one is each message's.)
-      if (!log.write(long_msg_no(i), [&, i, counted = each.cb()](std::error_code ec) {
+      if (!log->write(long_msg_no(i), [&, i, counted = each.cb()](std::error_code ec) {
             counted(ec);
             ok += !ec;
-            if (!ec && log.reconnects() == 0) on_first[i] = 1;
+            if (!ec && log->reconnects() == 0) on_first[i] = 1;
           }))
         return;
     }
-    log.end(ended.cb());
+    log->end(ended.cb());
   };
-  log.on(event::drain, [&] { pump(); });
+  log->on(event::drain, [&] { pump(); });
   pump();
   REQUIRE(spin(w.loop, [&] { return ended.calls() == 1; }, 8000));
   each.check();
@@ -1259,8 +1259,8 @@ TEST_CASE("syslog over TLS: a connection cut mid-stream; the batch in flight goe
   CHECK(ended.error() == std::error_code{});
   CHECK(stream_errors.empty());
   REQUIRE(r.conns.size() >= 2);
-  CHECK(log.reconnects() == r.conns.size() - 1);
-  REQUIRE(spin(w.loop, [&] { return r.messages().size() >= n - log.maybe_lost(); }));
+  CHECK(log->reconnects() == r.conns.size() - 1);
+  REQUIRE(spin(w.loop, [&] { return r.messages().size() >= n - log->maybe_lost(); }));
   const auto got = r.messages();
   // In order but for the batch sent again: each message's first arrival
   // comes after the one before it, a message missing is counted maybe
@@ -1288,11 +1288,11 @@ TEST_CASE("syslog over TLS: a connection cut mid-stream; the batch in flight goe
   }
   const auto sent_on_first = static_cast<std::size_t>(std::count(on_first.begin(), on_first.end(), 1));
   CHECK(missing_not_first == 0);
-  CHECK(missing <= log.maybe_lost());
-  CHECK(log.maybe_lost() == sent_on_first);
+  CHECK(missing <= log->maybe_lost());
+  CHECK(log->maybe_lost() == sent_on_first);
   CHECK(dups <= 1025);
-  CHECK(lost_calls == log.connections_lost());
-  MESSAGE("connections " << r.conns.size() << ", missing " << missing << ", maybe lost " << log.maybe_lost()
-                         << " (on " << log.connections_lost() << ")"
+  CHECK(lost_calls == log->connections_lost());
+  MESSAGE("connections " << r.conns.size() << ", missing " << missing << ", maybe lost " << log->maybe_lost()
+                         << " (on " << log->connections_lost() << ")"
                          << ", twice " << dups);
 }

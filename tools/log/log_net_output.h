@@ -53,7 +53,7 @@ class log_net_output final : public log_output {
     if (dest_.type == log_destination::kind::relp_tcp || dest_.type == log_destination::kind::relp_tls) {
       sluice::relp_options ro = relp_options_;
       if (ro.fatal_error) ro.fatal_error = say_fatal(ro.fatal_error);
-      auto w = std::make_unique<sluice::relp_writable>(ro);
+      auto w = sluice::make_relp_writable(ro);
       relp_ = w.get();
       out_ = std::move(w);
       return true;
@@ -70,7 +70,7 @@ class log_net_output final : public log_output {
                      name_.c_str(), how.c_str(), n);
       };
       if (so.fatal_error) so.fatal_error = say_fatal(so.fatal_error);
-      auto w = std::make_unique<sluice::syslog_writable>(so);
+      auto w = sluice::make_syslog_writable(so);
       syslog_ = w.get();
       out_ = std::move(w);
       return true;

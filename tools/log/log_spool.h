@@ -75,7 +75,7 @@ class log_spool {
     };
     if (kafka) o.is_refusal = [](std::error_code ec) { return !kafka_transient(ec); };
     std::error_code ec;
-    auto w = sluice::spool_writable::open(std::move(down), o, ec);
+    auto w = sluice::make_spool_writable(std::move(down), o, ec);
     if (!w) {
       std::fprintf(stderr, "sluice-log: --spool %s: %s\n", s.dir.c_str(), ec.message().c_str());
       return nullptr;

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "sluice/base/errors.h"
-#include "sluice/tls/syslog_tls.h"
+#include "sluice/syslog/syslog_tls.h"
 
 namespace {
 template <class Options>

@@ -121,21 +121,28 @@ struct kafka_sink::vu_buffer {
 
 // ---- making the producer
 
-kafka_sink::kafka_sink(const kafka_options& options) {
+std::unique_ptr<kafka_sink> kafka_sink::open(const kafka_options& options) {
+  std::unique_ptr<kafka_sink> s(new kafka_sink);
   std::error_code ec;
   std::string why;
-  if (!open(options, ec, &why)) throw stream_error(ec, "kafka_sink: " + why);
+  if (!s->init(options, ec, &why)) throw stream_error(ec, "kafka_sink: " + why);
+  return s;
 }
 
-kafka_sink::kafka_sink(const kafka_options& options, std::error_code& ec, std::string* why) noexcept {
+std::unique_ptr<kafka_sink> kafka_sink::open(const kafka_options& options, std::error_code& ec) noexcept {
+  ec.clear();
   try {
-    open(options, ec, why);
+    std::unique_ptr<kafka_sink> s(new kafka_sink);
+    if (s->init(options, ec, nullptr)) return s;
   } catch (const std::bad_alloc&) {
     ec = std::make_error_code(std::errc::not_enough_memory);
   }
+  return nullptr;
 }
 
-bool kafka_sink::open(const kafka_options& options, std::error_code& ec, std::string* why) noexcept {
+// Not noexcept: its allocations may throw, and open()'s twin catches them
+// (a noexcept here would turn std::bad_alloc into std::terminate).
+bool kafka_sink::init(const kafka_options& options, std::error_code& ec, std::string* why) {
   char errstr[512] = "";
   auto fail = [&](int err, const char* text) {
     ec = make_kafka_error(err);

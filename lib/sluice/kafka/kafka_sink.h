@@ -52,8 +52,9 @@ struct kafka_options {
 void encode_kafka_message(std::string& out, std::string_view key, std::string_view value,
                           std::span<const kafka_header> headers = {});
 
-/// A sink over a librdkafka producer (made with make_kafka_writable(), see
-/// kafka/kafka_writable.h).
+/// A sink over a librdkafka producer (most often made by
+/// make_kafka_writable(), see kafka/kafka_writable.h, which puts a
+/// kafka_writable over it).
 ///
 /// Each chunk is one message, handed to librdkafka (which copies it) inside
 /// write(): the stream's write completes there, so the next chunk follows at
@@ -86,10 +87,10 @@ class kafka_sink : public sink {
  public:
   /// Makes the producer. Throws stream_error (librdkafka's text in what())
   /// for a bad configuration.
-  explicit kafka_sink(const kafka_options& options);
-  /// The non-throwing twin: on failure `ec` is set, and `why` (if given)
-  /// gets librdkafka's text; the sink must then not be used.
-  kafka_sink(const kafka_options& options, std::error_code& ec, std::string* why = nullptr) noexcept;
+  static std::unique_ptr<kafka_sink> open(const kafka_options& options);
+  /// The non-throwing twin: null, and `ec` says why (librdkafka's text,
+  /// which names the property it refused, is in the throwing form's what()).
+  static std::unique_ptr<kafka_sink> open(const kafka_options& options, std::error_code& ec) noexcept;
   ~kafka_sink() override;
   kafka_sink(const kafka_sink&) = delete;
   kafka_sink& operator=(const kafka_sink&) = delete;
@@ -119,7 +120,8 @@ class kafka_sink : public sink {
     write_done done;
   };
 
-  bool open(const kafka_options& options, std::error_code& ec, std::string* why) noexcept;
+  kafka_sink() = default;  // then init(): made by open() only
+  bool init(const kafka_options& options, std::error_code& ec, std::string* why);
   bool produce(std::string_view chunk, write_done done);
   bool not_produced(std::string_view chunk, write_done done, slot* s, int err);
   int produce_framed(std::string_view frame, slot* s);

@@ -16,8 +16,8 @@
 #include "sluice/base/errors.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
-#include "sluice/detail/spool_dir.h"
-#include "sluice/detail/spool_segment.h"
+#include "sluice/spool/detail/spool_dir.h"
+#include "sluice/spool/detail/spool_segment.h"
 #include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {
@@ -28,7 +28,7 @@ namespace {
 constexpr std::chrono::milliseconds disk_retry{1000};
 // How often, at most, the position of the acknowledgements is saved.
 constexpr std::chrono::milliseconds position_every{100};
-constexpr std::size_t read_chunk = 256 * 1024;
+constexpr std::size_t reader_chunk = 256 * 1024;
 
 }  // namespace
 
@@ -413,7 +413,7 @@ class spool_sink final : public sink {
       }
       rpos_ = s.start != 0 ? s.start : segment_header_size;
       if (::lseek(rfd_, static_cast<off_t>(rpos_), SEEK_SET) < 0) rpos_ = segment_header_size;
-      rbuf_.resize(read_chunk);
+      rbuf_.resize(reader_chunk);
       rbeg_ = rend_ = 0;
     }
     if (rfd_ < 0) {
@@ -726,56 +726,52 @@ writable_options stream_options(const spool_options& o) {
   return w;
 }
 
-std::unique_ptr<spool_sink> make_spool_sink(std::unique_ptr<writable> downstream, const spool_options& o,
-                                            std::error_code& ec) {
-  auto s = std::make_unique<spool_sink>(std::move(downstream), o);
-  ec = s->open();
-  if (ec) return nullptr;
-  return s;
-}
-
-std::unique_ptr<spool_sink> make_spool_sink_or_throw(std::unique_ptr<writable> downstream, const spool_options& o) {
-  std::error_code ec;
-  auto s = make_spool_sink(std::move(downstream), o, ec);
-  if (!s) throw stream_error(ec, o.dir);
-  return s;
-}
-
 }  // namespace
 
 }  // namespace sluice::detail
 
 namespace sluice {
 
-spool_writable::spool_writable(std::unique_ptr<writable> downstream, const spool_options& options)
-    : writable(detail::make_spool_sink_or_throw(std::move(downstream), options), detail::stream_options(options)) {}
-
 spool_writable::spool_writable(std::unique_ptr<detail::spool_sink> s, const spool_options& options)
-    : writable(std::move(s), detail::stream_options(options)) {}
+    : typed_writable(std::move(s), detail::stream_options(options)) {}
 
 spool_writable::~spool_writable() = default;
 
-std::unique_ptr<spool_writable> spool_writable::open(std::unique_ptr<writable> downstream,
-                                                     const spool_options& options, std::error_code& ec) {
-  auto s = detail::make_spool_sink(std::move(downstream), options, ec);
-  if (!s) return nullptr;
-  return std::unique_ptr<spool_writable>(new spool_writable(std::move(s), options));
+std::unique_ptr<spool_writable> make_spool_writable(std::unique_ptr<writable> downstream,
+                                                    const spool_options& options, std::error_code& ec) noexcept {
+  ec.clear();
+  try {
+    auto s = std::make_unique<detail::spool_sink>(std::move(downstream), options);
+    ec = s->open();
+    if (ec) return nullptr;
+    return std::unique_ptr<spool_writable>(new spool_writable(std::move(s), options));
+  } catch (const std::bad_alloc&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+  }
+  return nullptr;
 }
 
-detail::spool_sink& spool_writable::transport() const noexcept { return static_cast<detail::spool_sink&>(get_sink()); }
-writable& spool_writable::downstream() noexcept { return transport().downstream(); }
-std::uint64_t spool_writable::spooled_records() const noexcept { return transport().spooled_records; }
-std::uint64_t spool_writable::spooled_bytes() const noexcept { return transport().spooled_bytes; }
-std::uint64_t spool_writable::sent_from_spool() const noexcept { return transport().sent; }
-std::uint64_t spool_writable::acked() const noexcept { return transport().acked; }
-std::uint64_t spool_writable::refused() const noexcept { return transport().refused; }
-std::uint64_t spool_writable::acked_earlier() const noexcept { return transport().acked_earlier; }
-std::uint64_t spool_writable::refused_earlier() const noexcept { return transport().refused_earlier; }
-std::size_t spool_writable::segments() const noexcept { return transport().segments(); }
-std::uint64_t spool_writable::disk_bytes() const noexcept { return transport().disk_bytes(); }
-std::size_t spool_writable::recovered_segments() const noexcept { return transport().recovered(); }
-std::uint64_t spool_writable::torn_bytes() const noexcept { return transport().torn; }
-std::size_t spool_writable::spool_failures() const noexcept { return transport().failures; }
-std::uint64_t spool_writable::bypassed() const noexcept { return transport().bypassed; }
+std::unique_ptr<spool_writable> make_spool_writable(std::unique_ptr<writable> downstream,
+                                                    const spool_options& options) {
+  std::error_code ec;
+  auto w = make_spool_writable(std::move(downstream), options, ec);
+  if (!w) throw stream_error(ec, options.dir);
+  return w;
+}
+
+writable& spool_writable::downstream() noexcept { return get_sink().downstream(); }
+std::uint64_t spool_writable::spooled_records() const noexcept { return get_sink().spooled_records; }
+std::uint64_t spool_writable::spooled_bytes() const noexcept { return get_sink().spooled_bytes; }
+std::uint64_t spool_writable::sent_from_spool() const noexcept { return get_sink().sent; }
+std::uint64_t spool_writable::acked() const noexcept { return get_sink().acked; }
+std::uint64_t spool_writable::refused() const noexcept { return get_sink().refused; }
+std::uint64_t spool_writable::acked_earlier() const noexcept { return get_sink().acked_earlier; }
+std::uint64_t spool_writable::refused_earlier() const noexcept { return get_sink().refused_earlier; }
+std::size_t spool_writable::segments() const noexcept { return get_sink().segments(); }
+std::uint64_t spool_writable::disk_bytes() const noexcept { return get_sink().disk_bytes(); }
+std::size_t spool_writable::recovered_segments() const noexcept { return get_sink().recovered(); }
+std::uint64_t spool_writable::torn_bytes() const noexcept { return get_sink().torn; }
+std::size_t spool_writable::spool_failures() const noexcept { return get_sink().failures; }
+std::uint64_t spool_writable::bypassed() const noexcept { return get_sink().bypassed; }
 
 }  // namespace sluice

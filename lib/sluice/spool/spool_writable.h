@@ -13,13 +13,14 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/stream/writable.h"
+#include "sluice/stream/typed_stream.h"
 
 namespace sluice {
 
 namespace detail {
 class spool_sink;
 }
+class spool_writable;
 
 /// When the spool fsyncs its segments.
 enum class spool_sync {
@@ -71,13 +72,21 @@ struct spool_options {
   writable_options stream{};
 };
 
+/// A new spool_writable (see below) in front of `downstream`, which it owns.
+/// Throws stream_error when `options.dir` is refused (see spool_options);
+/// `downstream` is then destroyed.
+std::unique_ptr<spool_writable> make_spool_writable(std::unique_ptr<writable> downstream, const spool_options& options);
+/// The non-throwing twin: null, and `ec` says why.
+std::unique_ptr<spool_writable> make_spool_writable(std::unique_ptr<writable> downstream, const spool_options& options,
+                                                    std::error_code& ec) noexcept;
+
 /// A writable in front of another (`downstream`, which it owns): each chunk
 /// is appended to a segment file in `dir` and sent from there, in order.
 ///
-///     auto relp = std::make_unique<sluice::relp_writable>(sluice::relp_options{.port = 2514});
-///     sluice::spool_writable log(std::move(relp), {.dir = "/var/spool/api", .max_bytes = 256 << 20});
-///     log.write("user 42 logged in", [](std::error_code ec) { /* !ec: on disk in the spool */ });
-///     log.end([](std::error_code ec) { /* !ec: all sent and acknowledged, the spool empty */ });
+///     auto log = sluice::make_spool_writable(sluice::make_relp_writable({.port = 2514}),
+///                                            {.dir = "/var/spool/api", .max_bytes = 256 << 20});
+///     log->write("user 42 logged in", [](std::error_code ec) { /* !ec: on disk in the spool */ });
+///     log->end([](std::error_code ec) { /* !ec: all sent and acknowledged, the spool empty */ });
 ///
 /// A write's callback comes when its record is in the spool (written to the
 /// segment, and fsynced with spool_sync::batch), not when the receiver has
@@ -102,15 +111,12 @@ struct spool_options {
 ///
 /// end(): once every record is acknowledged, the segments are deleted and
 /// `downstream` is ended; the callback is its end's.
-class spool_writable : public writable {
+///
+/// A typed handle (stream/typed_stream.h): the counters below are its
+/// sink's, reached without a cast.
+class spool_writable : public typed_writable<detail::spool_sink> {
  public:
-  /// Throws stream_error when `options.dir` is refused (see spool_options).
-  spool_writable(std::unique_ptr<writable> downstream, const spool_options& options);
   ~spool_writable();
-
-  /// The non-throwing twin: null, and `ec` says why.
-  static std::unique_ptr<spool_writable> open(std::unique_ptr<writable> downstream, const spool_options& options,
-                                              std::error_code& ec);
 
   /// The writable the records are sent to.
   writable& downstream() noexcept;
@@ -144,8 +150,9 @@ class spool_writable : public writable {
   std::uint64_t bypassed() const noexcept;
 
  private:
+  friend std::unique_ptr<spool_writable> make_spool_writable(std::unique_ptr<writable> downstream,
+                                                             const spool_options& options, std::error_code& ec) noexcept;
   spool_writable(std::unique_ptr<detail::spool_sink> s, const spool_options& options);
-  detail::spool_sink& transport() const noexcept;
 };
 
 }  // namespace sluice

@@ -4,7 +4,7 @@
 // message follows without waiting for any answer, and the message's
 // callback is taken out of the stream and called when its answer comes.
 // A full window holds the write in flight until an answer makes room. A
-// lost session is replaced (net::reconnecting_socket), and the window's
+// lost session is replaced (reconnecting_socket), and the window's
 // unanswered messages are sent again, in order, on the next one (txnrs
 // start again at 1 on each session, as librelp's receiver expects).
 #include "sluice/syslog/relp_writable.h"
@@ -13,10 +13,11 @@
 #include <cerrno>
 #include <deque>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include "sluice/base/errors.h"
-#include "sluice/detail/reconnecting_socket.h"
+#include "sluice/syslog/detail/reconnecting_socket.h"
 #include "sluice/sinks/sink.h"
 #include "sluice/syslog/relp_frames.h"
 
@@ -36,8 +37,8 @@ std::string cut_text(std::string_view s) {
   return t;
 }
 
-net::reconnect_options reconnect_options_of(const relp_options& o) {
-  net::reconnect_options r;
+reconnect_options reconnect_options_of(const relp_options& o) {
+  reconnect_options r;
   r.host = o.host;
   r.port = o.port;
   r.reconnect_min = o.reconnect_min;
@@ -131,8 +132,8 @@ class relp_sink final : public sink {
     write_done done;
   };
 
-  net::reconnecting_socket::hooks hooks() {
-    net::reconnecting_socket::hooks h;
+  reconnecting_socket::hooks hooks() {
+    reconnecting_socket::hooks h;
     h.wrap = o_.wrap;
     h.on_connect = [this](duplex& s) { on_connect(s); };
     h.on_data = [this](duplex& s, std::string_view b) { on_data(s, b); };
@@ -414,7 +415,7 @@ class relp_sink final : public sink {
   relp_options o_;
   syslog_formatter format_;
   loop* loop_ = nullptr;
-  net::reconnecting_socket rc_;
+  reconnecting_socket rc_;
   relp_frame_reader reader_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // Oldest first: taken from the stream, not yet answered (or answered
@@ -455,23 +456,40 @@ writable_options stream_options(const relp_options& o) {
 
 }  // namespace detail
 
-relp_writable::relp_writable(const relp_options& options)
-    : writable(std::make_unique<detail::relp_sink>(options), detail::stream_options(options)) {}
+relp_writable::relp_writable(std::unique_ptr<detail::relp_sink> s, const relp_options& options)
+    : typed_writable(std::move(s), detail::stream_options(options)) {}
 
 relp_writable::~relp_writable() = default;
 
-const detail::relp_sink& relp_writable::transport() const noexcept {
-  return static_cast<const detail::relp_sink&>(get_sink());
+std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options) {
+  if (const char* why = detail::syslog_header_problem(options.header))
+    throw stream_error(std::make_error_code(std::errc::invalid_argument), why);
+  return std::unique_ptr<relp_writable>(new relp_writable(std::make_unique<detail::relp_sink>(options), options));
 }
-std::size_t relp_writable::acked() const noexcept { return transport().acked(); }
-std::size_t relp_writable::resent() const noexcept { return transport().resent(); }
-std::size_t relp_writable::in_flight() const noexcept { return transport().in_flight(); }
-std::size_t relp_writable::dropped() const noexcept { return dropped_ + transport().failed(); }
-std::size_t relp_writable::refused() const noexcept { return transport().refused(); }
-std::size_t relp_writable::reconnects() const noexcept { return transport().reconnects(); }
-std::size_t relp_writable::truncated() const noexcept { return transport().truncated(); }
-std::size_t relp_writable::answer_timeouts() const noexcept { return transport().timeouts(); }
-bool relp_writable::connected() const noexcept { return transport().connected(); }
+
+std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options, std::error_code& ec) noexcept {
+  ec.clear();
+  if (detail::syslog_header_problem(options.header)) {
+    ec = std::make_error_code(std::errc::invalid_argument);
+    return nullptr;
+  }
+  try {
+    return std::unique_ptr<relp_writable>(new relp_writable(std::make_unique<detail::relp_sink>(options), options));
+  } catch (const std::bad_alloc&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+  }
+  return nullptr;
+}
+
+std::size_t relp_writable::acked() const noexcept { return get_sink().acked(); }
+std::size_t relp_writable::resent() const noexcept { return get_sink().resent(); }
+std::size_t relp_writable::in_flight() const noexcept { return get_sink().in_flight(); }
+std::size_t relp_writable::dropped() const noexcept { return dropped_ + get_sink().failed(); }
+std::size_t relp_writable::refused() const noexcept { return get_sink().refused(); }
+std::size_t relp_writable::reconnects() const noexcept { return get_sink().reconnects(); }
+std::size_t relp_writable::truncated() const noexcept { return get_sink().truncated(); }
+std::size_t relp_writable::answer_timeouts() const noexcept { return get_sink().timeouts(); }
+bool relp_writable::connected() const noexcept { return get_sink().connected(); }
 
 std::error_code relp_writable::destroy_io(std::error_code err) noexcept {
   dropped_ += writable_length();

@@ -13,7 +13,7 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/stream/writable.h"
+#include "sluice/stream/typed_stream.h"
 #include "sluice/syslog/syslog_format.h"
 
 namespace sluice {
@@ -25,6 +25,7 @@ class socket;
 namespace detail {
 class relp_sink;
 }
+class relp_writable;
 
 struct relp_options {
   /// The receiver (rsyslog's imrelp, ...): a name (looked up at every
@@ -82,14 +83,20 @@ struct relp_options {
   writable_options stream{};
 };
 
+/// A new relp_writable (see below). Throws stream_error (EINVAL) for a
+/// header it cannot format: a facility past 23, a severity past 7.
+std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options = {});
+/// The non-throwing twin: null, and `ec` says why.
+std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options, std::error_code& ec) noexcept;
+
 /// A writable that sends each chunk as one RFC 5424 message in a RELP
 /// `syslog` transaction. It connects at once and opens the session
 /// (`open` with relp_version=0, commands=syslog, answered 200) before any
 /// message; the caller's thread never waits for the network.
 ///
-///     sluice::relp_writable log({.port = 2514, .header = {.app_name = "api"}});
-///     log.write("user 42 logged in", [](std::error_code ec) { /* !ec: the receiver answered 200 */ });
-///     log.end([](std::error_code ec) { /* !ec: every message answered, session closed */ });
+///     auto log = sluice::make_relp_writable({.port = 2514, .header = {.app_name = "api"}});
+///     log->write("user 42 logged in", [](std::error_code ec) { /* !ec: the receiver answered 200 */ });
+///     log->end([](std::error_code ec) { /* !ec: every message answered, session closed */ });
 ///     sluice::loop::current().run();
 ///
 /// What it guarantees: a write's callback hears success only once the
@@ -131,9 +138,11 @@ struct relp_options {
 /// end(): once every message is answered (the window too, reconnecting as
 /// needed), sends `close`, waits for its answer, and closes the
 /// connection; then the callback.
-class relp_writable : public writable {
+///
+/// A typed handle (stream/typed_stream.h): the counters below are its
+/// sink's, reached without a cast.
+class relp_writable : public typed_writable<detail::relp_sink> {
  public:
-  explicit relp_writable(const relp_options& options = {});
   ~relp_writable();
 
   /// Messages the receiver answered with 200.
@@ -158,8 +167,10 @@ class relp_writable : public writable {
   bool connected() const noexcept;
 
  private:
+  friend std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options);
+  friend std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options, std::error_code& ec) noexcept;
+  relp_writable(std::unique_ptr<detail::relp_sink> s, const relp_options& options);
   std::error_code destroy_io(std::error_code err) noexcept override;
-  const detail::relp_sink& transport() const noexcept;
 
   std::size_t dropped_ = 0;
 };

@@ -27,9 +27,14 @@ std::string own_hostname() {
 
 }  // namespace
 
+const char* syslog_header_problem(const syslog_header& h) noexcept {
+  if (h.facility > 23) return "syslog facility must be 0 to 23";
+  if (h.severity > 7) return "syslog severity must be 0 to 7";
+  return nullptr;
+}
+
 syslog_formatter::syslog_formatter(const syslog_header& h, syslog_framing framing) : framing_(framing) {
-  if (h.facility > 23) throw std::invalid_argument("syslog facility must be 0 to 23");
-  if (h.severity > 7) throw std::invalid_argument("syslog severity must be 0 to 7");
+  if (const char* why = syslog_header_problem(h)) throw std::invalid_argument(why);
   pri_ = "<" + std::to_string(h.facility * 8 + h.severity) + ">1 ";
   fixed_ = " " + field(h.hostname.empty() ? own_hostname() : h.hostname, 255) + " " + field(h.app_name, 48) + " " +
            field(h.procid.empty() ? std::to_string(::getpid()) : h.procid, 128) + " " + field(h.msgid, 32) + " - ";

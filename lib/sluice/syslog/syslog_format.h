@@ -39,13 +39,17 @@ struct syslog_header {
 
 namespace detail {
 
+/// Why no message can have header `h` (a facility past 23, a severity past
+/// 7), or null: what the writables' factories check before they make one.
+const char* syslog_header_problem(const syslog_header& h) noexcept;
+
 /// Formats RFC 5424 messages with one header:
 /// "<PRI>1 2026-12-01T13:53:10.123456Z HOST APP PROCID MSGID - MSG", the
 /// timestamp in UTC with microseconds (RFC 3339), STRUCTURED-DATA nil. The
 /// header fields are checked once, here: a field's characters outside
 /// PRINTUSASCII (33 to 126) become '_', and a field is cut at its RFC length
 /// (an empty one becomes "-"). Throws std::invalid_argument for a facility
-/// past 23 or a severity past 7.
+/// past 23 or a severity past 7 (syslog_header_problem()).
 class syslog_formatter {
  public:
   explicit syslog_formatter(const syslog_header& h, syslog_framing framing = syslog_framing::octet_counting);

@@ -1,6 +1,6 @@
 // The syslog writable's sink: frames each batch of messages into one buffer
 // and writes it to a net::socket (or the stream that wraps it: TLS); a lost
-// connection is replaced after a backoff (net::reconnecting_socket), and the
+// connection is replaced after a backoff (reconnecting_socket), and the
 // batch in flight is sent again from its first message the kernel had not
 // fully taken (over a wrapper, whose bytes are not the messages' bytes: the
 // whole batch). It counts the messages written on a connection since its
@@ -12,11 +12,12 @@
 #include <sys/ioctl.h>
 
 #include <algorithm>
+#include <new>
 #include <optional>
 #include <vector>
 
 #include "sluice/base/errors.h"
-#include "sluice/detail/reconnecting_socket.h"
+#include "sluice/syslog/detail/reconnecting_socket.h"
 #include "sluice/net/socket.h"
 #include "sluice/sinks/sink.h"
 
@@ -26,8 +27,8 @@ namespace detail {
 constexpr std::chrono::milliseconds writable_quiet_time = syslog_writable::quiet_time;
 
 namespace {
-net::reconnect_options reconnect_options_of(const syslog_options& o) {
-  net::reconnect_options r;
+reconnect_options reconnect_options_of(const syslog_options& o) {
+  reconnect_options r;
   r.host = o.host;
   r.port = o.port;
   r.unix_path = o.unix_path;
@@ -248,8 +249,8 @@ class syslog_sink final : public sink {
     // Touch nothing here: done() may have destroyed the stream and this sink.
   }
 
-  net::reconnecting_socket::hooks hooks() {
-    net::reconnecting_socket::hooks h;
+  reconnecting_socket::hooks hooks() {
+    reconnecting_socket::hooks h;
     h.wrap = o_.wrap;
     h.on_connect = [this](duplex&) { on_connect(); };
     // The receiver sends nothing we need: its bytes are read and dropped,
@@ -331,7 +332,7 @@ class syslog_sink final : public sink {
   syslog_options o_;
   syslog_formatter format_;
   loop* loop_ = nullptr;
-  net::reconnecting_socket rc_;
+  reconnecting_socket rc_;
   // The batch in flight: its frames, where each ends, and the first the
   // kernel has not taken whole.
   std::optional<write_done> done_;
@@ -370,21 +371,39 @@ writable_options stream_options(const syslog_options& o) {
 
 }  // namespace detail
 
-syslog_writable::syslog_writable(const syslog_options& options)
-    : writable(std::make_unique<detail::syslog_sink>(options), detail::stream_options(options)) {}
+syslog_writable::syslog_writable(std::unique_ptr<detail::syslog_sink> s, const syslog_options& options)
+    : typed_writable(std::move(s), detail::stream_options(options)) {}
 
 syslog_writable::~syslog_writable() = default;
 
-const detail::syslog_sink& syslog_writable::transport() const noexcept {
-  return static_cast<const detail::syslog_sink&>(get_sink());
+std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options) {
+  if (const char* why = detail::syslog_header_problem(options.header))
+    throw stream_error(std::make_error_code(std::errc::invalid_argument), why);
+  return std::unique_ptr<syslog_writable>(new syslog_writable(std::make_unique<detail::syslog_sink>(options), options));
 }
-std::size_t syslog_writable::sent() const noexcept { return transport().sent(); }
-std::size_t syslog_writable::dropped() const noexcept { return dropped_ + transport().failed(); }
-std::size_t syslog_writable::reconnects() const noexcept { return transport().reconnects(); }
-std::size_t syslog_writable::maybe_lost() const noexcept { return transport().maybe_lost(); }
-std::size_t syslog_writable::connections_lost() const noexcept { return transport().connections_lost(); }
-std::size_t syslog_writable::truncated() const noexcept { return transport().truncated(); }
-bool syslog_writable::connected() const noexcept { return transport().connected(); }
+
+std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options, std::error_code& ec) noexcept {
+  ec.clear();
+  if (detail::syslog_header_problem(options.header)) {
+    ec = std::make_error_code(std::errc::invalid_argument);
+    return nullptr;
+  }
+  try {
+    return std::unique_ptr<syslog_writable>(
+        new syslog_writable(std::make_unique<detail::syslog_sink>(options), options));
+  } catch (const std::bad_alloc&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+  }
+  return nullptr;
+}
+
+std::size_t syslog_writable::sent() const noexcept { return get_sink().sent(); }
+std::size_t syslog_writable::dropped() const noexcept { return dropped_ + get_sink().failed(); }
+std::size_t syslog_writable::reconnects() const noexcept { return get_sink().reconnects(); }
+std::size_t syslog_writable::maybe_lost() const noexcept { return get_sink().maybe_lost(); }
+std::size_t syslog_writable::connections_lost() const noexcept { return get_sink().connections_lost(); }
+std::size_t syslog_writable::truncated() const noexcept { return get_sink().truncated(); }
+bool syslog_writable::connected() const noexcept { return get_sink().connected(); }
 
 std::error_code syslog_writable::destroy_io(std::error_code err) noexcept {
   // What the stream still holds will be called back with an error; the

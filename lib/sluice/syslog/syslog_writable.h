@@ -12,7 +12,7 @@
 #include <string>
 #include <system_error>
 
-#include "sluice/stream/writable.h"
+#include "sluice/stream/typed_stream.h"
 #include "sluice/syslog/syslog_format.h"
 
 namespace sluice {
@@ -24,6 +24,7 @@ class socket;
 namespace detail {
 class syslog_sink;
 }
+class syslog_writable;
 
 struct syslog_options {
   /// The receiver: a TCP host (a name, looked up at every connection, or an
@@ -71,15 +72,21 @@ struct syslog_options {
   writable_options stream{};
 };
 
+/// A new syslog_writable (see below). Throws stream_error (EINVAL) for a
+/// header it cannot format: a facility past 23, a severity past 7.
+std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options = {});
+/// The non-throwing twin: null, and `ec` says why.
+std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options, std::error_code& ec) noexcept;
+
 /// A writable that sends each chunk as one RFC 5424 message:
 /// "<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID - MSG", TIMESTAMP in UTC
 /// with microseconds, framed by octet counting ("LEN SP MSG", RFC 6587) or by
 /// LF. It connects at once, and the caller's thread never waits for the
 /// network: the socket is non-blocking and every step runs on the loop.
 ///
-///     sluice::syslog_writable log({.port = 6514, .header = {.app_name = "api"}});
-///     if (!log.write("user 42 logged in")) log.once(sluice::event::drain, [&] { go_on(); });
-///     log.end([](std::error_code ec) { ... });  // every message sent, or ec says why not
+///     auto log = sluice::make_syslog_writable({.port = 6514, .header = {.app_name = "api"}});
+///     if (!log->write("user 42 logged in")) log->once(sluice::event::drain, [&] { go_on(); });
+///     log->end([](std::error_code ec) { ... });  // every message sent, or ec says why not
 ///     sluice::loop::current().run();
 ///
 /// Unreachable receiver (refused, reset, closed by the peer): the writable
@@ -135,9 +142,11 @@ struct syslog_options {
 /// connection is closed (FIN); or with the error that stopped it, each
 /// unsent message's callback then saying why (ERR_STREAM_DESTROYED for
 /// messages still queued).
-class syslog_writable : public writable {
+///
+/// A typed handle (stream/typed_stream.h): the counters below are its
+/// sink's, reached without a cast.
+class syslog_writable : public typed_writable<detail::syslog_sink> {
  public:
-  explicit syslog_writable(const syslog_options& options = {});
   ~syslog_writable();
 
   /// Messages handed to the kernel on some connection (callbacks that said
@@ -162,8 +171,11 @@ class syslog_writable : public writable {
   static constexpr std::chrono::milliseconds quiet_time{1000};
 
  private:
+  friend std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options);
+  friend std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options,
+                                                               std::error_code& ec) noexcept;
+  syslog_writable(std::unique_ptr<detail::syslog_sink> s, const syslog_options& options);
   std::error_code destroy_io(std::error_code err) noexcept override;
-  const detail::syslog_sink& transport() const noexcept;
 
   std::size_t dropped_ = 0;
 };

@@ -1,6 +1,6 @@
 // syslog_tls: the syslog writable's wrap hook, a tls::socket over each
 // connection, sharing one loaded context.
-#include "sluice/tls/syslog_tls.h"
+#include "sluice/syslog/syslog_tls.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

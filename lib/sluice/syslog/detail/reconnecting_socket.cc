@@ -1,10 +1,10 @@
 // reconnecting_socket: the socket's events are filtered to the current one
 // here, so that a user's hooks never see a socket it has given up on.
-#include "sluice/detail/reconnecting_socket.h"
+#include "sluice/syslog/detail/reconnecting_socket.h"
 
 #include <algorithm>
 
-namespace sluice::net {
+namespace sluice::detail {
 
 reconnecting_socket::reconnecting_socket(const reconnect_options& options, hooks h)
     : o_(options), h_(std::move(h)), backoff_(options.reconnect_min) {}
@@ -30,9 +30,9 @@ void reconnecting_socket::connect_now() {
   retry_timer_ = 0;
   if (stopped_) return;
   old_ = std::move(conn_);
-  socket_options so;
+  net::socket_options so;
   so.event_loop = loop_;
-  auto sock = std::make_unique<socket>(so);
+  auto sock = std::make_unique<net::socket>(so);
   tcp_ = sock.get();
   established_ = false;
   conn_error_ = {};
@@ -114,4 +114,4 @@ void reconnecting_socket::cancel_timers() noexcept {
   retry_timer_ = give_up_timer_ = 0;
 }
 
-}  // namespace sluice::net
+}  // namespace sluice::detail

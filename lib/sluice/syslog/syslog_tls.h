@@ -23,7 +23,7 @@ namespace sluice::tls {
 ///     sluice::tls::socket_options t;
 ///     t.context.ca_file = "ca.crt";
 ///     sluice::tls::use_tls(o, t);
-///     sluice::syslog_writable log(o);
+///     auto log = sluice::make_syslog_writable(o);
 void use_tls(syslog_options& o, const socket_options& tls = {});
 /// The same for a RELP writable (RELP over TLS, as rsyslog's imrelp with
 /// tls="on" takes it).

@@ -1,4 +1,4 @@
-#include "sluice/detail/spool_segment.h"
+#include "sluice/spool/detail/spool_segment.h"
 
 #include <array>
 #include <cstring>

@@ -19,7 +19,7 @@
 #include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
 
-namespace sluice::net {
+namespace sluice::detail {
 
 struct reconnect_options {
   /// A TCP address (an IP literal or "localhost") and port, or, when
@@ -43,7 +43,7 @@ struct reconnect_options {
 /// its own event has returned. A connection is the socket itself, or, with
 /// hooks::wrap, the stream that wraps it (a TLS client over it).
 ///
-///     net::reconnecting_socket rc(o, {.on_connect = [&](duplex& s) { rc.established(); s.write("hello\n"); },
+///     detail::reconnecting_socket rc(o, {.on_connect = [&](duplex& s) { rc.established(); s.write("hello\n"); },
 ///                                     .on_close = [&](std::error_code ec) { ... }});
 ///     rc.start(loop);
 class reconnecting_socket {
@@ -53,7 +53,7 @@ class reconnecting_socket {
     /// stream it returns over that socket (a tls::socket) is the
     /// connection: what is written and read, its 'error' and 'close'. Its
     /// 'secureConnect' is then the connect (on_connect).
-    std::function<std::unique_ptr<duplex>(std::unique_ptr<socket>)> wrap;
+    std::function<std::unique_ptr<duplex>(std::unique_ptr<net::socket>)> wrap;
     /// The current connection connected (TCP's 'connect', or, with wrap,
     /// the wrapper's 'secureConnect').
     std::function<void(duplex&)> on_connect;
@@ -83,13 +83,11 @@ class reconnecting_socket {
   duplex* current() noexcept { return conn_.get(); }
   /// The TCP or Unix socket under current() (itself without wrap): its fd,
   /// its counters; null before start().
-  socket* tcp() noexcept { return tcp_; }
+  net::socket* tcp() noexcept { return tcp_; }
   /// The current connection counts as up: the backoff starts again from
   /// reconnect_min, a give-up wait ends, and every one after the first
   /// counts in reconnects().
   void established() noexcept;
-  /// Whether established() was called for the current socket.
-  bool is_established() const noexcept { return established_; }
   /// Something waits for a connection: unless one is established (or the
   /// wait is already on), on_give_up comes after give_up_after.
   void wait_for_connection();
@@ -121,7 +119,7 @@ class reconnecting_socket {
   hooks h_;
   loop* loop_ = nullptr;
   std::unique_ptr<duplex> conn_;  // the socket, or its wrapper
-  socket* tcp_ = nullptr;         // the socket under conn_
+  net::socket* tcp_ = nullptr;    // the socket under conn_
   std::unique_ptr<duplex> old_;   // never deleted inside its own event
   std::error_code last_error_;
   std::error_code conn_error_;
@@ -135,4 +133,4 @@ class reconnecting_socket {
   bool dying_ = false;
 };
 
-}  // namespace sluice::net
+}  // namespace sluice::detail

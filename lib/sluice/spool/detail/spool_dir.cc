@@ -1,4 +1,4 @@
-#include "sluice/detail/spool_dir.h"
+#include "sluice/spool/detail/spool_dir.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "sluice/base/errors.h"
-#include "sluice/detail/spool_segment.h"
+#include "sluice/spool/detail/spool_segment.h"
 #include "sluice/base/detail/syscalls.h"
 
 namespace sluice::detail {
