@@ -1,7 +1,7 @@
 // pipe_zero_copy() and pipeline(): from an fd to an fd the kernel moves the
 // bytes (copy_file_range, sendfile, splice); every byte arrives in order,
 // the streams' events are those of a normal pipe, and when the kernel
-// refuses (forced through sluice/detail/syscalls.h's table) or a move fails, the
+// refuses (forced through sluice/base/detail/syscalls.h's table) or a move fails, the
 // normal read and write take over from where the kernel stopped.
 #include "support/printers.h"
 

@@ -1,4 +1,4 @@
-// Faults on sockets (tests/support/fault_injection.h over sluice/detail/syscalls.h's
+// Faults on sockets (tests/support/fault_injection.h over sluice/base/detail/syscalls.h's
 // sendmsg and recv): EPIPE, ECONNRESET, EAGAIN, EINTR, short sendmsg and
 // short recv, for a net::socket and for the syslog writable. Each error
 // reaches every write callback exactly once and 'error' once; a short write

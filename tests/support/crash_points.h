@@ -1,4 +1,4 @@
-// crash_points: the syscall table (sluice/detail/syscalls.h) swapped for one
+// crash_points: the syscall table (sluice/base/detail/syscalls.h) swapped for one
 // that counts every durable step under a directory (write, writev, pwrite,
 // fsync, fdatasync, rename, unlink, ftruncate, mkdir, open with O_CREAT) and
 // can end the process right before or right after step k, as a crash would.

@@ -1,5 +1,5 @@
 // fault_injector: makes the syscalls of sinks, sources and net::sockets (the
-// table of sluice/detail/syscalls.h) fail at chosen or random points: EINTR, EAGAIN,
+// table of sluice/base/detail/syscalls.h) fail at chosen or random points: EINTR, EAGAIN,
 // short writes and reads (sendmsg and recv too), ENOSPC, EPIPE, ECONNRESET,
 // EIO (on close and fsync too), a rename or an open that fails. One injector at a time; the table is restored when it
 // goes. Thread-safe (a file_worker's thread calls it too).

@@ -71,7 +71,7 @@ class log_file_sink : public sink {
   bool has_final() const noexcept override { return true; }
   std::error_code destroy(std::error_code err) noexcept override;
   bool coalesce_writes() const noexcept override { return true; }
-  /// Shutdown writes (see detail/shutdown.h) rotate as any write does, and
+  /// Shutdown writes (see stream/detail/shutdown.h) rotate as any write does, and
   /// are synced unless the fsync policy is never.
   bool has_write_sync() const noexcept override { return true; }
   std::error_code drain_sync() noexcept override;

@@ -162,7 +162,7 @@ class loop {
 
   /// A step that must run before this loop goes, for an object that holds the
   /// loop and has work to settle (sluice's streams write what they hold: see
-  /// detail/shutdown.h). Intrusive: the owner embeds it, so adding one
+  /// stream/detail/shutdown.h). Intrusive: the owner embeds it, so adding one
   /// allocates nothing. The destructor unlinks each hook, oldest first, and
   /// calls fn(hook, loop); fn may add the hook to another loop.
   struct close_hook {

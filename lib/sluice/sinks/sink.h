@@ -172,7 +172,7 @@ class sink {
 
   /// Called when the writable that owns this sink is built, and again if
   /// its loop is destroyed before it (the stream then moves to a loop of its
-  /// own: see detail/shutdown.h).
+  /// own: see stream/detail/shutdown.h).
   virtual void attach(loop& /*l*/) {}
 
   /// Node: _write(chunk, encoding, cb). `chunk` stays valid until `done`.
@@ -207,7 +207,7 @@ class sink {
   /// one turn reaches writev() together. fd sinks ask for it.
   virtual bool coalesce_writes() const noexcept { return false; }
 
-  /// sluice's own, for shutdown (see detail/shutdown.h): a sink that can
+  /// sluice's own, for shutdown (see stream/detail/shutdown.h): a sink that can
   /// write synchronously lets a writable that is destroyed without end(), or
   /// still alive at exit(), write what it holds before it goes. fd sinks can.
   virtual bool has_write_sync() const noexcept { return false; }

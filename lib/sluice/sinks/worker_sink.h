@@ -29,7 +29,7 @@ class worker_sink : public sink {
   void writev(const write_batch& batch, write_done done) override;
   bool has_writev() const noexcept override { return true; }
   bool coalesce_writes() const noexcept override { return true; }
-  /// Shutdown writes (see detail/shutdown.h) go through the worker, like
+  /// Shutdown writes (see stream/detail/shutdown.h) go through the worker, like
   /// any batch, and are waited for: they fail with EBADF once the worker
   /// is closed.
   bool has_write_sync() const noexcept override { return true; }

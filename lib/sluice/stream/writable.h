@@ -80,7 +80,7 @@ struct writable_options {
 /// nothing accepted by write() is lost when the program does not end the
 /// stream: the destructor writes what is pending before it returns (and
 /// then calls back with success), and so do exit() and the destruction of
-/// the stream's loop while it is alive (see detail/shutdown.h).
+/// the stream's loop while it is alive (see stream/detail/shutdown.h).
 // sink_host comes first so that it is the primary base: a sink's completion
 // reaches on_write() with no adjustment of `this`. Private: only the sink,
 // through write_done and final_done, calls it. alignas: the emitter (a

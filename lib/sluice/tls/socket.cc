@@ -1,5 +1,5 @@
 // Node's TLSSocket (lib/_tls_wrap.js) over a BIO of its own
-// (detail/tls_record_bio.h): the TCP socket's 'data' goes into OpenSSL, the
+// (tls/detail/record_bio.h): the TCP socket's 'data' goes into OpenSSL, the
 // records OpenSSL makes go to the TCP socket's write(), so both layers keep
 // Node's backpressure and the TCP socket keeps its write deadline and its one
 // sendmsg() per turn.

@@ -174,7 +174,7 @@ class socket : public duplex {
   std::vector<unsigned char> alpn_wire_;  // a server's ALPN list, in wire form
   std::chrono::milliseconds handshake_timeout_{0};
   timer_id handshake_timer_ = 0;
-  std::unique_ptr<detail::record_buffers> records_;  // the ciphertext both ways (detail/tls_record_bio.h)
+  std::unique_ptr<detail::record_buffers> records_;  // the ciphertext both ways (tls/detail/record_bio.h)
   listener_id tcp_listeners_[8] = {};
 };
 
