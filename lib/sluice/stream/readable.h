@@ -67,8 +67,11 @@ struct pipe_options {
 // only the source, through its push(), push_eof() and report_error(), calls
 // it. alignas: as writable's (the part of a readable within a duplex or a
 // class of the user's keeps the alignment its constructor assumes).
-class alignas(alignof(emitter)) readable : private source_host, public virtual emitter, public detail::stream_side {
+class alignas(alignof(emitter)) readable : private source_host, public virtual emitter, protected detail::stream_side {
  public:
+  using detail::stream_side::readable_side;
+  using detail::stream_side::writable_side;
+
   explicit readable(std::unique_ptr<source> s, const readable_options& options = {});
   ~readable();
   readable(const readable&) = delete;
@@ -159,10 +162,6 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   }
   /// Node: _readableState.pipes.length.
   std::size_t pipes_count() const noexcept { return pipes_.size(); }
-  /// Node: _readableState, read-only: the flag word and counters that
-  /// finished() and stream_ref read.
-  const detail::readable_state& readable_state() const noexcept { return state_; }
-
   loop& event_loop() const noexcept { return *loop_; }
   source& get_source() const noexcept { return *source_; }
 
@@ -179,6 +178,15 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   void error_or_destroy(std::error_code err, bool sync) noexcept;
 
  private:
+  // Node: _readableState, read-only: the flag word and counters that
+  // finished(), async iteration and stream_ref read. Not an API: its type is
+  // an internal one.
+  const detail::readable_state& readable_state() const noexcept { return state_; }
+  friend class writable;
+  friend class stream_ref;
+  friend class async_iterator;
+  friend struct detail::destroy_impl;
+
   // The source's side of the seam (source_host).
   bool source_push(std::string_view chunk) final;
   bool source_push_eof() final;

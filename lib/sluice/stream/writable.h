@@ -88,8 +88,11 @@ struct writable_options {
 // which GCC's base constructor assumes with aligned stores, but the ABI
 // places a base by the alignment of its own part: a duplex's writable, after
 // the readable, could sit at 8 mod 16 and crash there.
-class alignas(alignof(emitter)) writable : private sink_host, public virtual emitter, public detail::stream_side {
+class alignas(alignof(emitter)) writable : private sink_host, public virtual emitter, protected detail::stream_side {
  public:
+  using detail::stream_side::readable_side;
+  using detail::stream_side::writable_side;
+
   explicit writable(std::unique_ptr<sink> s, const writable_options& options = {});
   ~writable();
   writable(const writable&) = delete;
@@ -189,10 +192,6 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   std::error_code errored() const noexcept {
     return state_.has(detail::wflag::errored) ? errored_ : std::error_code{};
   }
-  /// Node: _writableState, read-only: the flag word and counters that pipe(),
-  /// finished() and stream_ref read.
-  const detail::writable_state& writable_state() const noexcept { return state_; }
-
   loop& event_loop() const noexcept { return *loop_; }
   sink& get_sink() const noexcept { return *sink_; }
 
@@ -208,6 +207,14 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   void error_or_destroy(std::error_code err, bool sync) noexcept;
 
  private:
+  // Node: _writableState, read-only: the flag word and counters that pipe()
+  // (readable's), finished() and stream_ref read. Not an API: its type is an
+  // internal one.
+  const detail::writable_state& writable_state() const noexcept { return state_; }
+  friend class readable;
+  friend class stream_ref;
+  friend struct detail::destroy_impl;
+
   // The sink's side of the seam (sink_host): Node's onwrite, the callback of
   // _final, and an error met outside the sink's calls.
   void on_write(std::error_code ec, std::size_t landed) noexcept final;
