@@ -56,7 +56,7 @@ void check(bool c) {
 // (`hold`: the seed writer's receiver that is away).
 class messages_sink : public sluice::sink {
  public:
-  explicit messages_sink(std::vector<std::string>& got, bool hold) : got_(got), hold_(hold) {}
+  explicit messages_sink(std::vector<std::string>& got, bool hold) : sink({}), got_(got), hold_(hold) {}
   void write(std::string_view chunk, sluice::write_done done) override {
     got_.emplace_back(chunk);
     if (!hold_) done();

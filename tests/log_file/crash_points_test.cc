@@ -241,7 +241,7 @@ void log_check(const std::string& root, const ledger& l, violations& v) {
 class recording_sink : public sink {
  public:
   recording_sink(std::function<void(int)> sent, std::function<void(int)> acked, std::function<bool(int)> hold)
-      : sent_(std::move(sent)), acked_(std::move(acked)), hold_(std::move(hold)) {}
+      : sink({}), sent_(std::move(sent)), acked_(std::move(acked)), hold_(std::move(hold)) {}
   ~recording_sink() override {
     if (loop_) loop_->cancel(this);
   }

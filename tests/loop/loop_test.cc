@@ -662,6 +662,7 @@ namespace {
 // Completes every write at once, counting them: the sink of a pipeline that
 // is never waiting for anything.
 struct counting_sink final : sluice::sink {
+  counting_sink() : sink({}) {}
   std::size_t writes = 0;
   void write(std::string_view, sluice::write_done done) override {
     ++writes;

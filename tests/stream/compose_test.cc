@@ -18,6 +18,7 @@ void run() { sluice::loop::current().run_until_idle(); }
 // A sink that holds each write until the test completes it.
 class slow_sink final : public sluice::sink {
  public:
+  slow_sink() : sink({}) {}
   std::string got;
   std::optional<sluice::write_done> held;
   void write(std::string_view chunk, sluice::write_done done) override {

@@ -1,5 +1,5 @@
-// A sink whose destroy completes later (sink::destroy_async, Node's
-// _destroy(err, cb) calling cb later): the stream is destroyed at once and
+// A sink whose destroy completes later (sink::destroy() calling its done
+// later, Node's _destroy(err, cb) calling cb later): the stream is destroyed at once and
 // closed at the callback; 'error' and 'close' come the tick after it, as
 // destroy.js's onDestroy has them. Node's order, checked with a Writable
 // and a Duplex whose _destroy keeps its callback:
@@ -20,13 +20,13 @@ void run() { sluice::loop::current().run_until_idle(); }
 // A sink that holds its destroy's completion until the test calls it.
 class later_sink final : public sluice::sink {
  public:
+  later_sink() : sink({}) {}
   std::optional<sluice::destroy_done> held;
   std::error_code given;
   int destroys = 0;
   std::string* log = nullptr;
   void write(std::string_view, sluice::write_done done) override { done(); }
-  bool has_async_destroy() const noexcept override { return true; }
-  void destroy_async(std::error_code err, sluice::destroy_done done) noexcept override {
+  void destroy(std::error_code err, sluice::destroy_done done) noexcept override {
     ++destroys;
     given = err;
     if (log) *log += "sink-destroy;";
@@ -52,7 +52,7 @@ class logging_source final : public sluice::source {
 
 }  // namespace
 
-TEST_CASE("destroy_async: the writable is destroyed at once, closed and 'close' only after the sink's callback") {
+TEST_CASE("sink destroy, done later: the writable is destroyed at once, closed and 'close' only after the sink's callback") {
   auto sink = std::make_unique<later_sink>();
   later_sink& s = *sink;
   sluice::writable w(std::move(sink));
@@ -76,7 +76,7 @@ TEST_CASE("destroy_async: the writable is destroyed at once, closed and 'close' 
   CHECK(log == "close;");
 }
 
-TEST_CASE("destroy_async: the callback's error is the stream's: 'error' then 'close'") {
+TEST_CASE("sink destroy, done later: the callback's error is the stream's: 'error' then 'close'") {
   auto sink = std::make_unique<later_sink>();
   later_sink& s = *sink;
   sluice::writable w(std::move(sink));
@@ -103,7 +103,7 @@ TEST_CASE("destroy_async: the callback's error is the stream's: 'error' then 'cl
   CHECK(log == "error aborted;close;");
 }
 
-TEST_CASE("destroy_async: a duplex destroys its source after the sink's callback") {
+TEST_CASE("sink destroy, done later: a duplex destroys its source after the sink's callback") {
   std::string log;
   auto sink = std::make_unique<later_sink>();
   later_sink& s = *sink;
@@ -124,7 +124,7 @@ TEST_CASE("destroy_async: a duplex destroys its source after the sink's callback
   CHECK(log == "sink-destroy;source-destroy;close;");
 }
 
-TEST_CASE("destroy_async: a stream deleted while its destroy waits calls nothing and leaks nothing") {
+TEST_CASE("sink destroy, done later: a stream deleted while its destroy waits calls nothing and leaks nothing") {
   std::string log;
   {
     sluice::writable w(std::make_unique<later_sink>());
@@ -136,12 +136,12 @@ TEST_CASE("destroy_async: a stream deleted while its destroy waits calls nothing
   CHECK(log.empty());
 }
 
-TEST_CASE("destroy_async: a sink that completes inside the call is a synchronous destroy") {
+TEST_CASE("sink destroy, done later: a sink that completes inside the call is a synchronous destroy") {
   class now_sink final : public sluice::sink {
    public:
+    now_sink() : sink({}) {}
     void write(std::string_view, sluice::write_done done) override { done(); }
-    bool has_async_destroy() const noexcept override { return true; }
-    void destroy_async(std::error_code err, sluice::destroy_done done) noexcept override { done(err); }
+    void destroy(std::error_code err, sluice::destroy_done done) noexcept override { done(err); }
   };
   sluice::writable w(std::make_unique<now_sink>());
   std::string log;

@@ -22,6 +22,7 @@ namespace {
 // slowly: a write completes at step() (that one write), or at once after open().
 class slow_sink : public sink {
  public:
+  slow_sink() : sink({}) {}
   void write(std::string_view chunk, write_done done) override {
     data_.append(chunk);
     if (open_)

@@ -61,7 +61,7 @@ struct pipe_rig {
 // and completes on demand.
 class named_sink : public sink {
  public:
-  named_sink(test::trace& log, std::string name) : log_(log), name_(std::move(name)) {}
+  named_sink(test::trace& log, std::string name) : sink({}), log_(log), name_(std::move(name)) {}
   void write(std::string_view chunk, write_done done) override {
     log_.add("_write " + name_ + " " + std::string(chunk));
     pending_.push_back(done);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -307,4 +308,163 @@ TEST_CASE("each side of a duplex is aligned as its class") {
   d->destroy();
   l.run_until_idle();
   CHECK(d->closed());
+}
+
+// ---- the capabilities (sink_caps), the one destroy, the exit path (sync_sink)
+
+namespace {
+
+// Logs its calls; writev and final as its caps say. Holds a write when told
+// to, so that the writes after it wait in the stream's buffer.
+class caps_sink : public sink {
+ public:
+  explicit caps_sink(sink_caps caps) : sink(caps) {}
+  caps_sink(sink_caps caps, sync_sink* sync) : sink(caps, sync) {}
+  void write(std::string_view chunk, write_done done) override {
+    log += "write " + std::string(chunk) + ";";
+    if (hold) held.emplace(done);
+    else done();
+  }
+  void writev(const write_batch& batch, write_done done) override {
+    log += "writev";
+    for (std::string_view c : batch) (log += ' ').append(c);
+    log += ";";
+    done();
+  }
+  void final(final_done done) override {
+    log += "final;";
+    done();
+  }
+  void destroy(std::error_code err, destroy_done done) noexcept override {
+    log += "destroy;";
+    done(err);
+  }
+  using sink::set_caps;
+  std::string log;
+  bool hold = false;
+  std::optional<write_done> held;
+};
+
+// A sink that offers the exit path: it logs to `out`, which outlives it,
+// what the stream writes through it when it goes.
+class exit_sink final : public caps_sink, public sync_sink {
+ public:
+  explicit exit_sink(std::string& out) : caps_sink({}, this), out_(out) {}
+  ~exit_sink() override { out_ += log; }
+  std::error_code drain_sync() noexcept override {
+    log += "drain_sync;";
+    held.reset();  // the stream settles that call itself
+    return {};
+  }
+  std::error_code write_sync(const write_batch& batch) noexcept override {
+    log += "write_sync";
+    for (std::string_view c : batch) (log += ' ').append(c);
+    log += ";";
+    return {};
+  }
+  std::size_t landed_sync() const noexcept override { return 0; }
+
+ private:
+  std::string& out_;
+};
+
+}  // namespace
+
+TEST_CASE("sink_caps: writev and final are called as the sink's caps say, and only then") {
+  loop l;
+  for (const bool declared : {true, false}) {
+    CAPTURE(declared);
+    auto owned = std::make_unique<caps_sink>(sink_caps{.writev = declared, .final = declared});
+    caps_sink& s = *owned;
+    writable w(std::move(owned), {.event_loop = &l});
+    w.cork();
+    w.write("a");
+    w.write("b");
+    w.write("c");
+    w.uncork();
+    w.end();
+    l.run_until_idle();
+    CHECK(w.writable_finished());
+    if (declared)
+      CHECK(s.log == "writev a b c;final;destroy;");  // autoDestroy
+    else
+      CHECK(s.log == "write a;write b;write c;destroy;");
+  }
+}
+
+TEST_CASE("sink_caps: a sink that changes its caps (set_caps()) is heard by its writable") {
+  loop l;
+  auto owned = std::make_unique<caps_sink>(sink_caps{});
+  caps_sink& s = *owned;
+  writable w(std::move(owned), {.event_loop = &l});
+  w.cork();
+  w.write("a");
+  w.write("b");
+  w.uncork();
+  l.run_until_idle();
+  s.set_caps({.writev = true});  // as a socket's sink does once connected
+  w.cork();
+  w.write("c");
+  w.write("d");
+  w.uncork();
+  l.run_until_idle();
+  CHECK(s.log == "write a;write b;writev c d;");
+}
+
+TEST_CASE("sink_caps: coalesce holds a turn's writes for one writev") {
+  loop l;
+  auto owned = std::make_unique<caps_sink>(sink_caps{.writev = true, .coalesce = true});
+  caps_sink& s = *owned;
+  writable w(std::move(owned), {.event_loop = &l});
+  l.set_immediate([&] {
+    w.write("a");
+    w.write("b");
+  });
+  l.run_until_idle();
+  CHECK(s.log == "writev a b;");
+}
+
+TEST_CASE("destroy: a sink whose destroy is synchronous calls its done once; 'close' follows") {
+  loop l;
+  int closes = 0;
+  std::string* log = nullptr;
+  {
+    auto owned = std::make_unique<caps_sink>(sink_caps{});
+    log = &owned->log;
+    writable w(std::move(owned), {.event_loop = &l});
+    w.on(event::close, [&] { ++closes; });
+    w.destroy();
+    CHECK(w.destroyed());
+    CHECK(w.closed());  // done was called inside the sink's destroy
+    CHECK(*log == "destroy;");
+    w.destroy();  // a second destroy reaches no sink
+    CHECK(*log == "destroy;");
+    l.run_until_idle();
+    CHECK(closes == 1);
+  }
+  CHECK(closes == 1);
+}
+
+TEST_CASE("sync_sink: an ordinary sink offers no exit path; one that derives sync_sink does") {
+  caps_sink plain({});
+  CHECK(plain.sync() == nullptr);
+  std::string out;
+  exit_sink offering(out);
+  CHECK(offering.sync() == static_cast<sync_sink*>(&offering));
+}
+
+TEST_CASE("sync_sink: a writable deleted without end() writes what it holds through write_sync") {
+  loop l;
+  std::string out, calls;
+  auto owned = std::make_unique<exit_sink>(out);
+  owned->hold = true;
+  auto w = std::make_unique<writable>(std::move(owned), writable_options{.event_loop = &l});
+  w->write("a", [&](std::error_code ec) { calls += std::string("a ") + (ec ? code_name(ec) : "ok") + ";"; });
+  w->write("b", [&](std::error_code ec) { calls += std::string("b ") + (ec ? code_name(ec) : "ok") + ";"; });
+  w->write("c", [&](std::error_code ec) { calls += std::string("c ") + (ec ? code_name(ec) : "ok") + ";"; });
+  w.reset();
+  // The write in flight is drained, the two behind it written in one batch;
+  // then the sink is destroyed, and every callback hears success.
+  CHECK(out == "write a;drain_sync;write_sync b c;destroy;");
+  CHECK(calls == "a ok;b ok;c ok;");
 }

@@ -34,13 +34,15 @@ namespace {
 // share a request), and completes each call at once or when told to, with
 // an error after `landed` chunks if asked.
 struct run_sink : sink {
+  explicit run_sink(bool coalesce) : sink({.writev = true, .coalesce = coalesce}) {}
+  // Takes writev back after the stream was built: the stream hears it
+  // (sink::set_caps()).
+  void writev_off() { set_caps({.coalesce = caps().coalesce}); }
   std::vector<std::size_t> batch_chunks, batch_runs;  // per writev
   std::vector<std::string> single_writes;
   std::string bytes;
   std::optional<write_done> pending;
   bool sync = true;
-  bool writev_on = true;
-  bool coalesce = true;
   std::error_code fail_with;
   std::size_t landed = 0;
 
@@ -61,8 +63,6 @@ struct run_sink : sink {
     batch_runs.push_back(runs);
     finish(done);
   }
-  bool has_writev() const noexcept override { return writev_on; }
-  bool coalesce_writes() const noexcept override { return coalesce; }
 
   void finish(write_done done) {
     if (sync)
@@ -84,9 +84,8 @@ struct fixture {
   std::optional<writable> w;
   std::string events;
   explicit fixture(writable_options o = {}, bool coalesce = true) {
-    auto s = std::make_unique<run_sink>();
+    auto s = std::make_unique<run_sink>(coalesce);
     sink = s.get();
-    sink->coalesce = coalesce;
     o.event_loop = &l;
     w.emplace(std::move(s), o);
     w->on(event::drain, [this] { events += "drain;"; });
@@ -287,7 +286,7 @@ TEST_CASE("destroy() with merged writes buffered calls each one back with ERR_ST
 TEST_CASE("a sink without writev gets a run's chunks one write at a time") {
   fixture f;
   calls c;
-  f.sink->writev_on = false;
+  f.sink->writev_off();
   f.l.set_immediate([&] {
     for (int i = 0; i < 4; ++i) f.w->write("ab"sv, c.tag(A));
     f.w->write("ab"sv, c.tag(B));

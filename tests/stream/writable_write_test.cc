@@ -699,12 +699,12 @@ namespace {
 // A sink whose writev fails after `landed` of its chunks were written whole
 // (a short write, then ENOSPC): inside the call, or when told to.
 struct part_landed_sink : sink {
+  part_landed_sink() : sink({.writev = true}) {}
   std::optional<write_done> done;
   bool sync = false;
   std::size_t landed = 0;
   void write(std::string_view, write_done d) override { start(d); }
   void writev(const write_batch&, write_done d) override { start(d); }
-  bool has_writev() const noexcept override { return true; }
   void start(write_done d) {
     done.emplace(d);
     if (sync) fail();

@@ -12,6 +12,7 @@ namespace sluice {
 /// Appends everything to a string and completes at once. Counts its calls.
 class memory_sink : public sink {
  public:
+  memory_sink() noexcept : sink({.writev = true}) {}
   void write(std::string_view chunk, write_done done) override {
     data_.append(chunk);
     ++writes_;
@@ -23,7 +24,6 @@ class memory_sink : public sink {
     ++writevs_;
     done();
   }
-  bool has_writev() const noexcept override { return true; }
 
   const std::string& data() const noexcept { return data_; }
   std::size_t writes() const noexcept { return writes_; }

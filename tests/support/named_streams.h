@@ -37,7 +37,7 @@ struct named_streams {
     trace& log;
     std::string name;
     std::error_code fail;
-    sync_sink(trace& l, std::string n, std::error_code f) : log(l), name(std::move(n)), fail(f) {}
+    sync_sink(trace& l, std::string n, std::error_code f) : sink({.final = true}), log(l), name(std::move(n)), fail(f) {}
     void write(std::string_view chunk, write_done done) override {
       log.add("_write " + name + " " + std::string(chunk));
       done(fail);
@@ -46,7 +46,6 @@ struct named_streams {
       log.add("_final " + name);
       done();
     }
-    bool has_final() const noexcept override { return true; }
   };
 
   void watch(emitter& e, const std::string& name) {

@@ -60,15 +60,17 @@ inline std::string show(std::error_code ec) { return ec ? code_name(ec) : "ok"; 
 
 struct recording_sink_options {
   bool sync = false;    // complete each call inside it
-  bool writev = true;   // has_writev(): Node's _writev is defined
-  bool final = true;    // has_final(): Node's _final is defined
-  bool coalesce = false;  // coalesce_writes()
+  bool writev = true;   // sink_caps::writev: Node's _writev is defined
+  bool final = true;    // sink_caps::final: Node's _final is defined
+  bool coalesce = false;  // sink_caps::coalesce
 };
 
 class recording_sink : public sink {
  public:
   explicit recording_sink(trace& log, recording_sink_options options = {})
-      : log_(log), options_(options) {}
+      : sink({.writev = options.writev, .final = options.final, .coalesce = options.coalesce}),
+        log_(log),
+        options_(options) {}
 
   void write(std::string_view chunk, write_done done) override {
     log_.add("_write " + show(chunk));
@@ -96,14 +98,11 @@ class recording_sink : public sink {
     ++finals;
     finish(call{true, {}, done});
   }
-  std::error_code destroy(std::error_code err) noexcept override {
+  void destroy(std::error_code err, destroy_done done) noexcept override {
     ++destroys;
     destroy_error = err;
-    return err ? err : destroy_fails_with;
+    done(err ? err : destroy_fails_with);
   }
-  bool has_writev() const noexcept override { return options_.writev; }
-  bool has_final() const noexcept override { return options_.final; }
-  bool coalesce_writes() const noexcept override { return options_.coalesce; }
 
   /// Completes the oldest pending call (write, writev or final), with `ec`.
   void complete(std::error_code ec = {}) {

@@ -225,7 +225,7 @@ TEST_CASE("zstd: concatenated frames decompress to the concatenation, as zstd -d
 // consumer that makes the readable side fill.
 class slow_sink final : public sink {
  public:
-  explicit slow_sink(std::string& out) : out_(out) {}
+  explicit slow_sink(std::string& out) : sink({}), out_(out) {}
   void write(std::string_view chunk, write_done done) override {
     out_.append(chunk);
     ++writes;

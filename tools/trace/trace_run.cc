@@ -30,7 +30,8 @@ struct recorder {
 // once (sync) or leaves it pending until `complete`.
 class recording_sink final : public sluice::sink {
  public:
-  explicit recording_sink(recorder r) : r_(std::move(r)) {}
+  // Node's _writev and _final defined or not, as the scenario says.
+  explicit recording_sink(recorder r) : sink({.writev = r.opts.writev, .final = r.opts.final}), r_(std::move(r)) {}
 
   void write(std::string_view chunk, sluice::write_done done) override {
     r_.print("_write", chunk);
@@ -45,17 +46,19 @@ class recording_sink final : public sluice::sink {
     r_.print("_writev", chunks);
     settle(done);
   }
-  bool has_writev() const noexcept override { return r_.opts.writev; }
   void final(sluice::final_done done) override {
     r_.print("_final");
     settle(done);
   }
-  bool has_final() const noexcept override { return r_.opts.final; }
   // Extension (API.md): `destroy`: Node's _destroy(err, cb), printed, whose
   // cb waits in the same queue; `complete` passes the destroy's error on
   // (cb(err)), `complete error=MSG` gives its own.
-  bool has_async_destroy() const noexcept override { return r_.opts.destroy; }
-  void destroy_async(std::error_code err, sluice::destroy_done done) noexcept override {
+  // Without it, no _destroy: done at once with the error.
+  void destroy(std::error_code err, sluice::destroy_done done) noexcept override {
+    if (!r_.opts.destroy) {
+      done(err);
+      return;
+    }
     if (err)
       r_.print("_destroy", what(err));
     else

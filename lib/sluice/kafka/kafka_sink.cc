@@ -193,6 +193,8 @@ bool kafka_sink::init(const kafka_options& options, std::error_code& ec, std::st
   return true;
 }
 
+kafka_sink::kafka_sink() noexcept : sink({.final = true}) {}
+
 kafka_sink::~kafka_sink() {
   if (loop_) loop_->cancel(this);
   if (rk_) {
@@ -435,9 +437,12 @@ void kafka_sink::purge() noexcept { rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE |
 // librdkafka, so that serve() calls them back on the loop's next turn, never
 // inside destroy(), and settles what was not reported. A chunk waiting for
 // room was never produced: its write fails with ERR_STREAM_DESTROYED.
-std::error_code kafka_sink::destroy(std::error_code err) noexcept {
+void kafka_sink::destroy(std::error_code err, destroy_done destroyed) noexcept {
   destroyed_ = true;
-  if (!loop_) return err;
+  if (!loop_) {
+    destroyed(err);
+    return;
+  }
   if (stalled_) {
     const write_done done = stalled_->done;
     stalled_.reset();
@@ -449,7 +454,7 @@ std::error_code kafka_sink::destroy(std::error_code err) noexcept {
     wake();
     arm();
   }
-  return err;
+  destroyed(err);
 }
 
 }  // namespace sluice

@@ -98,8 +98,7 @@ class kafka_sink : public sink {
   void attach(loop& l) override;
   void write(std::string_view chunk, write_done done) override;
   void final(final_done done) override;
-  bool has_final() const noexcept override { return true; }
-  std::error_code destroy(std::error_code err) noexcept override;
+  void destroy(std::error_code err, destroy_done destroyed) noexcept override;
 
   /// Messages handed to librdkafka whose delivery report has not come yet.
   std::size_t in_flight() const noexcept { return in_flight_; }
@@ -120,7 +119,7 @@ class kafka_sink : public sink {
     write_done done;
   };
 
-  kafka_sink() = default;  // then init(): made by open() only
+  kafka_sink() noexcept;  // then init(): made by open() only
   bool init(const kafka_options& options, std::error_code& ec, std::string* why);
   bool produce(std::string_view chunk, write_done done);
   bool not_produced(std::string_view chunk, write_done done, slot* s, int err);

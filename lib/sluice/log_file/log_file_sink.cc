@@ -12,7 +12,8 @@
 
 namespace sluice {
 
-log_file_sink::log_file_sink(std::unique_ptr<detail::log_rotation> file) : log_(std::make_unique<detail::log_writer>(std::move(file))) {}
+log_file_sink::log_file_sink(std::unique_ptr<detail::log_rotation> file)
+    : sink({.writev = true, .final = true, .coalesce = true}, this), log_(std::make_unique<detail::log_writer>(std::move(file))) {}
 
 log_file_sink::log_file_sink(const std::string& path, const log_options& options)
     : log_file_sink(std::make_unique<detail::log_rotation>(path, options)) {}
@@ -197,7 +198,7 @@ void log_file_sink::final(final_done done) {
   done(ec ? ec : closed);
 }
 
-std::error_code log_file_sink::destroy(std::error_code err) noexcept {
+void log_file_sink::destroy(std::error_code err, destroy_done done) noexcept {
   closed_ = true;
   if (loop_) {
     loop_->cancel(this);  // the sync timer and a wait for POLLOUT
@@ -210,7 +211,7 @@ std::error_code log_file_sink::destroy(std::error_code err) noexcept {
   }
   forget_fd();
   const std::error_code closed = log_->file().close();
-  return err ? err : closed;
+  done(err ? err : closed);
 }
 
 // ---- shutdown: the same writes, blocking in poll() instead of the loop

@@ -52,7 +52,7 @@ class log_writer;
 ///
 ///     auto log = sluice::make_log_writable("app.log", {.max_size = 10 << 20, .keep = 3});
 ///     log->write("started\n");
-class log_file_sink : public sink {
+class log_file_sink : public sink, public sync_sink {
  public:
   /// Throws stream_error (with the errno) when the file cannot be opened.
   explicit log_file_sink(const std::string& path, const log_options& options = {});
@@ -66,14 +66,10 @@ class log_file_sink : public sink {
   void attach(loop& l) override { loop_ = &l; }
   void write(std::string_view chunk, write_done done) override;
   void writev(const write_batch& batch, write_done done) override;
-  bool has_writev() const noexcept override { return true; }
   void final(final_done done) override;
-  bool has_final() const noexcept override { return true; }
-  std::error_code destroy(std::error_code err) noexcept override;
-  bool coalesce_writes() const noexcept override { return true; }
+  void destroy(std::error_code err, destroy_done done) noexcept override;
   /// Shutdown writes (see stream/detail/shutdown.h) rotate as any write does, and
   /// are synced unless the fsync policy is never.
-  bool has_write_sync() const noexcept override { return true; }
   std::error_code drain_sync() noexcept override;
   std::error_code write_sync(const write_batch& batch) noexcept override;
   std::size_t landed_sync() const noexcept override { return landed_sync_; }

@@ -11,7 +11,9 @@
 
 namespace sluice {
 
-fd_sink::fd_sink(int fd, bool close_fd) : fd_(fd), close_fd_(close_fd), out_(fd) {}
+fd_sink::fd_sink(int fd, bool close_fd) : fd_sink(fd, close_fd, fd_caps) {}
+fd_sink::fd_sink(int fd, bool close_fd, sink_caps caps)
+    : sink(caps, this), fd_(fd), close_fd_(close_fd), out_(fd) {}
 
 fd_sink::~fd_sink() {
   if (loop_) loop_->cancel(this);
@@ -58,7 +60,7 @@ void fd_sink::complete() noexcept {
   done(error_, out_.landed());
 }
 
-std::error_code fd_sink::destroy(std::error_code err) noexcept {
+void fd_sink::destroy(std::error_code err, destroy_done done) noexcept {
   if (done_ && loop_) {
     // A write is waiting for the fd: it will never finish now, and some of
     // its bytes may not have landed, so its callback must not hear success
@@ -69,7 +71,7 @@ std::error_code fd_sink::destroy(std::error_code err) noexcept {
     loop_->next_tick([this] { complete(); }, this);
   }
   const std::error_code closed = close_fd();
-  return err ? err : closed;
+  done(err ? err : closed);
 }
 
 // A write waiting for POLLOUT is finished here, blocking in poll(): out_

@@ -27,7 +27,7 @@ namespace sluice {
 ///   (ftruncate), so that the file ends where a whole chunk ends.
 ///
 ///     sluice::writable out(std::make_unique<sluice::fd_sink>(STDOUT_FILENO));
-class fd_sink : public sink {
+class fd_sink : public sink, public sync_sink {
  public:
   /// `close_fd`: close the fd when the stream is destroyed.
   explicit fd_sink(int fd, bool close_fd = false);
@@ -36,10 +36,8 @@ class fd_sink : public sink {
   void attach(loop& l) override { loop_ = &l; }
   void write(std::string_view chunk, write_done done) override;
   void writev(const write_batch& batch, write_done done) override;
-  bool has_writev() const noexcept override { return true; }
-  std::error_code destroy(std::error_code err) noexcept override;
-  bool coalesce_writes() const noexcept override { return true; }
-  bool has_write_sync() const noexcept override { return true; }
+  void destroy(std::error_code err, destroy_done done) noexcept override;
+  // The exit path (sync_sink).
   std::error_code drain_sync() noexcept override;
   std::error_code write_sync(const write_batch& batch) noexcept override;
   std::size_t landed_sync() const noexcept override { return out_.landed(); }
@@ -50,6 +48,12 @@ class fd_sink : public sink {
   std::size_t bytes_written() const noexcept { return out_.bytes_written(); }
 
  protected:
+  /// For a sink built on this one that adds to its capabilities (file_sink's
+  /// final).
+  fd_sink(int fd, bool close_fd, sink_caps caps);
+  /// What fd_sink implements: writev, and a turn's writes coalesced for it.
+  static constexpr sink_caps fd_caps{.writev = true, .coalesce = true};
+
   /// Closes the fd if owned; the error of close(), if any.
   std::error_code close_fd() noexcept;
 

@@ -12,7 +12,7 @@
 namespace sluice {
 
 file_sink::file_sink(int fd, const file_options& options) noexcept
-    : fd_sink(fd, true), fsync_at_end_(options.fsync_at_end) {}
+    : fd_sink(fd, true, {.writev = true, .final = true, .coalesce = true}), fsync_at_end_(options.fsync_at_end) {}
 
 std::unique_ptr<file_sink> file_sink::open(const std::string& path, const file_options& options) {
   const int fd = detail::open_or_throw(detail::open_fd(path, options), path);

@@ -26,7 +26,6 @@ class file_sink : public fd_sink {
   static std::unique_ptr<file_sink> open(const std::string& path, std::error_code& ec) noexcept;
 
   void final(final_done done) override;
-  bool has_final() const noexcept override { return true; }
 
  private:
   file_sink(int fd, const file_options& options) noexcept;

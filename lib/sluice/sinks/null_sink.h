@@ -11,6 +11,7 @@ namespace sluice {
 /// Discards everything and completes at once: the cost of the stream alone.
 class null_sink : public sink {
  public:
+  null_sink() noexcept : sink({.writev = true}) {}
   void write(std::string_view chunk, write_done done) override {
     bytes_ += chunk.size();
     done();
@@ -19,7 +20,6 @@ class null_sink : public sink {
     bytes_ += batch.bytes();
     done();
   }
-  bool has_writev() const noexcept override { return true; }
   std::size_t bytes() const noexcept { return bytes_; }
 
  private:

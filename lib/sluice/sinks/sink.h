@@ -15,9 +15,10 @@ namespace sluice {
 
 class loop;
 class sink;
+struct sink_caps;
 
-/// Completes a sink's destroy_async(): call it once, with the error the
-/// stream should report.
+/// Completes a sink's destroy(): call it once, with the error the stream
+/// should report.
 using destroy_done = inline_function<void(std::error_code), 16>;
 
 /// What a sink reports to: the stream that owns it (a writable implements
@@ -38,6 +39,9 @@ class sink_host {
   virtual write_cb take_write_cb() noexcept = 0;
   /// An error met outside any sink call (see sink::report_error()).
   virtual void on_sink_error(std::error_code ec) noexcept = 0;
+  /// The sink's capabilities changed (see sink::set_caps()). A host that
+  /// read them when it was built reads them again; the default ignores it.
+  virtual void on_sink_caps(const sink_caps& /*caps*/) noexcept {}
 
  protected:
   ~sink_host() = default;
@@ -63,12 +67,19 @@ class write_done {
   void operator()(std::error_code ec = {}) const noexcept { h_->on_write(ec, 0); }
   void operator()(std::error_code ec, std::size_t landed) const noexcept { h_->on_write(ec, ec ? landed : 0); }
 
-  /// sluice's own, for a sink whose writes settle after it completes them (a
-  /// message broker's delivery report): takes the callback of this call's
-  /// chunk out of the stream, which then calls nothing when the call
-  /// completes. The sink owns it from then on and calls it exactly once,
-  /// also when it is destroyed first. Only for write(), not writev(), and
-  /// before completing the call. Empty when the write has no callback.
+  /// sluice's own: takes the callback of this call's chunk out of the
+  /// stream, which then calls nothing when the call completes; the sink owns
+  /// it from then on and calls it exactly once, also when it is destroyed
+  /// first. It exists because some sinks complete a write (so that the
+  /// stream moves on and the next write comes) long before its bytes are
+  /// safe, and the writer's callback must wait for that second moment
+  /// instead: kafka_sink calls it on the broker's delivery report, relp_sink
+  /// (syslog/relp_writable.cc) on the server's `rsp` for that message, and
+  /// spool_sink (spool/spool_writable.cc) once the record is on disk or
+  /// acknowledged downstream. Three sinks of different layers share the need, so
+  /// it belongs to the seam rather than to one of them. Only for write(),
+  /// not writev(), and before completing the call. Empty when the write has
+  /// no callback.
   write_cb take_callback() const noexcept { return h_->take_write_cb(); }
 
  private:
@@ -163,12 +174,73 @@ class write_batch {
   std::size_t bytes_ = 0;
 };
 
+/// What a sink implements beyond write(), given once to its constructor and
+/// read by its host when it is built (a writable keeps its own copy), so that
+/// the write path asks no virtual question per call.
+///
+/// A struct of bools rather than a flag enum: a sink states them by name
+/// with designated initializers (`sink({.writev = true, .final = true})`),
+/// an omitted one is false, and no bit operators need defining for them.
+///
+/// Each flag corresponds to an override, and the host relies on the flag
+/// alone: a flag set without its override asserts in a debug build (the
+/// default writev() and final() check), but an override without its flag is
+/// never called, which nothing can detect. Set the flag where you override.
+struct sink_caps {
+  /// Overrides writev(): the host hands it two chunks or more at once.
+  bool writev = false;
+  /// Overrides final(): the host calls it once after end().
+  bool final = false;
+  /// sluice's own: the writable holds writes until the end of the current
+  /// turn of the loop (as if corked), so that everything written in one turn
+  /// reaches writev() together. fd sinks ask for it. Implies nothing without
+  /// writev.
+  bool coalesce = false;
+};
+
+/// sluice's own exit path, for shutdown (see stream/detail/shutdown.h): a
+/// sink that can write synchronously lets a writable that is destroyed
+/// without end(), or still alive at exit(), write what it holds before it
+/// goes. A sink offers it by deriving from this too and handing itself to
+/// sink's constructor (`sink(caps, this)`): the writable finds it through
+/// that pointer, without a cast. fd sinks do; an ordinary sink does not.
+class sync_sink {
+ public:
+  /// Blocks until the write or writev in flight, if any, has written all its
+  /// bytes or failed, and returns its error. Its write_done is then never
+  /// called: the stream settles that call itself. Never called after destroy.
+  virtual std::error_code drain_sync() noexcept = 0;
+  /// Writes `batch` (one chunk or more), blocking until every byte is written
+  /// or the write fails. Called only after drain_sync(), with nothing in flight.
+  virtual std::error_code write_sync(const write_batch& batch) noexcept = 0;
+  /// After drain_sync() or write_sync() returned an error: the chunks of
+  /// that call, from its first, that were written whole (see write_done).
+  virtual std::size_t landed_sync() const noexcept = 0;
+
+ protected:
+  ~sync_sink() = default;
+};
+
 /// The destination of a writable. A sink serves one stream (its host), which
 /// calls it in Node's order: write or writev one at a time (never a second before the
 /// first is done), then final once, then destroy once.
+///
+///     class stdout_sink final : public sluice::sink {
+///      public:
+///       stdout_sink() : sink({}) {}  // write() only: no writev, no final
+///       void write(std::string_view chunk, sluice::write_done done) override {
+///         std::fwrite(chunk.data(), 1, chunk.size(), stdout);
+///         done();
+///       }
+///     };
 class sink {
  public:
   virtual ~sink() = default;
+
+  /// What this sink implements (see sink_caps).
+  const sink_caps& caps() const noexcept { return caps_; }
+  /// The exit path, when this sink offers one (see sync_sink), else null.
+  sync_sink* sync() const noexcept { return sync_; }
 
   /// Called when the writable that owns this sink is built, and again if
   /// its loop is destroyed before it (the stream then moves to a loop of its
@@ -179,50 +251,31 @@ class sink {
   virtual void write(std::string_view chunk, write_done done) = 0;
 
   /// Node: _writev(chunks, cb). Called with two chunks or more, and only
-  /// when has_writev() is true.
+  /// when caps().writev is set.
   virtual void writev(const write_batch& batch, write_done done);
-  virtual bool has_writev() const noexcept { return false; }
 
   /// Node: _final(cb). Called once after end(), when every write is done,
-  /// and only when has_final() is true.
+  /// and only when caps().final is set.
   virtual void final(final_done done);
-  virtual bool has_final() const noexcept { return false; }
 
-  /// Node: _destroy(err, cb), synchronous: release what the sink holds
-  /// (close an fd). Returns the error the stream should report, normally `err`.
-  virtual std::error_code destroy(std::error_code err) noexcept { return err; }
-
-  /// Node: _destroy(err, cb) calling cb later, for a sink whose destroy
-  /// completes after the call (compose()'s, which waits for its chain).
-  /// Called instead of destroy(err) when has_async_destroy() is true; the
-  /// sink calls `done` exactly once, from inside the call or later, with the
-  /// error the stream should report. Until then the stream is destroyed but
+  /// Node: _destroy(err, cb): release what the sink holds (close an fd) and
+  /// call `done` exactly once with the error the stream should report,
+  /// normally `err`. A sink whose destroy is synchronous calls it before
+  /// returning; one whose destroy completes later (compose()'s, which waits
+  /// for its chain) calls it then. Until then the stream is destroyed but
   /// not closed: 'error' and 'close' come after `done`. A sink destroyed
   /// first (its stream deleted) drops `done` without calling it.
-  virtual void destroy_async(std::error_code err, destroy_done done) noexcept { done(destroy(err)); }
-  virtual bool has_async_destroy() const noexcept { return false; }
-
-  /// sluice's own: when true, the writable holds writes until the end of the
-  /// current turn of the loop (as if corked), so that everything written in
-  /// one turn reaches writev() together. fd sinks ask for it.
-  virtual bool coalesce_writes() const noexcept { return false; }
-
-  /// sluice's own, for shutdown (see stream/detail/shutdown.h): a sink that can
-  /// write synchronously lets a writable that is destroyed without end(), or
-  /// still alive at exit(), write what it holds before it goes. fd sinks can.
-  virtual bool has_write_sync() const noexcept { return false; }
-  /// Blocks until the write or writev in flight, if any, has written all its
-  /// bytes or failed, and returns its error. Its write_done is then never
-  /// called: the stream settles that call itself. Never called after destroy.
-  virtual std::error_code drain_sync() noexcept;
-  /// Writes `batch` (one chunk or more), blocking until every byte is written
-  /// or the write fails. Called only after drain_sync(), with nothing in flight.
-  virtual std::error_code write_sync(const write_batch& batch) noexcept;
-  /// After drain_sync() or write_sync() returned an error: the chunks of
-  /// that call, from its first, that were written whole (see write_done).
-  virtual std::size_t landed_sync() const noexcept { return 0; }
+  virtual void destroy(std::error_code err, destroy_done done) noexcept { done(err); }
 
  protected:
+  explicit sink(sink_caps caps) noexcept : caps_(caps) {}
+  /// For a sink that offers the exit path: `sink(caps, this)`.
+  sink(sink_caps caps, sync_sink* sync) noexcept : caps_(caps), sync_(sync) {}
+
+  /// For a sink whose capabilities change once (a socket's writev, which
+  /// waits for the connection): the host reads them again.
+  void set_caps(sink_caps caps) noexcept;
+
   /// For an error met outside any call (a timer, a request from elsewhere):
   /// destroys the stream this sink serves with `ec`, as destroy(ec) on it
   /// would. Does nothing for a sink that serves no stream.
@@ -230,6 +283,8 @@ class sink {
 
  private:
   friend class sink_host;
+  sink_caps caps_;
+  sync_sink* sync_ = nullptr;
   sink_host* host_ = nullptr;  // set by the host before attach()
 };
 

@@ -13,7 +13,7 @@
 namespace sluice {
 
 worker_sink::worker_sink(std::shared_ptr<detail::worker_core> core)
-    : core_(std::move(core)), slot_(new detail::worker_slot) {}
+    : sink({.writev = true, .coalesce = true}, this), core_(std::move(core)), slot_(new detail::worker_slot) {}
 
 // The writable's destructor calls this with its requests still alive, and
 // pays their callbacks afterwards: wait for the worker to be done with them,

@@ -18,7 +18,7 @@ struct worker_slot;
 
 /// One producer's sink onto a file_worker (see there). Coalesces a turn's
 /// writes, so that they leave as one batch.
-class worker_sink : public sink {
+class worker_sink : public sink, public sync_sink {
  public:
   ~worker_sink() override;
   worker_sink(const worker_sink&) = delete;
@@ -27,12 +27,9 @@ class worker_sink : public sink {
   void attach(loop& l) override;
   void write(std::string_view chunk, write_done done) override;
   void writev(const write_batch& batch, write_done done) override;
-  bool has_writev() const noexcept override { return true; }
-  bool coalesce_writes() const noexcept override { return true; }
-  /// Shutdown writes (see stream/detail/shutdown.h) go through the worker, like
+  /// The exit path (sync_sink): shutdown writes (see stream/detail/shutdown.h) go through the worker, like
   /// any batch, and are waited for: they fail with EBADF once the worker
   /// is closed.
-  bool has_write_sync() const noexcept override { return true; }
   std::error_code drain_sync() noexcept override;
   std::error_code write_sync(const write_batch& batch) noexcept override;
   std::size_t landed_sync() const noexcept override;

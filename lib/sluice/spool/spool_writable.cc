@@ -39,7 +39,8 @@ constexpr std::size_t reader_chunk = 256 * 1024;
 // deletes each segment whose records are all acknowledged.
 class spool_sink final : public sink {
  public:
-  spool_sink(std::unique_ptr<writable> downstream, const spool_options& o) : o_(o), down_(std::move(downstream)) {
+  spool_sink(std::unique_ptr<writable> downstream, const spool_options& o)
+      : sink({.final = true}), o_(o), down_(std::move(downstream)) {
     if (o_.max_bytes < 4 * segment_header_size) o_.max_bytes = 4 * segment_header_size;
     o_.segment_bytes = std::max<std::uint64_t>(std::min(o_.segment_bytes, o_.max_bytes / 4), segment_header_size + 1);
   }
@@ -101,10 +102,12 @@ class spool_sink final : public sink {
     flush();
     check_final();
   }
-  bool has_final() const noexcept override { return true; }
 
-  std::error_code destroy(std::error_code err) noexcept override {
-    if (destroyed_) return err;
+  void destroy(std::error_code err, destroy_done done) noexcept override {
+    if (destroyed_) {
+      done(err);
+      return;
+    }
     // What is batched is written if it can be: its callbacks then say so.
     if (!wbuf_.empty() && !disk_failed_) flush();
     destroyed_ = true;
@@ -119,7 +122,7 @@ class spool_sink final : public sink {
     close_reader();
     close_writer();
     if (!down_->destroyed()) down_->destroy(err);
-    return err;
+    done(err);
   }
 
   writable& downstream() noexcept { return *down_; }

@@ -59,7 +59,7 @@ void destroyer(const stream_ref& s, std::error_code err) {
 // The composite's writable half: d._write, d._final and d._destroy.
 class compose_sink final : public sink {
  public:
-  explicit compose_sink(std::shared_ptr<compose_state> s) : s_(std::move(s)) {}
+  explicit compose_sink(std::shared_ptr<compose_state> s) : sink({.final = true}), s_(std::move(s)) {}
   ~compose_sink() override {
     // A completion held for the composite must not outlive it.
     s_->ondrain.reset();
@@ -77,7 +77,6 @@ class compose_sink final : public sink {
   }
 
   // Node: d._final: ends s1; done once the chain has finished.
-  bool has_final() const noexcept override { return true; }
   void final(final_done done) override {
     s_->head->end();
     s_->onfinish = done;
@@ -85,14 +84,9 @@ class compose_sink final : public sink {
 
   // Node: d._destroy(err, callback) (a duplex's one _destroy; the source's
   // passes the error on), whose callback may wait for the chain.
-  bool has_async_destroy() const noexcept override { return true; }
-  void destroy_async(std::error_code err, destroy_done done) noexcept override { s_->destroy(err, std::move(done)); }
-  // The composite deleted before it was destroyed: the chain is taken down
-  // as by destroy(), and nothing waits for it.
-  std::error_code destroy(std::error_code err) noexcept override {
-    s_->destroy(err, [](std::error_code) {});
-    return err;
-  }
+  // The composite deleted before it was destroyed calls it too, with a
+  // `done` that waits for nothing: the chain is taken down all the same.
+  void destroy(std::error_code err, destroy_done done) noexcept override { s_->destroy(err, std::move(done)); }
 
  private:
   std::shared_ptr<compose_state> s_;

@@ -38,7 +38,7 @@ struct compose_options {
 /// there is none), which the pipeline passes to the other streams; the
 /// composite is destroyed at once and closes ('error', 'close') once the
 /// pipeline has called back, with the pipeline's error (Node's _destroy
-/// waits for it: sink::destroy_async()).
+/// waits for it: sink::destroy() calls its done then).
 ///
 /// One stream alone is wrapped the same way (Node's Duplex.from(stream);
 /// Node returns a duplex itself unwrapped, sluice cannot hand out a stream it

@@ -41,7 +41,7 @@ class pair_source final : public source {
 
 class pair_sink final : public sink {
  public:
-  pair_sink(std::shared_ptr<pair_state> s, int i) : s_(std::move(s)), i_(i) {}
+  pair_sink(std::shared_ptr<pair_state> s, int i) : sink({.final = true}), s_(std::move(s)), i_(i) {}
   ~pair_sink() override {
     // What the other side still holds of this one must not outlive it.
     const int o = 1 - i_;
@@ -71,7 +71,6 @@ class pair_sink final : public sink {
   }
 
   // Node: DuplexSide._final: the writer finishes when the reader has ended.
-  bool has_final() const noexcept override { return true; }
   void final(final_done done) override {
     duplex* other = s_->side[1 - i_];
     if (!other) {

@@ -26,7 +26,7 @@ const char* to_string(slow_policy p) noexcept {
 // finished or closed.
 class fanout::hub_sink : public sink {
  public:
-  explicit hub_sink(fanout& hub) : hub_(hub) {}
+  explicit hub_sink(fanout& hub) : sink({.writev = true, .final = true}), hub_(hub) {}
 
   void write(std::string_view chunk, write_done done) override {
     hub_.send(chunk);
@@ -36,7 +36,6 @@ class fanout::hub_sink : public sink {
     for (std::string_view chunk : batch) hub_.send(chunk);
     complete(done);
   }
-  bool has_writev() const noexcept override { return true; }
 
   void final(final_done done) override {
     hub_.ending_ = true;
@@ -50,7 +49,6 @@ class fanout::hub_sink : public sink {
     }
     done();
   }
-  bool has_final() const noexcept override { return true; }
 
   // The subscribers let go: the write or the final held open completes.
   void release_write() noexcept {

@@ -32,7 +32,9 @@ readable::readable(std::unique_ptr<source> s, const readable_options& options)
 }
 
 // Node: the readable half of _destroy(): the source's.
-std::error_code readable::destroy_io(std::error_code err) noexcept { return source_->destroy(err); }
+void readable::destroy_io(std::error_code err, inline_function<void(std::error_code), 16> done) noexcept {
+  done(source_->destroy(err));
+}
 
 void readable::rehome(loop& l) noexcept {
   loop_ = &l;

@@ -234,7 +234,7 @@ class alignas(alignof(emitter)) readable : private source_host, public virtual e
   void clear_await_drain() noexcept;
   void drop_pipe_links() noexcept;
   bool await_drain_set() const noexcept;
-  std::error_code destroy_io(std::error_code err) noexcept override;
+  void destroy_io(std::error_code err, inline_function<void(std::error_code), 16> done) noexcept override;
 
   std::unique_ptr<source> source_;
   detail::read_buffer buffer_;  // Node: state.buffer

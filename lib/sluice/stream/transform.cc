@@ -12,12 +12,11 @@ namespace sluice {
 
 class transform::write_side final : public sink {
  public:
-  explicit write_side(transform* t) noexcept : t_(t) {}
+  explicit write_side(transform* t) noexcept : sink({.final = true}), t_(t) {}
   void write(std::string_view chunk, write_done done) override { t_->transform_write(chunk, done); }
   void final(final_done done) override { t_->transform_final(done); }
-  bool has_final() const noexcept override { return true; }
-  std::error_code destroy(std::error_code err) noexcept override {
-    return t_->transformer_ ? t_->transformer_->destroy(err) : err;
+  void destroy(std::error_code err, destroy_done done) noexcept override {
+    done(t_->transformer_ ? t_->transformer_->destroy(err) : err);
   }
 
  private:

@@ -23,6 +23,10 @@ using detail::write_req;
 // The sink's hook for errors met outside its calls (sink::report_error()).
 void writable::on_sink_error(std::error_code ec) noexcept { destroy(ec); }
 
+// The sink's capabilities changed (sink::set_caps()): a socket's writev
+// waits for its connection.
+void writable::on_sink_caps(const sink_caps& caps) noexcept { caps_ = caps; }
+
 // write_done::take_callback(): the sink takes the callback of the one
 // request in flight.
 write_cb writable::take_write_cb() noexcept {
@@ -45,10 +49,10 @@ writable::writable(std::unique_ptr<sink> s, const writable_options& options)
   }
   if (!options.auto_destroy) state_.clear(wf::auto_destroy);
   if (!options.emit_close) state_.clear(wf::emit_close);
-  coalesce_ = sink_->coalesce_writes();
+  caps_ = sink_->caps();
   host(*sink_);
   sink_->attach(*loop_);
-  if (sink_->has_write_sync()) {
+  if (sink_->sync()) {
     loop_close_.fn = &writable::on_loop_close;
     loop_close_.owner = this;
     loop_->add_close_hook(loop_close_);
@@ -70,7 +74,7 @@ writable::~writable() {
   loop_->remove_close_hook(loop_close_);
   drop_soon();
   write_pending_sync();
-  if (!destroyed()) sink_->destroy({});
+  if (!destroyed()) sink_->destroy({}, [](std::error_code) noexcept {});
   sink_.reset();
   const auto gone = make_error_code(errc::destroyed);
   for (std::size_t i = owed_head_; i < owed_.size(); ++i) owed_[i].first(owed_[i].second);
@@ -84,12 +88,7 @@ writable::~writable() {
 }
 
 // Node: the writable half of _destroy(): the sink's.
-std::error_code writable::destroy_io(std::error_code err) noexcept { return sink_->destroy(err); }
-bool writable::destroy_io_async(std::error_code err, destroy_done& done) noexcept {
-  if (!sink_->has_async_destroy()) return false;
-  sink_->destroy_async(err, std::move(done));
-  return true;
-}
+void writable::destroy_io(std::error_code err, destroy_done done) noexcept { sink_->destroy(err, std::move(done)); }
 
 // Node: process.nextTick(cb, err). The callback waits in owed_ rather than in
 // the task, so that the destructor can still pay it if the tick never comes.
@@ -240,7 +239,7 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
   const std::size_t len = chunk_len(r);
   state_.length += len;
 
-  if (coalesce_ && !state_.has(wf::writing | wf::coalescing)) [[unlikely]]
+  if (caps_.coalesce && !state_.has(wf::writing | wf::coalescing)) [[unlikely]]
     start_coalescing();
 
   if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
@@ -453,7 +452,7 @@ void writable::clear_buffer() noexcept {
   if (n == 0) return;
 
   state_.set(wf::buffer_processing);
-  if (n > 1 && sink_->has_writev()) {
+  if (n > 1 && caps_.writev) {
     state_.pending_cb -= n - 1;
     if (!state_.has(wf::all_noop)) state_.set(wf::writecb);
     writing_.splice_back(buffered_.closed());
@@ -489,7 +488,7 @@ void writable::uncork() {
   }
 }
 
-// ---- sluice's own: a turn's writes held for one writev (sink::coalesce_writes())
+// ---- sluice's own: a turn's writes held for one writev (sink_caps::coalesce)
 
 // sluice's own: the first write of a turn to a coalescing stream holds the
 // writes that follow until the end of the turn.
@@ -601,7 +600,7 @@ void writable::on_finish(std::error_code err) noexcept {
 // when there is none.
 void writable::prefinish() noexcept {
   if (state_.has(wf::prefinished | wf::final_called)) return;
-  if (sink_->has_final() && !state_.has(wf::destroyed)) {
+  if (caps_.final && !state_.has(wf::destroyed)) {
     state_.set(wf::final_called | wf::sync);
     ++state_.pending_cb;
     sink_->final(final_done(*this));
@@ -660,7 +659,7 @@ void writable::call_finished_callbacks(std::error_code ec) noexcept {
 writable& writable::destroy(std::error_code err) {
   SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::destroy()");
   // Differs from Node in form only: the writes held for this turn (see
-  // coalesce_writes()) would have been handed to _write already in Node, so
+  // sink_caps::coalesce) would have been handed to _write already in Node, so
   // they are in flight, not buffered: they go to the sink before it is
   // destroyed, and land as Node's would. (An error such as a write after
   // end() comes here too, through errorOrDestroy.)

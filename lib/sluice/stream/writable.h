@@ -165,7 +165,7 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   void cork() noexcept;
   void uncork();
   /// sluice's own: hands the writes that coalescing holds (see
-  /// sink::coalesce_writes()) to the sink now rather than at the end of the
+  /// sink_caps::coalesce) to the sink now rather than at the end of the
   /// turn. Corked writes stay corked. flush_sync() starts with it.
   void flush_held() noexcept;
 
@@ -196,6 +196,8 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   sink& get_sink() const noexcept { return *sink_; }
 
  protected:
+  /// The writable half of Node's _destroy(): the sink's destroy.
+  void destroy_io(std::error_code err, destroy_done done) noexcept override;
   // Duplex and Transform set up and read the side's state, as Node's
   // duplex.js and transform.js reach this._writableState.
   detail::writable_state state_;
@@ -221,6 +223,7 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   void on_finish(std::error_code ec) noexcept final;
   write_cb take_write_cb() noexcept final;
   void on_sink_error(std::error_code ec) noexcept final;
+  void on_sink_caps(const sink_caps& caps) noexcept final;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
   bool joins_open_run(std::size_t key, std::size_t size) const noexcept;
@@ -258,8 +261,6 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   void finish() noexcept;
   void call_finished_callbacks(std::error_code ec) noexcept;
   void call_back_soon(write_cb cb, std::error_code ec);
-  std::error_code destroy_io(std::error_code err) noexcept override;
-  bool destroy_io_async(std::error_code err, destroy_done& done) noexcept override;
   void write_pending_sync() noexcept;
   static void on_loop_close(loop::close_hook& hook, loop& l) noexcept;
   static void on_exit(detail::shutdown_link& link) noexcept;
@@ -275,7 +276,10 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   std::vector<std::pair<write_cb, std::error_code>> owed_;
   std::size_t owed_head_ = 0;
   std::vector<write_cb> on_finished_;  // end() callbacks
-  bool coalesce_ = false;
+  // The sink's capabilities, read once when the stream is built (and again
+  // if the sink changes them: sink::set_caps()), so that the write path asks
+  // the sink no virtual question.
+  sink_caps caps_;
   detail::write_queue landed_;  // written by write_pending_sync(); callbacks owed
   // sluice's own shutdown guarantee (see shutdown.h): linked only when the
   // sink can write synchronously.

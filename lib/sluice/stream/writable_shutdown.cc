@@ -15,18 +15,19 @@ namespace wf = detail::wflag;
 // loop never starts another sink call: later writes wait in the buffer for
 // the next call of this (the destructor's). No callback, no event.
 void writable::write_pending_sync() noexcept {
-  if (state_.has(wf::destroyed | wf::errored) || !sink_->has_write_sync()) return;
+  sync_sink* const sync = sink_->sync();
+  if (state_.has(wf::destroyed | wf::errored) || !sync) return;
   std::error_code ec;
   if (!writing_.empty()) {
-    ec = sink_->drain_sync();
+    ec = sync->drain_sync();
     // A call that failed partway: the requests written whole landed.
-    if (ec) pool_.move_front(writing_, landed_, sink_->landed_sync());
+    if (ec) pool_.move_front(writing_, landed_, sync->landed_sync());
     (ec ? failed_ : landed_).splice_back(writing_);
   }
   if (!ec && !buffered_.empty()) {
-    ec = sink_->write_sync(write_batch(buffered_.closed()));
+    ec = sync->write_sync(write_batch(buffered_.closed()));
     if (ec)
-      pool_.move_front(buffered_.closed(), landed_, sink_->landed_sync());
+      pool_.move_front(buffered_.closed(), landed_, sync->landed_sync());
     else
       landed_.splice_back(buffered_.closed());
   }

@@ -51,7 +51,7 @@ reconnect_options reconnect_options_of(const relp_options& o) {
 class relp_sink final : public sink {
  public:
   explicit relp_sink(const relp_options& o)
-      : o_(o), format_(o.header, syslog_framing::octet_counting), rc_(reconnect_options_of(o), hooks()) {
+      : sink({.final = true}), o_(o), format_(o.header, syslog_framing::octet_counting), rc_(reconnect_options_of(o), hooks()) {
     if (o_.window == 0) o_.window = 1;
   }
   ~relp_sink() override {
@@ -89,9 +89,8 @@ class relp_sink final : public sink {
     final_.emplace(done);
     close_when_answered();
   }
-  bool has_final() const noexcept override { return true; }
 
-  std::error_code destroy(std::error_code err) noexcept override {
+  void destroy(std::error_code err, destroy_done done) noexcept override {
     destroyed_ = true;
     rc_.stop();
     final_.reset();
@@ -104,7 +103,7 @@ class relp_sink final : public sink {
     }
     fail_window(make_error_code(errc::destroyed));
     if (rc_.current() && !rc_.current()->destroyed()) rc_.current()->destroy();
-    return err;
+    done(err);
   }
 
   std::size_t acked() const noexcept { return acked_; }
@@ -491,9 +490,9 @@ std::size_t relp_writable::truncated() const noexcept { return get_sink().trunca
 std::size_t relp_writable::answer_timeouts() const noexcept { return get_sink().timeouts(); }
 bool relp_writable::connected() const noexcept { return get_sink().connected(); }
 
-std::error_code relp_writable::destroy_io(std::error_code err) noexcept {
+void relp_writable::destroy_io(std::error_code err, destroy_done done) noexcept {
   dropped_ += writable_length();
-  return get_sink().destroy(err);
+  writable::destroy_io(err, std::move(done));
 }
 
 }  // namespace sluice

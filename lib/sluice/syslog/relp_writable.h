@@ -170,7 +170,7 @@ class relp_writable : public typed_writable<detail::relp_sink> {
   friend std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options);
   friend std::unique_ptr<relp_writable> make_relp_writable(const relp_options& options, std::error_code& ec) noexcept;
   relp_writable(std::unique_ptr<detail::relp_sink> s, const relp_options& options);
-  std::error_code destroy_io(std::error_code err) noexcept override;
+  void destroy_io(std::error_code err, destroy_done done) noexcept override;
 
   std::size_t dropped_ = 0;
 };

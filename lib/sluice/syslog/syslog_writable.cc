@@ -41,8 +41,9 @@ reconnect_options reconnect_options_of(const syslog_options& o) {
 
 class syslog_sink final : public sink {
  public:
+  // writev and coalesce: a turn's messages go out in one write.
   explicit syslog_sink(const syslog_options& o)
-      : o_(o), format_(o.header, o.framing), rc_(reconnect_options_of(o), hooks()) {}
+      : sink({.writev = true, .final = true, .coalesce = true}), o_(o), format_(o.header, o.framing), rc_(reconnect_options_of(o), hooks()) {}
   ~syslog_sink() override {
     dying_ = true;
     if (loop_) loop_->cancel(this);
@@ -67,9 +68,6 @@ class syslog_sink final : public sink {
     for (std::string_view chunk : batch) add(chunk);
     go();
   }
-  bool has_writev() const noexcept override { return true; }
-  // A turn's messages go out in one write.
-  bool coalesce_writes() const noexcept override { return true; }
 
   // Every message is in the kernel: close the connection (FIN) and call
   // back once it is closed.
@@ -85,9 +83,8 @@ class syslog_sink final : public sink {
     final_.emplace(done);
     s->end();
   }
-  bool has_final() const noexcept override { return true; }
 
-  std::error_code destroy(std::error_code err) noexcept override {
+  void destroy(std::error_code err, destroy_done done) noexcept override {
     broken_before_close();
     destroyed_ = true;
     rc_.stop();
@@ -95,7 +92,7 @@ class syslog_sink final : public sink {
     // The stream counts the batch in flight as dropped: not counted here.
     if (done_ && loop_) loop_->next_tick([this] { complete(make_error_code(errc::destroyed), false); }, this);
     if (rc_.current() && !rc_.current()->destroyed()) rc_.current()->destroy();
-    return err;
+    done(err);
   }
 
   std::size_t sent() const noexcept { return sent_; }
@@ -405,11 +402,11 @@ std::size_t syslog_writable::connections_lost() const noexcept { return get_sink
 std::size_t syslog_writable::truncated() const noexcept { return get_sink().truncated(); }
 bool syslog_writable::connected() const noexcept { return get_sink().connected(); }
 
-std::error_code syslog_writable::destroy_io(std::error_code err) noexcept {
+void syslog_writable::destroy_io(std::error_code err, destroy_done done) noexcept {
   // What the stream still holds will be called back with an error; the
   // batch that gave up is counted by the sink.
   dropped_ += writable_length();
-  return get_sink().destroy(err);
+  writable::destroy_io(err, std::move(done));
 }
 
 }  // namespace sluice

@@ -175,7 +175,7 @@ class syslog_writable : public typed_writable<detail::syslog_sink> {
   friend std::unique_ptr<syslog_writable> make_syslog_writable(const syslog_options& options,
                                                                std::error_code& ec) noexcept;
   syslog_writable(std::unique_ptr<detail::syslog_sink> s, const syslog_options& options);
-  std::error_code destroy_io(std::error_code err) noexcept override;
+  void destroy_io(std::error_code err, destroy_done done) noexcept override;
 
   std::size_t dropped_ = 0;
 };

@@ -31,7 +31,10 @@ namespace detail {
 // once the TCP socket has room again ('drain').
 class tls_sink final : public sink {
  public:
-  explicit tls_sink(socket& owner) : owner_(&owner) {}
+  explicit tls_sink(socket& owner) : sink({.final = true, .coalesce = true}), owner_(&owner) {}
+  // Writes wait for the handshake one at a time; once secure a turn's writes
+  // reach SSL_write() together (writev): as few records as they fill.
+  void secured() noexcept { set_caps({.writev = true, .final = true, .coalesce = true}); }
   ~tls_sink() override {
     if (loop_) loop_->cancel(this);
   }
@@ -89,18 +92,14 @@ class tls_sink final : public sink {
     if (!encrypt(scratch_.empty() ? tail : std::string_view(scratch_))) return;
     flush();
   }
-  bool has_writev() const noexcept override { return owner_ && owner_->secure_; }
-  // A turn's writes reach SSL_write() together: as few records as they fill.
-  bool coalesce_writes() const noexcept override { return true; }
 
   // Node: TLSSocket's _final: close_notify, then the TCP socket's end().
   void final(final_done done) override {
     final_.emplace(done);
     if (owner_->secure_) do_final();
   }
-  bool has_final() const noexcept override { return true; }
 
-  std::error_code destroy(std::error_code err) noexcept override {
+  void destroy(std::error_code err, destroy_done done) noexcept override {
     final_.reset();
     if (done_ && loop_) {
       error_ = err ? err : make_error_code(errc::destroyed);
@@ -108,7 +107,7 @@ class tls_sink final : public sink {
       waiting_ = false;
       loop_->next_tick([this] { complete(); }, this);
     }
-    return err;
+    done(err);
   }
 
   // The handshake is done: what waited for it goes.
@@ -584,6 +583,7 @@ void socket::cycle() noexcept {
 // checkServerIdentity), onServerSocketSecure() for a server.
 void socket::handshake_done() noexcept {
   secure_ = true;
+  sink_->secured();
   cancel_handshake_timer();
   const std::error_code err = verify_peer();
   if (!is_server_ || request_cert_) {

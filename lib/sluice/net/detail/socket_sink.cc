@@ -33,10 +33,13 @@ void socket_sink::final(final_done done) {
   if (ready_) do_final();
 }
 
-std::error_code socket_sink::destroy(std::error_code err) noexcept {
+void socket_sink::destroy(std::error_code err, destroy_done done) noexcept {
   if (loop_) loop_->cancel(this);
   final_.reset();  // its stream is destroyed: nobody waits for it
-  if (!done_ || !loop_) return err;
+  if (!done_ || !loop_) {
+    done(err);
+    return;
+  }
   destroyed_ = true;
   if (held_ && ready_) {
     // Connected, destroyed in a 'connect' listener before the write that
@@ -46,14 +49,16 @@ std::error_code socket_sink::destroy(std::error_code err) noexcept {
     held_ = false;
     if (out_.write_some(error_)) {
       complete();
-      return err;
+      done(err);
+      return;
     }
     error_ = make_error_code(errc::destroyed);
   } else if (held_) {
     // No connection: called back after 'close' (after_close()), as Node's
     // write, which waits in a 'close' listener of its own.
     error_ = make_error_code(errc::socket_closed_before_connection);
-    return err;
+    done(err);
+    return;
   } else {
     // A write that waits for the kernel. Differs from Node:
     // ERR_STREAM_DESTROYED where Node's libuv request would be called back
@@ -65,10 +70,11 @@ std::error_code socket_sink::destroy(std::error_code err) noexcept {
     // the write in flight): an immediate, queued before the one of
     // 'close' (close_handle(), the source's destroy, comes after this).
     loop_->set_immediate([this] { complete(); }, this);
-    return err;
+    done(err);
+    return;
   }
   loop_->next_tick([this] { complete(); }, this);
-  return err;
+  done(err);
 }
 
 void socket_sink::start_held() noexcept {

@@ -23,7 +23,7 @@ namespace detail {
 // fd_sink's do.
 class socket_sink final : public sink {
  public:
-  explicit socket_sink(socket& owner) : owner_(&owner), out_(-1) {}
+  explicit socket_sink(socket& owner) : sink(connecting_caps), owner_(&owner), out_(-1) {}
   ~socket_sink() override;
 
   void attach(loop& l) override { loop_ = &l; }
@@ -32,17 +32,17 @@ class socket_sink final : public sink {
   // Before the connection one write waits for it and the others stay in the
   // stream's buffer, as in Node (whose _writeGeneric holds one): if the
   // connection fails, the one waiting hears ERR_SOCKET_CLOSED_BEFORE_CONNECTION
-  // and the others the connection's error.
-  bool has_writev() const noexcept override { return ready_; }
-  // A turn's writes reach the kernel together, in one sendmsg().
-  bool coalesce_writes() const noexcept override { return true; }
+  // and the others the connection's error. So writev is declared only once
+  // connected (connected() sets connected_caps); a turn's writes then reach
+  // the kernel together, in one sendmsg().
+  static constexpr sink_caps connecting_caps{.final = true, .coalesce = true};
+  static constexpr sink_caps connected_caps{.writev = true, .final = true, .coalesce = true};
 
   // Node: Socket.prototype._final(): shutdown(SHUT_WR) once the writes are
   // out, deferred until 'connect' while connecting.
   void final(final_done done) override;
-  bool has_final() const noexcept override { return true; }
 
-  std::error_code destroy(std::error_code err) noexcept override;
+  void destroy(std::error_code err, destroy_done done) noexcept override;
 
   // Accepted: connected from the start.
   void ready(int fd) noexcept {
@@ -53,6 +53,7 @@ class socket_sink final : public sink {
   void connected(int fd) noexcept {
     out_.reset(fd);
     ready_ = true;
+    set_caps(connected_caps);
   }
   // After 'connect' (Node's pending write and _final wait in 'connect'
   // listeners): start what waited for it.

@@ -48,19 +48,20 @@ void destroy_impl::destroy(readable* r, writable* w, std::error_code err) noexce
 
   // Node: _destroy(err, onDestroy). A duplex's _destroy is its sink's and
   // then its source's, each given the error the one before returned. A
-  // sink's destroy may complete later (destroy_async()): the source's, and
-  // onDestroy, then wait for it. Differs from Node: a source's destroy is
-  // synchronous; it only releases resources (closes an fd).
+  // sink's destroy may complete later (sink::destroy() calls its done
+  // then): the source's, and onDestroy, then wait for it. Differs from
+  // Node: a source's destroy is synchronous; it only releases resources
+  // (closes an fd).
   if (w) {
-    inline_function<void(std::error_code), 16> done = [r, w](std::error_code e) noexcept {
-      on_destroy(r, w, r ? sides::side(r)->destroy_io(e) : e);
-    };
-    if (sides::side(w)->destroy_io_async(err, done)) return;
+    sides::side(w)->destroy_io(err, [r, w](std::error_code e) noexcept {
+      if (r)
+        sides::side(r)->destroy_io(e, [r, w](std::error_code e2) noexcept { on_destroy(r, w, e2); });
+      else
+        on_destroy(r, w, e);
+    });
+    return;
   }
-  std::error_code e = err;
-  if (w) e = sides::side(w)->destroy_io(e);
-  if (r) e = sides::side(r)->destroy_io(e);
-  on_destroy(r, w, e);
+  sides::side(r)->destroy_io(err, [r, w](std::error_code e) noexcept { on_destroy(r, w, e); });
 }
 
 // Node: onDestroy(err), once (a second call does nothing, as Node's

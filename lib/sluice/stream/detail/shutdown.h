@@ -10,7 +10,7 @@ namespace detail {
 
 /// sluice's own guarantee (Node has no such moment; see "Shutdown and
 /// crashes" in docs/shutdown.md), for writables whose sink can write
-/// synchronously (sink::has_write_sync()):
+/// synchronously (a sync_sink, see sinks/sink.h):
 ///
 /// - When a loop is destroyed (a thread's loop::current() at thread exit,
 ///   and the main thread's at exit() or return from main, before static

@@ -40,14 +40,10 @@ class stream_side {
   void drop_soon() noexcept { loop_->cancel(this); }
 
   /// The side's part of Node's _destroy(): its sink's or its source's
-  /// destroy, given the error so far; returns the error to report.
-  virtual std::error_code destroy_io(std::error_code err) noexcept = 0;
-  /// The same for an io whose destroy completes later (a sink's
-  /// destroy_async()): false when the io's destroy is synchronous (then
-  /// destroy_io() is called); else `done` was taken and is called once.
-  virtual bool destroy_io_async(std::error_code /*err*/, inline_function<void(std::error_code), 16>& /*done*/) noexcept {
-    return false;
-  }
+  /// destroy, given the error so far; calls `done` once with the error to
+  /// report, at once (a source's destroy, and most sinks') or later (a
+  /// sink's destroy that completes after the call, compose()'s).
+  virtual void destroy_io(std::error_code err, inline_function<void(std::error_code), 16> done) noexcept = 0;
 
   stream_state* common_;  // the side's state (writable_state or readable_state)
   std::error_code errored_;  // the first error, once sflag::errored is set
