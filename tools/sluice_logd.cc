@@ -513,7 +513,7 @@ class logd {
 
     sluice::log_options log = o_.log;
     sluice_tools::say_compress_problems(log, "sluice-logd");
-    worker_ = sluice::file_worker::open_log(o_.file, log, ec);
+    worker_ = sluice::log_worker::open(o_.file, log, ec);
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!worker_) {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
@@ -1073,7 +1073,7 @@ class logd {
   }
 
   const options& o_;
-  std::unique_ptr<sluice::file_worker> worker_;
+  std::unique_ptr<sluice::log_worker> worker_;
   std::unique_ptr<sluice::writable> out_;
   std::vector<std::unique_ptr<sluice::net::server>> servers_;
 #if SLUICE_TOOL_TLS

@@ -18,6 +18,7 @@
 #include "sluice/log_file/log_file_sink.h"
 #include "sluice/log_file/log_options.h"
 #include "sluice/log_file/log_writable.h"
+#include "sluice/log_file/log_worker.h"
 #include "sluice/logger/logger.h"
 #include "sluice/loop/emitter.h"
 #include "sluice/loop/loop.h"

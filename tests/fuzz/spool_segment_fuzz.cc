@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_dir.h"
 #include "sluice/spool/detail/spool_dir.h"
 #include "sluice/spool/detail/spool_segment.h"
 #include "sluice/loop/loop.h"
@@ -83,19 +84,7 @@ bool spin(sluice::loop& l, const std::function<bool()>& done, int turns = 200) {
   return done();
 }
 
-const std::string& root() {
-  // Never destroyed: the atexit() below runs after static destructors.
-  static const std::string& path = *new std::string([] {
-    std::string tmpl = (fs::temp_directory_path() / "spool-fuzz-XXXXXX").string();
-    check(::mkdtemp(tmpl.data()) != nullptr);
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(root(), ec);
-    });
-    return tmpl;
-  }());
-  return path;
-}
+const std::string& root() { return sluice::fuzz::fuzz_dir("spool-fuzz"); }
 
 void spit(const std::string& path, std::string_view bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);

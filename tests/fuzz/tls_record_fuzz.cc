@@ -49,6 +49,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_dir.h"
 #include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
 #include "sluice/tls/server.h"
@@ -99,19 +100,7 @@ pem_pair make_pem() {
   return p;
 }
 
-const std::string& root() {
-  // Never destroyed: the atexit() below runs after static destructors.
-  static const std::string& path = *new std::string([] {
-    std::string tmpl = (fs::temp_directory_path() / "tls-fuzz-XXXXXX").string();
-    check(::mkdtemp(tmpl.data()) != nullptr);
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(root(), ec);
-    });
-    return tmpl;
-  }());
-  return path;
-}
+const std::string& root() { return sluice::fuzz::fuzz_dir("tls-fuzz"); }
 
 // One turn: the loop's ready work, then a wait of at most `ms` for its fds
 // and the client's.

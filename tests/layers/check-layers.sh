@@ -20,10 +20,6 @@ cd "$lib"
 # (its detail/) keep its layer. docs/architecture.md draws the same table.
 layer_of() {
   case "$1" in
-    # file_worker's log mode (sinks/) writes with the log file's rotation:
-    # until that mode moves into log_file/, the options and the internals stay
-    # at the sinks' layer.
-    sluice/log_file/log_options.* | sluice/log_file/detail/*) echo 3 ;;
     sluice/base/*) echo 0 ;;
     sluice/loop/*) echo 1 ;;
     sluice/queue/*) echo 2 ;;

@@ -386,7 +386,7 @@ log_options logd_opts() {
 
 void logd_workload(const std::string& root, ledger& l) {
   loop& lp = loop::current();
-  file_worker worker(root + "/FILE", logd_opts());
+  log_worker worker(root + "/FILE", logd_opts());
   auto out = make_worker_writable(worker);
   const int lines = 110 * scale();
   for (int i = 0; i < lines; ++i) {
@@ -404,7 +404,7 @@ void logd_workload(const std::string& root, ledger& l) {
 
 void logd_check(const std::string& root, const ledger& l, violations& v) {
   try {
-    file_worker restart(root + "/FILE", logd_opts());
+    log_worker restart(root + "/FILE", logd_opts());
     restart.close();
   } catch (const std::exception& e) {
     v.push_back(std::string("FILE cannot be opened again: ") + e.what());

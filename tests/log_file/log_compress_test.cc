@@ -153,8 +153,9 @@ TEST_CASE("compressed rotation: the next start keeps a plain file whose twin is 
     // Beside FILE.N, FILE.N.gz is 1: an older compressed file; 2: an empty
     // file; 3: a copy cut short;
     // 4: a directory; 5: a dangling symbolic link; 6: a copy with a byte
-    // more; 7: a link to a whole copy; 8: a whole copy (the crash case).
-    for (int i = 1; i <= 8; ++i) spit(path + "." + std::to_string(i), lines(i * 100, i * 100 + 100));
+    // more; 7: a link to a whole copy; 8: a whole copy (the crash case);
+    // 9: a whole copy with bytes after it.
+    for (int i = 1; i <= 9; ++i) spit(path + "." + std::to_string(i), lines(i * 100, i * 100 + 100));
     spit(path + ".1" + sfx, sh("printf 'older\n' | " + z));
     spit(path + ".2" + sfx, "");
     const std::string whole3 = sh(z + " < " + path + ".3");
@@ -165,6 +166,7 @@ TEST_CASE("compressed rotation: the next start keeps a plain file whose twin is 
     spit(dir.file("copy7"), sh(z + " < " + path + ".7"));
     std::filesystem::create_symlink(dir.file("copy7"), path + ".7" + sfx);
     spit(path + ".8" + sfx, sh(z + " < " + path + ".8"));
+    spit(path + ".9" + sfx, sh(z + " < " + path + ".9") + "trailing\n");
     std::vector<std::string> told;
     log_options o{.max_size = 1 << 20, .keep = 10, .compress = c};
     o.on_compress_problem = [&](const log_options::compress_problem& p) {
@@ -172,9 +174,9 @@ TEST_CASE("compressed rotation: the next start keeps a plain file whose twin is 
       told.push_back(p.file);
     };
     write_log(path, o, lines(0, 10));
-    // 1 to 7 stay as they were, the plain file and its twin; 8's plain file
-    // went, its whole copy stays.
-    for (int i = 1; i <= 7; ++i) {
+    // 1 to 7 and 9 stay as they were, the plain file and its twin; 8's
+    // plain file went, its whole copy stays.
+    for (int i : {1, 2, 3, 4, 5, 6, 7, 9}) {
       CAPTURE(i);
       CHECK(slurp(path + "." + std::to_string(i)) == lines(i * 100, i * 100 + 100));
     }
@@ -187,9 +189,10 @@ TEST_CASE("compressed rotation: the next start keeps a plain file whose twin is 
     CHECK(sh(std::string(tool(c)) + dir.file("copy7")) == lines(700, 800));  // not written through the link
     CHECK(!exists(path + ".8"));
     CHECK(sh(std::string(tool(c)) + path + ".8" + sfx) == lines(800, 900));
+    CHECK(exists(path + ".9" + sfx));
     std::sort(told.begin(), told.end());
     CHECK(told == std::vector<std::string>{path + ".1", path + ".2", path + ".3", path + ".4", path + ".5", path + ".6",
-                                          path + ".7"});
+                                          path + ".7", path + ".9"});
   }
 }
 

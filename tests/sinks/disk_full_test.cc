@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sluice/base/errors.h"
+#include "sluice/log_file/log_worker.h"
 #include "sluice/log_file/log_writable.h"
 #include "sluice/fs/write_stream.h"
 #include "sluice/loop/loop.h"
@@ -179,7 +180,7 @@ TEST_CASE("a worker, log or log worker whose file fills up: whole lines only, an
           w = make_log_writable(path, {}, on(l));
         } else {
           worker = kind == std::string_view("worker") ? std::make_unique<file_worker>(path)
-                                                      : std::make_unique<file_worker>(path, log_options{});
+                                                      : std::make_unique<log_worker>(path, log_options{});
           w = make_worker_writable(*worker, on(l));
         }
         write_turns(*w, l, o, 5, 40);
@@ -256,7 +257,7 @@ TEST_CASE("a log worker that waits for space: the batch is tried again and every
   {
     loop l;
     sluice::test::fault_injector inj;
-    file_worker worker(path, log_options{.wait_for_space = true, .space_retry = std::chrono::milliseconds(5)});
+    log_worker worker(path, log_options{.wait_for_space = true, .space_retry = std::chrono::milliseconds(5)});
     auto w = make_worker_writable(worker, on(l));
     w->on(event::error, [](std::error_code) { FAIL("no error while it waits for space"); });
     inj.fail_at(sys_call::writev, 0, fault::short_io);
@@ -292,7 +293,7 @@ TEST_CASE("a log worker that waits for space: request_reopen() retries at once; 
     loop l;
     sluice::test::fault_injector inj;
     // An hour between tries: only request_reopen() (SIGHUP) and close() end a wait.
-    file_worker worker(path, log_options{.wait_for_space = true, .space_retry = std::chrono::hours(1)});
+    log_worker worker(path, log_options{.wait_for_space = true, .space_retry = std::chrono::hours(1)});
     auto w = make_worker_writable(worker, on(l));
     w->on(event::error, [](std::error_code) {});
     inj.set_rate(sys_call::writev, 1.0, {fault::enospc});

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sluice/base/errors.h"
+#include "sluice/log_file/log_worker.h"
 #include "sluice/log_file/log_writable.h"
 #include "sluice/fs/read_stream.h"
 #include "sluice/fs/write_stream.h"
@@ -137,7 +138,7 @@ void run_write_schedule(std::uint64_t seed, schedule_result& res) {
         w = make_worker_writable(*worker, on(l));
         break;
       case target::log_worker:
-        worker = std::make_unique<file_worker>(path, lo);
+        worker = std::make_unique<log_worker>(path, lo);
         w = make_worker_writable(*worker, on(l));
         break;
       default: break;

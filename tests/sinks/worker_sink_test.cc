@@ -25,6 +25,7 @@
 #include "sluice/base/errors.h"
 #include "sluice/fs/flush_sync.h"
 #include "sluice/fs/write_stream.h"
+#include "sluice/log_file/log_worker.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/fd_sink.h"
 #include "sluice/sinks/file_worker.h"
@@ -650,7 +651,7 @@ TEST_CASE("four producer threads, 100k numbered lines each, one file: every line
   check_lines(slurp(d.file("a.log")), producers, lines);
 }
 
-// ---- a log worker: file_worker over log_options
+// ---- a log worker: file_worker over a rotating log (log_file/log_worker.h)
 
 namespace {
 
@@ -670,7 +671,7 @@ TEST_CASE("a log worker rotates between the chunks of a batch: keep N, numbering
   const std::string path = d.file("app.log");
   loop l;
   must_call batch(5), e, big;
-  file_worker worker(path, log_options{.max_size = 20, .keep = 2});
+  log_worker worker(path, log_options{.max_size = 20, .keep = 2});
   CHECK(worker.fd() == -1);
   auto w = make_worker_writable(worker, on(l, 16384));
   // One turn, one batch: the third line does not fit beside the first two.
@@ -707,7 +708,7 @@ TEST_CASE("four producer threads through a rotating log worker: every line once,
   producer_result results[producers];
   std::size_t rotations = 0;
   {
-    file_worker worker(path, log_options{.max_size = max, .keep = 10000});
+    log_worker worker(path, log_options{.max_size = max, .keep = 10000});
     std::vector<std::thread> threads;
     for (int k = 0; k < producers; ++k)
       threads.emplace_back([&, k] { produce(worker, k, lines, 7000, writable_options{}, results[k]); });
@@ -743,7 +744,7 @@ TEST_CASE("a log worker reopens on request: after a rename, later lines go to th
   const std::string path = d.file("app.log");
   loop l;
   must_call a, b;
-  file_worker worker(path, log_options{});
+  log_worker worker(path, log_options{});
   auto w = make_worker_writable(worker, on(l, 16384));
   w->write("before\n"sv, a.cb());
   CHECK_FALSE(flush_sync(*w));
@@ -768,7 +769,7 @@ TEST_CASE("a log worker reopened while a producer thread writes: every line once
   constexpr int lines = 60000;
   producer_result r;
   {
-    file_worker worker(path, log_options{.fsync = log_options::fsync_policy::at_end});
+    log_worker worker(path, log_options{.fsync = log_options::fsync_policy::at_end});
     std::thread producer([&] { produce(worker, 0, lines, 0, writable_options{}, r); });
     REQUIRE(eventually([&] { return worker.bytes_written() > 0; }));
     fs::rename(path, path + ".moved");
@@ -790,7 +791,7 @@ TEST_CASE("a log worker's fsync policies, seen through its counters") {
   temp_dir d;
   const std::string path = d.file("app.log");
   loop l;
-  auto write_batches = [&](file_worker& worker, int n) {
+  auto write_batches = [&](log_worker& worker, int n) {
     auto w = make_worker_writable(worker, on(l, 16384));
     for (int i = 0; i < n; ++i) {
       w->write("0123456789\n"sv);
@@ -800,14 +801,14 @@ TEST_CASE("a log worker's fsync policies, seen through its counters") {
     l.run();
   };
   SUBCASE("never") {
-    file_worker worker(path, log_options{.max_size = 30, .fsync = log_options::fsync_policy::never});
+    log_worker worker(path, log_options{.max_size = 30, .fsync = log_options::fsync_policy::never});
     write_batches(worker, 6);
     CHECK_FALSE(worker.close());
     CHECK(worker.rotations() == 2);
     CHECK(worker.fsyncs() == 0);
   }
   SUBCASE("at_end: each file once, before it is closed (rotation, reopen, close)") {
-    file_worker worker(path, log_options{.max_size = 30, .fsync = log_options::fsync_policy::at_end});
+    log_worker worker(path, log_options{.max_size = 30, .fsync = log_options::fsync_policy::at_end});
     write_batches(worker, 6);  // 2 rotations
     CHECK(worker.fsyncs() == 2);
     worker.request_reopen();
@@ -821,14 +822,14 @@ TEST_CASE("a log worker's fsync policies, seen through its counters") {
     CHECK(worker.fsyncs() == 4);
   }
   SUBCASE("every_bytes") {
-    file_worker worker(path, log_options{.fsync = log_options::fsync_policy::every_bytes, .fsync_bytes = 30});
+    log_worker worker(path, log_options{.fsync = log_options::fsync_policy::every_bytes, .fsync_bytes = 30});
     write_batches(worker, 7);  // 11 bytes a batch: synced after the 3rd and the 6th
     CHECK(worker.fsyncs() == 2);
     CHECK_FALSE(worker.close());
     CHECK(worker.fsyncs() == 3);  // the 7th, before the close
   }
   SUBCASE("every_ms: at most the interval after a write, even when idle") {
-    file_worker worker(path, log_options{.fsync = log_options::fsync_policy::every_ms,
+    log_worker worker(path, log_options{.fsync = log_options::fsync_policy::every_ms,
                                          .fsync_interval = std::chrono::milliseconds(20)});
     const auto start = std::chrono::steady_clock::now();
     write_batches(worker, 1);
@@ -849,7 +850,7 @@ TEST_CASE("a log worker whose rotation fails: the batch's error, flush_sync retu
   loop l;
   must_call first, batch(4), later;
   events ev;
-  file_worker worker(path, log_options{.max_size = 20, .keep = 1});
+  log_worker worker(path, log_options{.max_size = 20, .keep = 1});
   auto w = make_worker_writable(worker, on(l, 16384));
   ev.attach(*w);
   w->write("0123456789\n"sv, first.cb());
@@ -876,7 +877,7 @@ TEST_CASE("a log worker's reopen that fails while idle is the next batch's error
   loop l;
   must_call a, b;
   events ev;
-  file_worker worker(path, log_options{});
+  log_worker worker(path, log_options{});
   auto w = make_worker_writable(worker, on(l, 16384));
   ev.attach(*w);
   w->write("a\n"sv, a.cb());
@@ -898,7 +899,7 @@ TEST_CASE("a log worker on /dev/full: ENOSPC to every callback and to flush_sync
   loop l;
   must_call a, b;
   std::error_code ec;
-  auto worker = file_worker::open_log("/dev/full", log_options{}, ec);
+  auto worker = log_worker::open("/dev/full", log_options{}, ec);
   REQUIRE(worker);
   events ev;
   auto w = make_worker_writable(*worker, on(l, 16384));
@@ -909,6 +910,6 @@ TEST_CASE("a log worker on /dev/full: ENOSPC to every callback and to flush_sync
   CHECK(a.error() == std::errc::no_space_on_device);
   CHECK(b.error() == std::errc::no_space_on_device);
   l.run();
-  CHECK(file_worker::open_log("/nonexistent/dir/x", log_options{}, ec) == nullptr);
+  CHECK(log_worker::open("/nonexistent/dir/x", log_options{}, ec) == nullptr);
   CHECK(ec == std::errc::no_such_file_or_directory);
 }

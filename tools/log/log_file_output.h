@@ -28,7 +28,7 @@ class log_file_output final : public log_output {
     std::error_code ec;
     sluice::log_options log = log_;
     sluice_tools::say_compress_problems(log, "sluice-log");
-    worker_ = sluice::file_worker::open_log(file_, log, ec);
+    worker_ = sluice::log_worker::open(file_, log, ec);
     if (!worker_) {
       std::fprintf(stderr, "sluice-log: %s: %s\n", file_.c_str(), file_error(ec).c_str());
       return false;
@@ -97,7 +97,7 @@ class log_file_output final : public log_output {
   const std::string& file_;
   const std::string& name_;
   const sluice::log_options& log_;
-  std::unique_ptr<sluice::file_worker> worker_;
+  std::unique_ptr<sluice::log_worker> worker_;
 };
 
 }  // namespace sluice_tools

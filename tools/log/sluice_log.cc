@@ -5,7 +5,7 @@
 // for_each_line(); each line (with its optional timestamp) is one print()
 // into the output writable.
 //
-// A file (log_file_output.h): a file_worker made with log_options (the worker I/O thread
+// A file (log_file_output.h): a log_worker (the worker I/O thread
 // rotates, reopens and syncs the file), and a worker_sink writable on this
 // thread's loop. A line is one chunk, and the worker rotates only between
 // chunks, so a line is never torn or split across two files.

@@ -1,4 +1,4 @@
-// log_options: how log_file_sink and a log file_worker write a log file
+// log_options: how log_file_sink and log_worker write a log file
 // (rotation, permissions, fsync policy).
 #pragma once
 
@@ -79,12 +79,12 @@ struct log_options {
   std::uint64_t fsync_bytes = 1 << 20;                 // every_bytes; 0: after every write
   std::chrono::milliseconds fsync_interval{1000};      // every_ms
 
-  /// A log file_worker only (log_file_sink ignores it): when the disk is
+  /// A log_worker only (log_file_sink ignores it): when the disk is
   /// full (ENOSPC, EDQUOT), the batch is not failed but kept, and written
   /// again (from its first chunk that did not land) every space_retry and at
   /// request_reopen(), until it lands, or until close(), which fails it with
   /// that error as without the option. Meanwhile its producer's stream waits,
-  /// so backpressure holds the producers back; file_worker::waiting_for_space()
+  /// so backpressure holds the producers back; log_worker::waiting_for_space()
   /// tells. Off: the first ENOSPC fails the batch.
   bool wait_for_space = false;
   std::chrono::milliseconds space_retry{1000};

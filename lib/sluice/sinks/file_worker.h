@@ -1,21 +1,20 @@
-// file_worker: one thread that writes one file (or a log) for any number
-// of producers, each writing through a worker_sink on its own loop.
+// file_worker: one thread that writes one file for any number of
+// producers, each writing through a worker_sink on its own loop.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <system_error>
-#include <thread>
 
 #include "sluice/sinks/file_options.h"
-#include "sluice/log_file/log_options.h"
 #include "sluice/sinks/worker_sink.h"
 
 namespace sluice {
 
 namespace detail {
 struct worker_thread;
+class worker_target;
 }  // namespace detail
 
 /// One thread that writes one file (or any fd) for any number of producers.
@@ -49,21 +48,9 @@ struct worker_thread;
 /// thread and closes the fd (if owned). Sinks may outlive it: their later
 /// writes fail with EBADF.
 ///
-/// **A log file.** Made with log_options, the worker writes a log as
-/// log_file_sink does (the same detail::log_rotation): rotation by size between
-/// the chunks of a batch (a chunk is never split across two files), fsync by
-/// policy (every_ms with a timed sleep, so a sync comes at most the interval
-/// after a write even when idle; at_end and the others before each file is
-/// closed, at rotation, reopen and close()), and request_reopen() from any
-/// thread, carried out by the worker before its next batch (or at once when
-/// idle). An error of rename, open or fsync is the error of the batch in
-/// flight (so of its producer's stream); one met while idle, of the next
-/// batch, else of close().
-///
-///     sluice::file_worker log("app.log", sluice::log_options{.max_size = 10 << 20, .keep = 3});
-///     auto out = sluice::make_worker_writable(log);   // on each producer thread
-///     out->write("one line\n");
-///     log.request_reopen();                            // from SIGHUP's handler, say
+/// A log file that rotates, syncs by policy and reopens at SIGHUP is a
+/// log_worker (sluice/log_file/log_worker.h): a file_worker whose thread
+/// writes the log as log_file_sink does.
 class file_worker {
  public:
   /// A worker over `fd`; `close_fd`: close it when the worker is closed.
@@ -71,13 +58,7 @@ class file_worker {
   /// Opens `path` as file_sink does; throws stream_error when it cannot.
   /// `fsync_at_end` syncs the file when the worker is closed.
   explicit file_worker(const std::string& path, const file_options& options = {});
-  /// A log file at `path` (see above); throws stream_error when it cannot be
-  /// opened.
-  file_worker(const std::string& path, const log_options& options);
-  /// The non-throwing twin: null and `ec` set on failure.
-  static std::unique_ptr<file_worker> open_log(const std::string& path, const log_options& options,
-                                               std::error_code& ec) noexcept;
-  ~file_worker();
+  virtual ~file_worker();
   file_worker(const file_worker&) = delete;
   file_worker& operator=(const file_worker&) = delete;
 
@@ -89,42 +70,29 @@ class file_worker {
   /// Called by the destructor; later calls return the same result.
   std::error_code close() noexcept;
 
-  /// A log worker: closes and reopens the path (after an external rename)
-  /// before the next batch, waking the worker if it sleeps. Any thread, any
-  /// time, also from a signal handler (one atomic RMW and maybe a futex
-  /// wake). A plain fd worker ignores it.
-  void request_reopen() noexcept;
-
-  /// The fd; -1 for a log worker, whose fd changes as it rotates.
+  /// The fd; -1 for a worker over a target (a log_worker's fd changes as it rotates).
   int fd() const noexcept { return fd_; }
-  /// Counters, for tools and tests: batches written, syscalls made, bytes;
-  /// and for a log worker: rotations, reopens, fsyncs.
+  /// Counters, for tools and tests: batches written, syscalls made, bytes.
   std::size_t batches() const noexcept;
   std::size_t syscalls() const noexcept;
   std::size_t bytes_written() const noexcept;
-  std::size_t rotations() const noexcept;
-  std::size_t reopens() const noexcept;
-  std::size_t fsyncs() const noexcept;
-  /// A log worker with log_options::wait_for_space: whether a batch waits
-  /// for the disk to have room now, and how many times one began to wait.
-  bool waiting_for_space() const noexcept;
-  std::size_t space_waits() const noexcept;
   /// Chunks (each producer's write() is one) written whole: each batch's
-  /// once it is done, and, while a batch waits for space, those of it that
-  /// landed before the disk was full. So a program that gives up the wait
-  /// knows how many of its writes are in the file though their callbacks
-  /// will never come.
+  /// once it is done, and, while a log_worker's batch waits for space,
+  /// those of it that landed before the disk was full. So a program that
+  /// gives up the wait knows how many of its writes are in the file though
+  /// their callbacks will never come.
   std::size_t chunks_written() const noexcept;
-  /// A log worker with log_options::compress: rotated files compressed, and
-  /// compressions that failed (each try; see log_options::compress). Final
-  /// once close() has returned: it waits for the compressor.
-  std::size_t compressed() const noexcept;
-  std::size_t compress_failures() const noexcept;
+
+ protected:
+  /// A worker whose thread writes into `target` (a component's own file,
+  /// as log_worker's log) instead of an fd; fd() is then -1.
+  explicit file_worker(std::unique_ptr<detail::worker_target> target);
+  /// The state the thread shares, for what a target's owner adds.
+  detail::worker_thread& core() const noexcept;
 
  private:
   void start();
   std::shared_ptr<detail::worker_thread> core_;
-  std::thread thread_;
   int fd_;
   bool close_fd_;
   bool fsync_at_close_ = false;

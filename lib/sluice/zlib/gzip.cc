@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sluice/base/errors.h"
+#include "sluice/zlib/detail/codecs.h"
 #include "sluice/zlib/zlib_error.h"
 
 namespace sluice {
@@ -152,6 +153,13 @@ std::unique_ptr<zlib_base> make(zlib_mode mode, const zlib_options& o) {
 }
 
 }  // namespace
+
+std::unique_ptr<detail::codec> detail::make_gzip_codec(int level) {
+  return std::make_unique<zlib_codec>(zlib_mode::gzip, zlib_options{.level = level});
+}
+std::unique_ptr<detail::codec> detail::make_gunzip_codec() {
+  return std::make_unique<zlib_codec>(zlib_mode::gunzip, zlib_options{});
+}
 
 std::unique_ptr<zlib_base> create_gzip(const zlib_options& o) { return make(zlib_mode::gzip, o); }
 std::unique_ptr<zlib_base> create_gunzip(const zlib_options& o) { return make(zlib_mode::gunzip, o); }

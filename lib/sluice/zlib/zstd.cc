@@ -11,6 +11,7 @@
 #include <string>
 
 #include "sluice/base/errors.h"
+#include "sluice/zlib/detail/codecs.h"
 #include "sluice/zlib/zlib_error.h"
 
 namespace sluice {
@@ -130,6 +131,13 @@ class zstd_decompress_codec final : public detail::codec {
 };
 
 }  // namespace
+
+std::unique_ptr<detail::codec> detail::make_zstd_compress_codec(int level) {
+  return std::make_unique<zstd_compress_codec>(zstd_options{.level = level});
+}
+std::unique_ptr<detail::codec> detail::make_zstd_decompress_codec() {
+  return std::make_unique<zstd_decompress_codec>(zstd_options{});
+}
 
 // Node 22: the zstd streams' _defaultFullFlushFlag is ZSTD_e_flush.
 std::unique_ptr<zlib_base> create_zstd_compress(const zstd_options& o) {

@@ -1,21 +1,18 @@
 #include "sluice/log_file/detail/compress_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <new>
+#include <span>
 #include <vector>
 
 #include "sluice/base/detail/syscalls.h"
-
-#ifdef SLUICE_HAS_ZLIB
-#include <zlib.h>
-#endif
-#ifdef SLUICE_HAS_ZSTD
-#include <zstd.h>
-#endif
+#include "sluice/zlib/detail/codecs.h"
 
 namespace sluice {
 
@@ -33,55 +30,58 @@ ssize_t read_some(int fd, char* p, std::size_t n) noexcept {
   return r;
 }
 
+// The codec of `c`, the compressing one (at `level`; 0, log_options' "the
+// codec's default", is zlib's -1 and zstd's 3) or the one that reads it
+// back; null (and `ec` set) when it cannot be made or this build lacks it.
+std::unique_ptr<codec> make_codec(log_options::compression c, bool compress, int level,
+                                  std::error_code& ec) noexcept {
+  try {
+    switch (c) {
 #ifdef SLUICE_HAS_ZLIB
-std::error_code gzip_file(int in_fd, int out_fd, int level) noexcept {
-  z_stream s{};
-  if (deflateInit2(&s, level ? level : Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    return std::make_error_code(std::errc::not_enough_memory);
-  std::unique_ptr<z_stream, int (*)(z_stream*)> end(&s, deflateEnd);
-  std::vector<char> in(buffer_size), out(buffer_size);
-  for (;;) {
-    const ssize_t n = read_some(in_fd, in.data(), in.size());
-    if (n < 0) return last_error();
-    const int flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
-    s.next_in = reinterpret_cast<Bytef*>(in.data());
-    s.avail_in = static_cast<uInt>(n);
-    int err;
-    do {
-      s.next_out = reinterpret_cast<Bytef*>(out.data());
-      s.avail_out = static_cast<uInt>(out.size());
-      err = deflate(&s, flush);
-      if (err == Z_STREAM_ERROR) return std::make_error_code(std::errc::io_error);
-      if (const std::error_code ec = write_fully(out_fd, out.data(), out.size() - s.avail_out)) return ec;
-    } while (s.avail_out == 0);
-    if (err == Z_STREAM_END) return {};
-  }
-}
+      case log_options::compression::gzip: return compress ? make_gzip_codec(level ? level : -1) : make_gunzip_codec();
 #endif
-
 #ifdef SLUICE_HAS_ZSTD
-std::error_code zstd_file(int in_fd, int out_fd, int level) noexcept {
-  std::unique_ptr<ZSTD_CCtx, std::size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  if (!cctx) return std::make_error_code(std::errc::not_enough_memory);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, level ? level : ZSTD_CLEVEL_DEFAULT);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+      case log_options::compression::zstd:
+        return compress ? make_zstd_compress_codec(level ? level : 3) : make_zstd_decompress_codec();
+#endif
+      default: ec = std::make_error_code(std::errc::operation_not_supported); return nullptr;
+    }
+  } catch (const std::system_error& e) {
+    ec = e.code();
+  } catch (const std::bad_alloc&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+  }
+  return nullptr;
+}
+
+// Runs in_fd's bytes, read to its end, through `c` until the codec has finished (after the
+// last read, of 0 bytes), giving each step's output to `give`, which says
+// whether to go on. Returns the read's error or the codec's; `stopped` is
+// set when `give` said no, or the codec made no progress.
+template <class Give>
+std::error_code run_codec(codec& c, int in_fd, Give give, bool& stopped) noexcept {
   std::vector<char> in(buffer_size), out(buffer_size);
+  stopped = false;
   for (;;) {
     const ssize_t n = read_some(in_fd, in.data(), in.size());
     if (n < 0) return last_error();
-    const ZSTD_EndDirective mode = n == 0 ? ZSTD_e_end : ZSTD_e_continue;
-    ZSTD_inBuffer ib{in.data(), static_cast<std::size_t>(n), 0};
-    std::size_t left;
+    const codec_op op = n == 0 ? codec_op::finish : codec_op::process;
+    std::span<const char> left(in.data(), static_cast<std::size_t>(n));
+    codec_step s;
     do {
-      ZSTD_outBuffer ob{out.data(), out.size(), 0};
-      left = ZSTD_compressStream2(cctx.get(), &ob, &ib, mode);
-      if (ZSTD_isError(left)) return std::make_error_code(std::errc::io_error);
-      if (const std::error_code ec = write_fully(out_fd, out.data(), ob.pos)) return ec;
-    } while (mode == ZSTD_e_end ? left != 0 : ib.pos < ib.size);
-    if (mode == ZSTD_e_end) return {};
+      s = c.step(left, out, op, flush_kind::none);
+      if (s.ec) return s.ec;
+      // A step that takes none of the input left and gives nothing would
+      // be taken again forever.
+      if (!give(out.data(), s.produced) || (!left.empty() && s.consumed == 0 && s.produced == 0 && !s.more)) {
+        stopped = true;
+        return {};
+      }
+      left = left.subspan(s.consumed);
+    } while (s.more || !left.empty());
+    if (n == 0) return {};
   }
 }
-#endif
 
 // Compares what a decompressor gives with the plain file's next bytes.
 struct plain_reader {
@@ -108,78 +108,6 @@ struct plain_reader {
   }
 };
 
-#ifdef SLUICE_HAS_ZLIB
-bool gzip_copy(int packed_fd, plain_reader& plain, std::error_code& ec) noexcept {
-  z_stream s{};
-  if (inflateInit2(&s, 15 + 16) != Z_OK) {
-    ec = std::make_error_code(std::errc::not_enough_memory);
-    return false;
-  }
-  std::unique_ptr<z_stream, int (*)(z_stream*)> end(&s, inflateEnd);
-  std::vector<char> in(buffer_size), out(buffer_size);
-  bool eof = false;
-  for (;;) {
-    if (s.avail_in == 0 && !eof) {
-      const ssize_t n = read_some(packed_fd, in.data(), in.size());
-      if (n < 0) {
-        ec = last_error();
-        return false;
-      }
-      eof = n == 0;
-      s.next_in = reinterpret_cast<Bytef*>(in.data());
-      s.avail_in = static_cast<uInt>(n);
-    }
-    s.next_out = reinterpret_cast<Bytef*>(out.data());
-    s.avail_out = static_cast<uInt>(out.size());
-    const int err = inflate(&s, Z_NO_FLUSH);
-    if (err != Z_OK && err != Z_STREAM_END && err != Z_BUF_ERROR) return false;
-    const std::size_t produced = out.size() - s.avail_out;
-    if (!plain.match(out.data(), produced)) return false;
-    if (err == Z_STREAM_END) {
-      // One member, as compress_file() writes it, and nothing after it.
-      char c;
-      return s.avail_in == 0 && read_some(packed_fd, &c, 1) == 0 && plain.at_end();
-    }
-    if (eof && s.avail_in == 0 && produced == 0) return false;  // cut short: the stream did not end
-  }
-}
-#endif
-
-#ifdef SLUICE_HAS_ZSTD
-bool zstd_copy(int packed_fd, plain_reader& plain, std::error_code& ec) noexcept {
-  std::unique_ptr<ZSTD_DCtx, std::size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  if (!dctx) {
-    ec = std::make_error_code(std::errc::not_enough_memory);
-    return false;
-  }
-  std::vector<char> in(buffer_size), out(buffer_size);
-  ZSTD_inBuffer ib{in.data(), 0, 0};
-  bool eof = false;
-  for (;;) {
-    if (ib.pos == ib.size && !eof) {
-      const ssize_t n = read_some(packed_fd, in.data(), in.size());
-      if (n < 0) {
-        ec = last_error();
-        return false;
-      }
-      eof = n == 0;
-      ib = {in.data(), static_cast<std::size_t>(n), 0};
-    }
-    ZSTD_outBuffer ob{out.data(), out.size(), 0};
-    const std::size_t left = ZSTD_decompressStream(dctx.get(), &ob, &ib);
-    if (ZSTD_isError(left)) return false;
-    if (!plain.match(out.data(), ob.pos)) return false;
-    if (left == 0) {
-      // The frame is whole and flushed: one frame, as compress_file()
-      // writes it, and nothing after it.
-      char c;
-      return ib.pos == ib.size && read_some(packed_fd, &c, 1) == 0 && plain.at_end();
-    }
-    if (eof && ib.pos == ib.size && ob.pos == 0) return false;  // cut short
-  }
-}
-#endif
-
 }  // namespace
 
 std::string_view compression_suffix(log_options::compression c) noexcept {
@@ -191,31 +119,39 @@ std::string_view compression_suffix(log_options::compression c) noexcept {
 }
 
 std::error_code compress_file(int in_fd, int out_fd, log_options::compression c, int level) noexcept {
-  switch (c) {
-#ifdef SLUICE_HAS_ZLIB
-    case log_options::compression::gzip: return gzip_file(in_fd, out_fd, level);
-#endif
-#ifdef SLUICE_HAS_ZSTD
-    case log_options::compression::zstd: return zstd_file(in_fd, out_fd, level);
-#endif
-    default: return std::make_error_code(std::errc::operation_not_supported);
-  }
+  std::error_code ec;
+  const std::unique_ptr<codec> packer = make_codec(c, true, level, ec);
+  if (!packer) return ec;
+  std::error_code written;
+  bool stopped = false;
+  ec = run_codec(*packer, in_fd, [&](const char* p, std::size_t n) {
+    written = write_fully(out_fd, p, n);
+    return !written;
+  }, stopped);
+  if (!ec && stopped && !written) ec = std::make_error_code(std::errc::io_error);  // the codec made no progress
+  return ec ? ec : written;
 }
 
+// The codec reads a member or frame to its end and fails on a stream cut
+// short (at its finish step); what follows the end is read as another member
+// or frame, as gzip -d and zstd -d read it, so trailing garbage fails (gzip's
+// zero padding is skipped, as gzip -d skips it); and every byte it gives
+// must be the plain file's next.
 std::error_code is_compressed_copy(int packed_fd, int plain_fd, log_options::compression c, bool& same) noexcept {
   same = false;
   if (::lseek(packed_fd, 0, SEEK_SET) < 0 || ::lseek(plain_fd, 0, SEEK_SET) < 0) return last_error();
+  std::error_code ec;
+  const std::unique_ptr<codec> unpacker = make_codec(c, false, 0, ec);
+  if (!unpacker) return ec;
+  struct stat st {};
+  if (::fstat(packed_fd, &st) != 0) return last_error();
+  if (st.st_size == 0) return {};  // no stream at all: not a copy, even of an empty file
   plain_reader plain{plain_fd};
-  std::error_code ec{};
-  switch (c) {
-#ifdef SLUICE_HAS_ZLIB
-    case log_options::compression::gzip: same = gzip_copy(packed_fd, plain, ec); break;
-#endif
-#ifdef SLUICE_HAS_ZSTD
-    case log_options::compression::zstd: same = zstd_copy(packed_fd, plain, ec); break;
-#endif
-    default: return std::make_error_code(std::errc::operation_not_supported);
-  }
+  bool stopped = false;
+  ec = run_codec(*unpacker, packed_fd, [&](const char* p, std::size_t n) { return plain.match(p, n); }, stopped);
+  // A codec's error is a file that is not a copy; a read's is an error.
+  if (ec && ec.category() != std::system_category() && ec.category() != std::generic_category()) ec.clear();
+  else if (!ec && !stopped) same = plain.at_end();
   if (!ec) ec = plain.ec;
   if (ec) same = false;
   return ec;

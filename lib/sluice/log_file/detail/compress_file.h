@@ -1,6 +1,6 @@
 // compress_file: one whole file compressed into another, gzip or zstd, on
-// the calling thread (log rotation's background thread), with zlib's and
-// libzstd's plain APIs: it sits below the streams, as every sink does.
+// the calling thread (log rotation's background thread), with the codecs of
+// the compression streams (zlib/detail/codecs.h) driven without a stream.
 #pragma once
 
 #include <string_view>
@@ -23,8 +23,9 @@ std::error_code compress_file(int in_fd, int out_fd, log_options::compression c,
 
 /// Whether `packed_fd`, read from its start to its end, is one whole
 /// compressed copy of `plain_fd` (read from its start): it decompresses
-/// without error, its stream ends exactly at the end of the file, and what
-/// it gives is the plain file's bytes, all of them. False for anything else
+/// without error (what follows a member or frame is read as another, as
+/// gzip -d and zstd -d read it), it is not cut short, and what it gives is
+/// the plain file's bytes, all of them. False for anything else
 /// (cut short, corrupt, another file's copy, trailing bytes); an error only
 /// when a file cannot be read. The start-up recovery's test before it removes
 /// a plain rotated file: a compressed twin that merely exists proves nothing.

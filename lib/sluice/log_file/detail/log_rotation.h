@@ -1,7 +1,7 @@
 // log_rotation: the rotation and fsync state of a log file, the synchronous
 // half of a rotated log (open, size accounting, rotation, reopen, fsync
 // policy state), shared by log_file_sink, which runs it on a loop, and
-// file_worker's log mode, which runs it on the worker thread. It writes
+// log_worker, which runs it on a file_worker's thread. It writes
 // nothing itself: log_writer pairs it with the fd_writer that writes to fd().
 #pragma once
 

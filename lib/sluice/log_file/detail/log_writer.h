@@ -1,6 +1,6 @@
 // log_writer: a log_rotation and the fd_writer that writes into it, one sink call
-// at a time; shared by log_file_sink (on a loop) and file_worker's log mode
-// (on the worker thread), which differ only in how they wait for the fd.
+// at a time; shared by log_file_sink (on a loop) and log_worker (on the
+// worker thread), which differ only in how they wait for the fd.
 #pragma once
 
 #include <cstddef>

@@ -27,7 +27,7 @@
 //            bit 2 waiters   some producer is about to sleep until its slot's
 //                            `state` moves on (set by producers; cleared only
 //                            by the worker, which then bumps the epoch).
-//            bit 3 reopen    a log worker: request_reopen() was called (set
+//            bit 3 reopen    a log_worker: request_reopen() was called (set
 //                            by any thread, which then wakes a `sleeping`
 //                            worker as a push does; cleared by the worker as
 //                            it reopens, before its next batch or when idle).
