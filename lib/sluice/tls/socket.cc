@@ -2,7 +2,9 @@
 // (tls/detail/record_bio.h): the TCP socket's 'data' goes into OpenSSL, the
 // records OpenSSL makes go to the TCP socket's write(), so both layers keep
 // Node's backpressure and the TCP socket keeps its write deadline and its one
-// sendmsg() per turn.
+// sendmsg() per turn. Its writable side (_write, _writev, _final) is
+// detail/tls_sink.cc, its readable side detail/tls_source.cc, and the peer's
+// certificate as Node's strings detail/certificate_of.cc.
 #include "sluice/tls/socket.h"
 
 #include <arpa/inet.h>
@@ -11,241 +13,15 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include <algorithm>
-#include <cstdio>
-
 #include "sluice/base/errors.h"
-#include "sluice/sinks/sink.h"
-#include "sluice/sources/source.h"
+#include "sluice/tls/detail/certificate_of.h"
 #include "sluice/tls/detail/record_bio.h"
+#include "sluice/tls/detail/tls_sink.h"
+#include "sluice/tls/detail/tls_source.h"
 #include "sluice/tls/server.h"
 #include "sluice/tls/tls_error.h"
 
 namespace sluice::tls {
-
-namespace detail {
-
-// The plaintext writable side: Node's TLSSocket _write/_writev and _final.
-// Writes wait for the handshake; then a call's chunks go to SSL_write() as
-// one buffer, which OpenSSL cuts into records of 16 KiB, and the call is done
-// once the TCP socket has room again ('drain').
-class tls_sink final : public sink {
- public:
-  explicit tls_sink(socket& owner) : sink({.final = true, .coalesce = true}), owner_(&owner) {}
-  // Writes wait for the handshake one at a time; once secure a turn's writes
-  // reach SSL_write() together (writev): as few records as they fill.
-  void secured() noexcept { set_caps({.writev = true, .final = true, .coalesce = true}); }
-  ~tls_sink() override {
-    if (loop_) loop_->cancel(this);
-  }
-
-  void attach(loop& l) override { loop_ = &l; }
-  void write(std::string_view chunk, write_done done) override {
-    done_.emplace(done);
-    error_.clear();
-    if (!owner_->secure_) {
-      held_ = chunk;  // valid until done
-      return;
-    }
-    send(chunk);
-  }
-  // SSL_write() copies its input into OpenSSL's record buffer anyway, so
-  // the batch goes to it where it lies, in pieces of whole records: the
-  // chunks that lie end to end (the writable packs small writes so) as one
-  // piece, and a large chunk as it is; only the bytes that would otherwise
-  // end a record short, between chunks that are apart, are gathered in
-  // scratch_. Every piece but the last is a multiple of 16 KiB, so the batch
-  // makes as few records as if it were one buffer.
-  void writev(const write_batch& batch, write_done done) override {
-    done_.emplace(done);
-    error_.clear();
-    owner_->records_->expect(batch.bytes());
-    scratch_.clear();
-    std::string_view run;  // adjacent chunks not yet encrypted
-    std::string_view tail;  // a run's last part short of a record, not yet copied
-    const auto feed = [&](std::string_view bytes) {
-      if (!tail.empty() || !scratch_.empty()) {
-        if (scratch_.empty()) scratch_.assign(tail);
-        tail = {};
-        const std::size_t k = std::min(record_plaintext - scratch_.size(), bytes.size());
-        scratch_.append(bytes.data(), k);
-        bytes.remove_prefix(k);
-        if (scratch_.size() < record_plaintext) return true;
-        if (!encrypt(scratch_)) return false;
-        scratch_.clear();
-      }
-      const std::size_t whole = bytes.size() - bytes.size() % record_plaintext;
-      if (whole > 0 && !encrypt(bytes.substr(0, whole))) return false;
-      tail = bytes.substr(whole);
-      return true;
-    };
-    for (std::string_view c : batch) {
-      if (c.empty()) continue;
-      if (!run.empty() && run.data() + run.size() == c.data()) {
-        run = std::string_view(run.data(), run.size() + c.size());
-        continue;
-      }
-      if (!run.empty() && !feed(run)) return;
-      run = c;
-    }
-    if (!run.empty() && !feed(run)) return;
-    if (!encrypt(scratch_.empty() ? tail : std::string_view(scratch_))) return;
-    flush();
-  }
-
-  // Node: TLSSocket's _final: close_notify, then the TCP socket's end().
-  void final(final_done done) override {
-    final_.emplace(done);
-    if (owner_->secure_) do_final();
-  }
-
-  void destroy(std::error_code err, destroy_done done) noexcept override {
-    final_.reset();
-    if (done_ && loop_) {
-      error_ = err ? err : make_error_code(errc::destroyed);
-      held_.reset();
-      waiting_ = false;
-      loop_->next_tick([this] { complete(); }, this);
-    }
-    done(err);
-  }
-
-  // The handshake is done: what waited for it goes.
-  void on_secure() noexcept {
-    if (done_ && held_) {
-      const std::string_view chunk = *held_;
-      held_.reset();
-      send(chunk);
-    }
-    if (final_ && !done_) do_final();
-  }
-  void on_tcp_drain() noexcept {
-    if (waiting_) {
-      waiting_ = false;
-      complete();
-    }
-  }
-  void on_tcp_finish() noexcept {
-    if (ending_ && final_) {
-      const final_done done = *final_;
-      final_.reset();
-      done({});
-    }
-  }
-  void detach() noexcept { owner_ = nullptr; }
-
- private:
-  // A record's plaintext at most (TLS: 2^14 bytes).
-  static constexpr std::size_t record_plaintext = 16 * 1024;
-
-  void send(std::string_view plain) noexcept {
-    owner_->records_->expect(plain.size());
-    if (encrypt(plain)) flush();
-  }
-
-  // SSL_write_ex() until all of `plain` is in records: it takes a size_t
-  // (no cut at INT_MAX) and, without SSL_MODE_ENABLE_PARTIAL_WRITE and with
-  // a BIO that takes every byte, makes all the records in one call. False
-  // when it failed, and the callback has been told.
-  bool encrypt(std::string_view plain) noexcept {
-    SSL* ssl = owner_->ssl_;
-    while (!plain.empty()) {
-      std::size_t n = 0;
-      if (SSL_write_ex(ssl, plain.data(), plain.size(), &n) != 1 || n == 0) {
-        error_ = take_openssl_error(make_error_code(errc::socket_closed));
-        complete();
-        return false;
-      }
-      plain.remove_prefix(std::min(n, plain.size()));
-    }
-    return true;
-  }
-
-  void flush() noexcept {
-    if (owner_->flush_records()) {
-      complete();
-      return;
-    }
-    waiting_ = true;  // the TCP socket is past its high-water mark: its 'drain'
-  }
-
-  void complete() noexcept {
-    const write_done done = *done_;
-    done_.reset();
-    done(error_);
-  }
-
-  void do_final() noexcept {
-    if (owner_->tcp_gone_) {
-      const final_done done = *final_;
-      final_.reset();
-      done(make_error_code(errc::socket_closed));
-      return;
-    }
-    SSL_shutdown(owner_->ssl_);  // queues close_notify
-    owner_->flush_records();
-    ending_ = true;
-    owner_->tcp_->end();  // 'finish' completes the final
-  }
-
-  socket* owner_;
-  loop* loop_ = nullptr;
-  std::optional<write_done> done_;
-  std::optional<final_done> final_;
-  std::optional<std::string_view> held_;  // a write that waits for the handshake
-  std::error_code error_;
-  std::string scratch_;
-  bool waiting_ = false;
-  bool ending_ = false;
-};
-
-// The plaintext readable side: pushes what OpenSSL decrypts while the
-// readable wants it, and pauses the TCP socket when it does not, so that a
-// slow reader holds the peer back through TCP.
-class tls_source final : public source {
- public:
-  explicit tls_source(socket& owner) : owner_(&owner) {}
-
-  void attach(loop& l) override { loop_ = &l; }
-  void read(std::size_t /*n*/) override {
-    wanted_ = true;
-    if (owner_ && owner_->secure_) owner_->cycle();
-  }
-  std::error_code destroy(std::error_code err) noexcept override {
-    wanted_ = false;
-    if (owner_) {
-      // A destroyed socket waits for no handshake: its timer would keep
-      // the loop running (a client given up on, kept until it is deleted).
-      owner_->cancel_handshake_timer();
-      if (!owner_->tcp_gone_) owner_->tcp_->destroy();
-    }
-    return err;
-  }
-
-  bool wanted() const noexcept { return wanted_; }
-  // Pushes; false when the readable wants no more for now.
-  bool give(std::string_view plain) {
-    if (!push(plain)) wanted_ = false;
-    return wanted_;
-  }
-  void give_eof() {
-    if (eof_) return;
-    eof_ = true;
-    wanted_ = false;
-    push_eof();
-    stream().read(0);  // as net's source: 'end' without a consumer
-  }
-  bool eof() const noexcept { return eof_; }
-  void detach() noexcept { owner_ = nullptr; }
-
- private:
-  socket* owner_;
-  loop* loop_ = nullptr;
-  bool wanted_ = false;
-  bool eof_ = false;
-};
-
-}  // namespace detail
 
 namespace {
 
@@ -312,29 +88,6 @@ void set_record_bio(SSL* ssl, detail::record_buffers& records) {
 // Node's verify callback (crypto_tls.cc): accept here, judge after the
 // handshake, so that authorized and authorizationError can be told.
 int accept_for_now(int /*preverify_ok*/, X509_STORE_CTX* /*ctx*/) { return 1; }
-
-std::string bio_text(BIO* b) {
-  char* p = nullptr;
-  const long n = BIO_get_mem_data(b, &p);
-  return n > 0 ? std::string(p, static_cast<std::size_t>(n)) : std::string();
-}
-
-std::string name_text(X509_NAME* name) {
-  BIO* b = BIO_new(BIO_s_mem());
-  X509_NAME_print_ex(b, name, 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
-  std::string s = bio_text(b);
-  BIO_free(b);
-  return s;
-}
-
-std::string time_text(const ASN1_TIME* t) {
-  BIO* b = BIO_new(BIO_s_mem());
-  ASN1_TIME_print(b, t);
-  std::string s = bio_text(b);
-  BIO_free(b);
-  return s;
-}
-
 }  // namespace
 
 socket_options socket::server_side_options(const server& srv) {
@@ -733,46 +486,7 @@ std::optional<certificate> socket::peer_certificate() const {
   if (!ssl_) return std::nullopt;
   X509* cert = SSL_get1_peer_certificate(ssl_);
   if (!cert) return std::nullopt;
-  certificate c;
-  c.subject = name_text(X509_get_subject_name(cert));
-  c.issuer = name_text(X509_get_issuer_name(cert));
-  c.valid_from = time_text(X509_get0_notBefore(cert));
-  c.valid_to = time_text(X509_get0_notAfter(cert));
-  if (BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr)) {
-    char* hex = BN_bn2hex(bn);
-    c.serial_number = hex;
-    OPENSSL_free(hex);
-    BN_free(bn);
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  X509_digest(cert, EVP_sha256(), md, &len);
-  for (unsigned i = 0; i < len; ++i) {
-    char b[4];
-    std::snprintf(b, sizeof b, i ? ":%02X" : "%02X", md[i]);
-    c.fingerprint256 += b;
-  }
-  // Node's subjectaltname: "DNS:a, IP Address:1.2.3.4".
-  if (auto* names = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))) {
-    for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
-      const GENERAL_NAME* g = sk_GENERAL_NAME_value(names, i);
-      std::string item;
-      if (g->type == GEN_DNS) {
-        item = "DNS:" + std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(g->d.dNSName)),
-                                    static_cast<std::size_t>(ASN1_STRING_length(g->d.dNSName)));
-      } else if (g->type == GEN_IPADD) {
-        char text[INET6_ADDRSTRLEN] = {};
-        const int l = ASN1_STRING_length(g->d.iPAddress);
-        inet_ntop(l == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(g->d.iPAddress), text, sizeof text);
-        item = std::string("IP Address:") + text;
-      } else {
-        continue;
-      }
-      if (!c.subjectaltname.empty()) c.subjectaltname += ", ";
-      c.subjectaltname += item;
-    }
-    GENERAL_NAMES_free(names);
-  }
+  certificate c = detail::certificate_of(cert);
   X509_free(cert);
   return c;
 }
