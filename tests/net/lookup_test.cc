@@ -21,6 +21,7 @@
 #include "sluice/syslog/syslog_writable.h"
 #include "support/free_port.h"
 #include "support/must_call.h"
+#include "support/net_world.h"
 #include "support/spin.h"
 
 namespace sluice::test {
@@ -30,21 +31,7 @@ using namespace std::chrono_literals;
 
 std::string nowhere() { return "sluice-test-" + std::to_string(::getpid()) + ".invalid"; }
 
-struct world {
-  sluice::loop loop;
-  std::vector<std::string> events;
-
-  net::socket_options socket_opts() {
-    net::socket_options o;
-    o.event_loop = &loop;
-    return o;
-  }
-  net::server_options server_opts() {
-    net::server_options o;
-    o.event_loop = &loop;
-    o.connection.event_loop = &loop;
-    return o;
-  }
+struct world : sluice::test::net_world {
   void record(net::socket& s) {
     s.on(event::lookup, [this](const event_arg& a) {
       const auto* e = static_cast<const net::lookup_event*>(a.source);
@@ -55,8 +42,6 @@ struct world {
     s.on(event::error, [this](std::error_code ec) { events.push_back("error " + code_name(ec) + " " + ec.message()); });
     s.on(event::close, [this](const event_arg& a) { events.push_back(std::string("close ") + (a.error ? "true" : "false")); });
   }
-  bool has(const std::string& e) const { return std::find(events.begin(), events.end(), e) != events.end(); }
-  std::ptrdiff_t index(const std::string& e) const { return std::find(events.begin(), events.end(), e) - events.begin(); }
 };
 
 // A server on 127.0.0.1 that counts its connections and what they send.

@@ -22,6 +22,7 @@
 #include "sluice/net/socket.h"
 #include "support/free_port.h"
 #include "support/must_call.h"
+#include "support/net_world.h"
 #include "support/temp_dir.h"
 #include "support/spin.h"
 
@@ -33,22 +34,9 @@ using net::server;
 using net::socket;
 
 using sluice::test::spin;
+using sluice::test::port_of;
 
-struct net_world {
-  sluice::loop loop;
-  std::vector<std::string> events;
-
-  net::socket_options socket_opts() {
-    net::socket_options o;
-    o.event_loop = &loop;
-    return o;
-  }
-  net::server_options server_opts() {
-    net::server_options o;
-    o.event_loop = &loop;
-    o.connection.event_loop = &loop;
-    return o;
-  }
+struct net_world : sluice::test::net_world {
   // Records a socket's events as "<who> <event>[ <detail>]".
   void record(socket& s, const std::string& who) {
     s.on(event::connect, [this, who] { events.push_back(who + " connect"); });
@@ -61,17 +49,7 @@ struct net_world {
       events.push_back(who + " close " + (a.error ? "true" : "false"));
     });
   }
-  bool has(const std::string& e) const { return std::find(events.begin(), events.end(), e) != events.end(); }
-  std::ptrdiff_t index(const std::string& e) const {
-    return std::find(events.begin(), events.end(), e) - events.begin();
-  }
 };
-
-
-std::uint16_t port_of(const server& s) {
-  REQUIRE(s.address());
-  return s.address()->port;
-}
 
 // A client that connects and never reads: plain fds, small buffers.
 int stalled_client(std::uint16_t port) {

@@ -21,6 +21,7 @@
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
 #include "sluice/net/detail/unix_path.h"
+#include "support/net_world.h"
 #include "support/spin.h"
 #include "support/temp_dir.h"
 
@@ -53,19 +54,7 @@ void leave_stale_socket(const std::string& path) {
   REQUIRE(S_ISSOCK(st.st_mode));
 }
 
-struct world {
-  sluice::loop loop;
-  net::server_options server_opts() {
-    net::server_options o;
-    o.event_loop = &loop;
-    return o;
-  }
-  net::socket_options socket_opts() {
-    net::socket_options o;
-    o.event_loop = &loop;
-    return o;
-  }
-};
+using world = sluice::test::net_world;
 
 // listen(path) on `srv`, then its outcome: "listening" or the error's name.
 std::string listen_outcome(world& w, net::server& srv, const std::string& path) {

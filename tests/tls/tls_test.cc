@@ -41,12 +41,14 @@
 #include "sluice/tls/tls_error.h"
 #include "support/free_port.h"
 #include "support/must_call.h"
+#include "support/net_world.h"
 #include "support/spin.h"
 #include "support/temp_dir.h"
 #include "support/time_scale.h"
 
 using namespace sluice;
 using sluice::test::spin;
+using sluice::test::port_of;
 
 namespace {
 
@@ -144,10 +146,7 @@ struct child {
   int exit_status = -1;
 };
 
-struct world {
-  sluice::loop loop;
-  std::vector<std::string> events;
-
+struct world : sluice::test::net_world {
   tls::server_options server_opts(bool mutual = false) {
     tls::server_options o;
     o.context.key_file = pki_file("server.key");
@@ -178,23 +177,7 @@ struct world {
       events.push_back("server tlsClientError " + code_name(a.error) + " (" + a.error.message() + ")");
     });
   }
-  bool has(const std::string& e) const { return std::find(events.begin(), events.end(), e) != events.end(); }
-  bool has_prefix(const std::string& e) const {
-    for (const auto& x : events)
-      if (x.rfind(e, 0) == 0) return true;
-    return false;
-  }
-  std::string all() const {
-    std::string s;
-    for (const auto& e : events) s += e + "\n";
-    return s;
-  }
 };
-
-std::uint16_t port_of(const tls::server& s) {
-  REQUIRE(s.address());
-  return s.address()->port;
-}
 
 // A server whose connections echo what they read and count it.
 struct echo_server {
