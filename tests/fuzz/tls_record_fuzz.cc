@@ -102,16 +102,10 @@ pem_pair make_pem() {
 
 const std::string& root() { return sluice::fuzz::fuzz_dir("tls-fuzz"); }
 
-// One turn: the loop's ready work, then a wait of at most `ms` for its fds
-// and the client's.
-void turn(sluice::loop& l, int client_fd, int ms) {
+// One turn: the loop's ready work, then a wait of at most `ms` for its fds.
+void turn(sluice::loop& l, int ms) {
   l.run_until_idle();
-  std::vector<pollfd> fds;
-  for (const auto& w : l.watched_fds()) fds.push_back({w.fd, w.events, 0});
-  if (client_fd >= 0) fds.push_back({client_fd, POLLIN, 0});
-  if (::poll(fds.data(), fds.size(), ms) > 0)
-    for (const auto& p : fds)
-      if (p.revents && p.fd != client_fd) l.dispatch_ready(p.fd, p.revents);
+  l.run_once(std::chrono::milliseconds(ms));
   l.run_until_idle();
 }
 
@@ -162,7 +156,7 @@ struct world {
     char buf[16 * 1024];
     bool eof = false;
     for (int i = 0; i < 2000 && (srv->connections() != 0 || !eof); ++i) {
-      turn(loop, fd, 1);
+      turn(loop, 1);
       for (;;) {
         const ssize_t n = ::read(fd, buf, sizeof buf);
         if (n > 0) continue;
@@ -190,7 +184,7 @@ bool send_all(world& w, int fd, std::string_view bytes) {
       continue;
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
-    turn(w.loop, fd, 1);
+    turn(w.loop, 1);
   }
   return bytes.empty();
 }
@@ -204,7 +198,7 @@ void raw(world& w, unsigned mode, std::string_view data) {
     const std::size_t n = std::min<std::size_t>(1 + (x >> 16) % 600, data.size());
     up = send_all(w, fd, data.substr(0, n));
     data.remove_prefix(n);
-    turn(w.loop, fd, 0);
+    turn(w.loop, 0);
   }
   ::shutdown(fd, SHUT_WR);
   w.wait_closed(fd);
@@ -219,7 +213,7 @@ bool client_step(world& w, SSL* ssl, int fd, const std::function<int()>& f) {
     if (r > 0) return true;
     const int e = SSL_get_error(ssl, r);
     if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
-    turn(w.loop, fd, 1);
+    turn(w.loop, 1);
   }
   return false;
 }
@@ -258,7 +252,7 @@ void ops(world& w, unsigned mode, std::string_view rest) {
         check(client_step(w, ssl, fd, [&] { return SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size())); }));
         sent += bytes;
         for (int i = 0; i < 2000 && echoed.size() < sent.size(); ++i) {
-          turn(w.loop, fd, 1);
+          turn(w.loop, 1);
           read_echo();
         }
         check(echoed == sent);
@@ -288,7 +282,7 @@ void ops(world& w, unsigned mode, std::string_view rest) {
       ::shutdown(fd, SHUT_WR);
       writing = false;
     }
-    turn(w.loop, fd, 0);
+    turn(w.loop, 0);
   }
   ERR_clear_error();
   SSL_free(ssl);
@@ -322,7 +316,7 @@ std::string client_hello(const std::vector<std::string>& alpn) {
     c.on(sluice::event::error, [](std::error_code) {});
     char buf[4096];
     for (int i = 0; i < 200 && hello.empty(); ++i) {
-      turn(l, sv[1], 5);
+      turn(l, 5);
       const ssize_t n = ::read(sv[1], buf, sizeof buf);
       if (n > 0) hello.append(buf, static_cast<std::size_t>(n));
     }

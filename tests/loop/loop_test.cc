@@ -126,7 +126,7 @@ TEST_CASE("cancel(owner) drops that owner's ticks, immediates and watches only")
   l.watch(p.r, POLLIN, [&](short) { order += 'W'; }, &mine);
   l.cancel(&mine);
   l.cancel(nullptr);  // no-op: tasks without an owner are never cancelled
-  CHECK(l.watched_fds().empty());
+  CHECK(l.watched_events(p.r) == 0);
   l.run_until_idle();
   CHECK(order == "tuT");
   CHECK_FALSE(l.alive());
@@ -202,26 +202,24 @@ TEST_CASE("run() returns when ticks, immediates and watches are all done") {
   CHECK_FALSE(l.alive());
 }
 
-TEST_CASE("watched_fds lists the watches and dispatch_ready runs a matching one") {
+TEST_CASE("run_once: one turn, its wait bounded; a ready watch runs once; false at once when nothing is left") {
   loop l;
   pipe_fds p;
   int calls = 0;
-  l.watch(p.w, POLLOUT, [&](short revents) {
+  l.watch(p.r, POLLIN, [&](short revents) {
     ++calls;
-    CHECK((revents & POLLOUT) != 0);
+    CHECK((revents & POLLIN) != 0);
   });
-  const auto fds = l.watched_fds();
-  REQUIRE(fds.size() == 1);
-  CHECK(fds[0].fd == p.w);
-  CHECK(fds[0].events == POLLOUT);
-  l.dispatch_ready(p.w, POLLIN);  // not what it waits for
+  CHECK(l.watched_events(p.r) == POLLIN);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(l.run_once(std::chrono::milliseconds(20)));  // nothing to read: the turn waits its bound
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(19));
   CHECK(calls == 0);
-  l.dispatch_ready(p.r, POLLOUT);  // not its fd
-  CHECK(calls == 0);
-  l.dispatch_ready(p.w, POLLOUT);
+  REQUIRE(::write(p.w, "x", 1) == 1);
+  CHECK(l.run_once(std::chrono::hours(1)));  // ready: the turn ends with it
   CHECK(calls == 1);
-  CHECK(l.watched_fds().empty());
-  l.dispatch_ready(p.w, POLLOUT);  // one-shot
+  CHECK(l.watched_events(p.r) == 0);  // one-shot
+  CHECK_FALSE(l.run_once(std::chrono::hours(1)));  // nothing left to wait for: no wait
   CHECK(calls == 1);
 }
 
@@ -283,7 +281,9 @@ TEST_CASE("many watches, some cancelled and some added in between: each fires on
     wrong += in_calls[i] != expected || with_data[i] != expected || out_calls[i] != expected;
   }
   CHECK(wrong == 0);
-  CHECK(l.watched_fds().empty());
+  int still_watched = 0;
+  for (int i = 0; i < n; ++i) still_watched += l.watched_events(pipes[i]->r) != 0 || l.watched_events(pipes[i]->w) != 0;
+  CHECK(still_watched == 0);
   CHECK_FALSE(l.alive());
 }
 
@@ -291,7 +291,7 @@ TEST_CASE("a watch on a negative fd is refused") {
   loop l;
   CHECK_THROWS_AS(l.watch(-1, POLLIN, [](short) {}), std::invalid_argument);
   CHECK_FALSE(l.alive());
-  CHECK(l.watched_fds().empty());
+  CHECK(l.watched_events(-1) == 0);
 }
 
 namespace {

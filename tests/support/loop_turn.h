@@ -1,11 +1,9 @@
-// turn(loop): one turn of a loop with fd readiness, as a host event loop
-// would drive it (run_until_idle, poll the watched fds, dispatch), without
-// waiting for ever on a watch as run() would.
+// turn(loop): one turn of a loop with fd readiness (loop::run_once()), its
+// ready work run before and after, without waiting for ever on a watch as
+// run() would.
 #pragma once
 
-#include <poll.h>
-
-#include <vector>
+#include <chrono>
 
 #include "sluice/loop/loop.h"
 
@@ -13,11 +11,7 @@ namespace sluice::test {
 
 inline void turn(loop& l, int timeout_ms = 0) {
   l.run_until_idle();
-  std::vector<pollfd> fds;
-  for (const auto& w : l.watched_fds()) fds.push_back({w.fd, w.events, 0});
-  if (!fds.empty() && ::poll(fds.data(), fds.size(), timeout_ms) > 0)
-    for (const auto& p : fds)
-      if (p.revents) l.dispatch_ready(p.fd, p.revents);
+  l.run_once(std::chrono::milliseconds(timeout_ms));
   l.run_until_idle();
 }
 

@@ -464,24 +464,6 @@ void loop::run_immediates() {
   }
 }
 
-std::vector<loop::watched_fd> loop::watched_fds() const {
-  std::vector<watched_fd> out;
-  out.reserve(pollfds_.size());
-  for (const auto& p : pollfds_) out.push_back({p.fd, p.events});
-  return out;
-}
-
-// A host that polls the fds itself reports each one it found ready: runs the
-// oldest watch on it that revents satisfies.
-void loop::dispatch_ready(int fd, short revents) {
-  const std::uint32_t slot = first_ready(fd, revents, watch_seq_);
-  if (slot == no_slot) return;
-  // One-shot: removed before the call, which may watch again.
-  fd_task fn = std::move(watches_[slot].fn);
-  remove_watch(slot);
-  if (fn) fn(revents);
-}
-
 // A driver reports an fd once for all its watches (poll() lists each watch):
 // runs every watch that revents satisfies, but none that these calls add.
 void loop::dispatch(int fd, short revents) {
@@ -542,36 +524,51 @@ void loop::run() {
     return;
   }
   ++running_;
-  for (;;) {
-    drain_posted();
-    drain_ticks();
-    run_timers();
-    // Ticks left by a drain that reached tick_budget count as work too.
-    const bool busy = !immediates_.empty() || !ticks_.empty() || !microtasks_.empty();
-    if (!busy && holds_ == 0 && !referenced_waits()) break;
-    if (busy) {
-      if (watch_count_ != 0 || wake_fd_.load(std::memory_order_relaxed) >= 0) poll_watches(0);
-    } else {
-      // A post() from another thread must be able to wake this wait: the
-      // eventfd is in the poll set from the first wait on (a post that
-      // came first has made it already, and poll() finds it readable).
-      // Out of fds, the loop waits without it, as it did before: a
-      // program that never posts must not fail for it (the first post
-      // then makes it, or throws, and waits for the next wake-up).
-      if (wake_fd_.load(std::memory_order_relaxed) < 0) {
-        std::lock_guard lock(posted_mutex_);
-        try {
-          make_wake_fd();
-        } catch (const std::exception&) {
-        }
-      }
-      poll_watches(next_timeout_ms());
-    }
-    drain_posted();
-    drain_ticks();
-    run_immediates();
+  while (run_turn_polling(-1)) {
   }
   --running_;
+}
+
+bool loop::run_once(std::chrono::milliseconds max_wait) {
+  ++running_;
+  const bool alive = run_turn_polling(static_cast<int>(std::max<std::chrono::milliseconds::rep>(0, max_wait.count())));
+  --running_;
+  return alive;
+}
+
+// One turn of run(), its poll waiting at most `max_wait_ms` (-1: as long as
+// the next timer lets it). False, before it polls, when nothing is left to
+// wait for.
+bool loop::run_turn_polling(int max_wait_ms) {
+  drain_posted();
+  drain_ticks();
+  run_timers();
+  // Ticks left by a drain that reached tick_budget count as work too.
+  const bool busy = !immediates_.empty() || !ticks_.empty() || !microtasks_.empty();
+  if (!busy && holds_ == 0 && !referenced_waits()) return false;
+  if (busy) {
+    if (watch_count_ != 0 || wake_fd_.load(std::memory_order_relaxed) >= 0) poll_watches(0);
+  } else {
+    // A post() from another thread must be able to wake this wait: the
+    // eventfd is in the poll set from the first wait on (a post that
+    // came first has made it already, and poll() finds it readable).
+    // Out of fds, the loop waits without it, as it did before: a
+    // program that never posts must not fail for it (the first post
+    // then makes it, or throws, and waits for the next wake-up).
+    if (wake_fd_.load(std::memory_order_relaxed) < 0) {
+      std::lock_guard lock(posted_mutex_);
+      try {
+        make_wake_fd();
+      } catch (const std::exception&) {
+      }
+    }
+    const int timeout = next_timeout_ms();
+    poll_watches(max_wait_ms < 0 ? timeout : timeout < 0 ? max_wait_ms : std::min(timeout, max_wait_ms));
+  }
+  drain_posted();
+  drain_ticks();
+  run_immediates();
+  return true;
 }
 
 }  // namespace sluice

@@ -144,6 +144,12 @@ class loop {
 
   /// Runs ticks and immediates until none are left. Does not wait for fds.
   void run_until_idle();
+  /// One turn of run(), its wait for fds, timers and posts at most
+  /// `max_wait` (none while immediates or ticks are queued): libuv's
+  /// UV_RUN_ONCE with a bound, for a program (or a test) that does its own
+  /// work between turns. False, at once, when nothing is left that run()
+  /// would wait for. Not on an attached loop: its host runs the turns.
+  bool run_once(std::chrono::milliseconds max_wait);
   /// Runs until nothing at all is left: no ticks, no immediates, no watches;
   /// waits in poll() while only watches remain. Each turn looks at the fds
   /// (without waiting) even while immediates keep coming, as libuv does.
@@ -198,14 +204,6 @@ class loop {
   /// The events still watched on `fd` (POLLIN | POLLOUT), 0 if none.
   short watched_events(int fd) const noexcept;
 
-  struct watched_fd {
-    int fd;
-    short events;
-  };
-  /// The fds that watches wait on, for a host loop that polls them itself;
-  /// it then calls dispatch_ready(fd, revents).
-  std::vector<watched_fd> watched_fds() const;
-  void dispatch_ready(int fd, short revents);
 
   /// One buffer for the reads of this loop's sources that keep nothing
   /// between reads (libuv's alloc_cb lets a server hand every connection the
@@ -284,6 +282,7 @@ class loop {
   std::uint32_t first_ready(int fd, short revents, std::uint64_t last) const noexcept;
   void after_callbacks();
   bool poll_watches(int timeout_ms);
+  bool run_turn_polling(int max_wait_ms);
   int next_timeout_ms() const;
   // Whether a watch or timer keeps run() going (one not unref'd).
   bool referenced_waits() const noexcept;
