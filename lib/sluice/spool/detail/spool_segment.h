@@ -1,7 +1,7 @@
 // spool_segment: the format of a spool's segment files, the append-only
 // files in which a spool_writable keeps records until they are sent. Only
 // the format lives here (names, headers, records, their checksum); the
-// files are opened, written and read by spool_writable.
+// files are written by spool_writer and read back by spool_reader.
 //
 // A segment: a 16-byte header, the magic "SLSPOOL1" and the segment's
 // sequence number (little-endian u64), then records back to back. A record:
