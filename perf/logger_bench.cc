@@ -105,6 +105,9 @@ struct variant {
   bool newline_added = false;  // the logger adds the newline (spdlog's and Quill's patterns)
   bool one_stream_per_thread = false;
   std::size_t stamp_bytes = 0;  // each line starts with a timestamp this long
+  // Each line starts with a pattern's prefix (time, level, file:line) of one
+  // length, read from the file's first line.
+  bool prefixed = false;
 };
 
 // ---- sluice::logger
@@ -121,6 +124,26 @@ variant sluice_logger(sluice::log_timestamp stamp = sluice::log_timestamp::none,
     sl = std::make_unique<sluice::logger>([path] { return sluice::make_log_writable(path); }, o);
   };
   v.log = [](std::uint64_t it, std::uint64_t i, double d) { sl->print("iteration {} message {} double {}\n", it, i, d); };
+  v.finish = [] { sl.reset(); };
+  return v;
+}
+
+// ---- sluice::logger's macros, with the default pattern: time (precise),
+// level, file:line, as a team would log
+variant sluice_macros() {
+  variant v;
+  v.name = "sluice::logger SLUICE_LOG_INFO";
+  v.newline_added = true;
+  v.prefixed = true;
+  v.start = [](const std::string& path, int) {
+    sluice::logger_options o;
+    if (const char* e = std::getenv("LOGGER_BENCH_POLL_MS")) o.poll_interval = std::chrono::milliseconds(std::atoi(e));
+    if (const char* e = std::getenv("LOGGER_BENCH_RING")) o.ring_size = std::stoul(e);
+    sl = std::make_unique<sluice::logger>([path] { return sluice::make_log_writable(path); }, o);
+  };
+  v.log = [](std::uint64_t it, std::uint64_t i, double d) {
+    SLUICE_LOG_INFO(*sl, "iteration {} message {} double {}", it, i, d);
+  };
   v.finish = [] { sl.reset(); };
   return v;
 }
@@ -199,6 +222,29 @@ variant quill_logger() {
   v.finish = [] {
     ql->flush_log();
     quill::Backend::stop();
+  };
+  return v;
+}
+
+// Quill with the same kind of line as sluice_macros(): time to the
+// microsecond (UTC), level, file:line.
+variant quill_pattern() {
+  variant v = quill_logger();
+  v.name = "Quill time level file:line";
+  v.prefixed = true;
+  v.start = [](const std::string& path, int) {
+    quill::BackendOptions o;
+    o.error_notifier = [](const std::string&) {};
+    quill::Backend::start(o);
+    auto sink = quill::Frontend::create_or_get_sink<quill::FileSink>(path, [] {
+      quill::FileSinkConfig cfg;
+      cfg.set_open_mode('w');
+      return cfg;
+    }());
+    ql = quill::Frontend::create_or_get_logger(
+        "bench", std::move(sink),
+        quill::PatternFormatterOptions{"%(time) %(log_level:<8) %(file_name):%(line_number) %(message)",
+                                       "%Y-%m-%dT%H:%M:%S.%QusZ", quill::Timezone::GmtTime});
   };
   return v;
 }
@@ -291,10 +337,17 @@ void back_to_back(variant& v, const config& c, int threads, result& r, const std
   std::vector<std::string> files{path};
   if (v.one_stream_per_thread)
     for (int t = 1; t < threads; ++t) files.push_back(fmt::format("{}.{}", path, t));
+  std::size_t prefix = v.stamp_bytes;
+  if (v.prefixed) {
+    std::ifstream in(path);
+    std::string first;
+    std::getline(in, first);
+    prefix = std::min(first.find("iteration "), first.size());
+  }
   std::uint64_t expected_bytes = 0;
   for (std::uint64_t i = 0; i < per_thread * static_cast<std::size_t>(threads); ++i)
     expected_bytes +=
-        v.stamp_bytes + fmt::formatted_size("iteration {} message {} double {}\n", i, i * 2, static_cast<double>(i) / 2);
+        prefix + fmt::formatted_size("iteration {} message {} double {}\n", i, i * 2, static_cast<double>(i) / 2);
   std::uint64_t got_bytes = 0;
   for (const auto& f : files) got_bytes += file_bytes(f);
   r.verified = got_bytes == expected_bytes;
@@ -302,8 +355,8 @@ void back_to_back(variant& v, const config& c, int threads, result& r, const std
     std::ifstream in(path);
     std::string line;
     for (std::uint64_t i = 0; i < per_thread && r.verified; ++i)
-      r.verified = std::getline(in, line) && line.size() >= v.stamp_bytes &&
-                   line.substr(v.stamp_bytes) == fmt::format("iteration {} message {} double {}", i, i * 2, static_cast<double>(i) / 2);
+      r.verified = std::getline(in, line) && line.size() >= prefix &&
+                   line.substr(prefix) == fmt::format("iteration {} message {} double {}", i, i * 2, static_cast<double>(i) / 2);
   }
   if (!r.verified) r.note = fmt::format("file has {} bytes, {} expected", got_bytes, expected_bytes);
   for (const auto& f : files) ::unlink(f.c_str());
@@ -415,7 +468,7 @@ int main(int argc, char** argv) {
   }
   const double tick_ns = ns_per_tick();
   std::vector<variant> variants;
-  std::vector<variant> all{sluice_logger(), sluice_print()};
+  std::vector<variant> all{sluice_logger(), sluice_macros(), sluice_print()};
   if (timestamps) {
     all.push_back(sluice_logger(sluice::log_timestamp::coarse, "sluice::logger, coarse stamp"));
     all.push_back(sluice_logger(sluice::log_timestamp::precise, "sluice::logger, precise stamp (TSC)"));
@@ -428,6 +481,7 @@ int main(int argc, char** argv) {
 #endif
 #if LOGGER_BENCH_HAVE_QUILL
   if (selected(c, "Quill")) variants.push_back(quill_logger());
+  if (selected(c, "Quill time level file:line")) variants.push_back(quill_pattern());
 #endif
   std::printf("logger_bench: hot path %zu bursts of 20 calls 2-2.2 ms apart (each call timed, rdtsc %.3f ns/tick); "
               "back to back %zu lines into %s; %d run%s, the variants interleaved (each in a child process)\n\n",

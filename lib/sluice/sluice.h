@@ -19,6 +19,7 @@
 #include "sluice/log_file/log_options.h"
 #include "sluice/log_file/log_writable.h"
 #include "sluice/log_file/log_worker.h"
+#include "sluice/logger/log_level.h"
 #include "sluice/logger/logger.h"
 #include "sluice/loop/emitter.h"
 #include "sluice/loop/loop.h"

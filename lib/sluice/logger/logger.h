@@ -5,6 +5,7 @@
 // state the threads share (state.h) and the crash handler.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include "sluice/logger/detail/arg_codec.h"
 #include "sluice/logger/detail/clock.h"
 #include "sluice/logger/detail/spsc_ring.h"
+#include "sluice/logger/log_level.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
@@ -53,6 +55,19 @@ enum class log_timestamp {
 };
 
 struct logger_options {
+  /// The lowest level a SLUICE_LOG_* line is written at (set_level()
+  /// changes it); print() lines are always written.
+  log_level level = log_level::info;
+  /// {logger} in the pattern.
+  std::string name{};
+  /// How a SLUICE_LOG_* line is written, with fmt's syntax over named
+  /// fields: {time} (ISO 8601 UTC, to the microsecond with a precise clock),
+  /// {level}, {logger}, {file} (its base name), {line}, {function},
+  /// {thread} (the thread's id), {message}; widths and alignments as fmt's
+  /// ({level:<8}). A newline follows. An unknown field throws
+  /// std::invalid_argument from the constructor. print() lines are written
+  /// as they are.
+  std::string pattern = "{time} {level:<8} {file}:{line} {message}";
   /// Bytes of each thread's ring, made on the thread's first print(); a
   /// power of two (rounded up), at least 4 KiB. A line's arguments must fit
   /// in it (in max_ring_size with grow), or print() drops it.
@@ -60,6 +75,8 @@ struct logger_options {
   full_policy on_full = full_policy::block;
   /// grow: the largest a ring grows to.
   std::size_t max_ring_size = 64 * 1024 * 1024;
+  /// When print() lines are stamped (a pattern with {time} stamps its
+  /// lines with this clock, or precise's when this is none).
   log_timestamp timestamp = log_timestamp::none;
   /// How long the backend sleeps when the rings are empty (it is woken at
   /// once by flush(), a full ring and shutdown). Lines reach the stream
@@ -119,8 +136,24 @@ class logger {
   template <class... Args>
   bool print(fmt::format_string<Args...> format, Args&&... args) {
     const fmt::string_view f = format;
-    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), args...);
+    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), nullptr, clock_, args...);
   }
+
+  /// A line at `site` (made by the SLUICE_LOG_* macros below, which check
+  /// the level first and the format at compile time): its arguments are
+  /// copied as print()'s are; the backend writes it through the pattern.
+  template <class... Args>
+  bool log(const log_site& site, fmt::format_string<Args...> format, Args&&... args) {
+    const fmt::string_view f = format;
+    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), &site, site_clock_, args...);
+  }
+
+  /// The level below which SLUICE_LOG_* lines are not written; any thread,
+  /// any time (one relaxed atomic store).
+  void set_level(log_level l) noexcept { level_.store(l, std::memory_order_relaxed); }
+  log_level level() const noexcept { return level_.load(std::memory_order_relaxed); }
+  /// Whether a line at `l` is written: one load and a compare.
+  bool should_log(log_level l) const noexcept { return l >= level_.load(std::memory_order_relaxed); }
 
   /// Blocks until every line printed before it, by any thread, is written
   /// to the stream (its write callbacks have run). Returns the stream's
@@ -136,7 +169,8 @@ class logger {
   logger(stream_factory make_stream, const logger_options& options, int);
 
   template <class... Stored, class... Args>
-  bool put(const char* format, std::size_t format_size, const Args&... args) {
+  bool put(const char* format, std::size_t format_size, const log_site* site, detail::log_clock clock,
+           const Args&... args) {
     (detail::log_check_storable<Stored>(), ...);
     const std::size_t size =
         detail::log_round(sizeof(detail::log_record) + (std::size_t{0} + ... + detail::log_arg_size<Stored>(args)));
@@ -149,10 +183,12 @@ class logger {
     auto* r = reinterpret_cast<detail::log_record*>(p);
     r->size = static_cast<std::uint32_t>(size);
     r->dropped = q->pending_drops;
-    r->timestamp = clock_ == detail::log_clock::none ? 0 : clock_ == detail::log_clock::tsc ? detail::log_tsc() : now();
+    r->timestamp = clock == detail::log_clock::none ? 0 : clock == detail::log_clock::tsc ? detail::log_tsc() : now(clock);
     r->format = format;
-    r->format_size = format_size;
+    r->format_size = static_cast<std::uint32_t>(format_size);
+    r->thread = q->thread_id;
     r->decode = &detail::log_decode<Stored...>;
+    r->site = site;
     [[maybe_unused]] std::byte* a = p + sizeof(detail::log_record);
     ((a = detail::log_store<Stored>(a, static_cast<const Stored&>(args))), ...);
     q->pending_drops = 0;
@@ -169,11 +205,72 @@ class logger {
   detail::log_queue* local_queue() noexcept { return local_.id == id_ ? local_.queue : attach_thread(); }
   detail::log_queue* attach_thread();
   std::byte* reserve_slow(detail::log_queue*& q, std::size_t size);
-  std::uint64_t now() const noexcept;
+  static std::uint64_t now(detail::log_clock clock) noexcept;
 
   std::uint64_t id_;
-  detail::log_clock clock_;
+  detail::log_clock clock_;       // print()'s stamps
+  detail::log_clock site_clock_;  // SLUICE_LOG_* lines' stamps
+  std::atomic<log_level> level_;
   std::unique_ptr<state> state_;
 };
 
 }  // namespace sluice
+
+// ---- the macros
+//
+// SLUICE_LOG_INFO(lg, "user {} logged in", name): a line at info, written when
+// lg's level lets it (one load and a compare, before the arguments are
+// looked at). The format is checked at compile time; the file, line and
+// function are kept in static data, once per call site. SLUICE_LOG_ACTIVE_LEVEL
+// (0 trace ... 5 critical, 6 off), defined before this header is included,
+// removes the calls below it from the program.
+#define SLUICE_LOG_LEVEL_TRACE 0
+#define SLUICE_LOG_LEVEL_DEBUG 1
+#define SLUICE_LOG_LEVEL_INFO 2
+#define SLUICE_LOG_LEVEL_WARN 3
+#define SLUICE_LOG_LEVEL_ERROR 4
+#define SLUICE_LOG_LEVEL_CRITICAL 5
+#define SLUICE_LOG_LEVEL_OFF 6
+#ifndef SLUICE_LOG_ACTIVE_LEVEL
+#define SLUICE_LOG_ACTIVE_LEVEL SLUICE_LOG_LEVEL_TRACE
+#endif
+
+#define SLUICE_LOG_AT(lg, lvl, ...)                                                                              \
+  do {                                                                                                            \
+    if ((lg).should_log(lvl)) [[unlikely]] {                                                                      \
+      static constexpr ::sluice::log_site sluice_log_site_{lvl, __LINE__, ::sluice::detail::log_base_name(__FILE__), \
+                                                           __builtin_FUNCTION()};                                 \
+      (lg).log(sluice_log_site_, __VA_ARGS__);                                                                    \
+    }                                                                                                             \
+  } while (false)
+
+#if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_TRACE
+#define SLUICE_LOG_TRACE(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::trace, __VA_ARGS__)
+#else
+#define SLUICE_LOG_TRACE(lg, ...) static_cast<void>(0)
+#endif
+#if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_DEBUG
+#define SLUICE_LOG_DEBUG(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::debug, __VA_ARGS__)
+#else
+#define SLUICE_LOG_DEBUG(lg, ...) static_cast<void>(0)
+#endif
+#if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_INFO
+#define SLUICE_LOG_INFO(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::info, __VA_ARGS__)
+#else
+#define SLUICE_LOG_INFO(lg, ...) static_cast<void>(0)
+#endif
+#if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_WARN
+#define SLUICE_LOG_WARN(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::warn, __VA_ARGS__)
+#else
+#define SLUICE_LOG_WARN(lg, ...) static_cast<void>(0)
+#endif
+#if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_ERROR
+#define SLUICE_LOG_ERROR(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::error, __VA_ARGS__)
+#else
+#define SLUICE_LOG_ERROR(lg, ...) static_cast<void>(0)
+#endif
+#if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_CRITICAL
+#define SLUICE_LOG_CRITICAL(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::critical, __VA_ARGS__)
+#else
+#define SLUICE_LOG_CRITICAL(lg, ...) static_cast<void>(0)
+#endif

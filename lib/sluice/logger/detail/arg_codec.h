@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -19,11 +20,13 @@
 
 namespace sluice::detail {
 
-// Where a decoder formats: the logger's stream (the backend), or a fixed
+// Where a decoder formats: the logger's stream (the backend), a growing
+// buffer (the message of a line written through the pattern), or a fixed
 // buffer (the crash handler: fmt::format_to_n, which neither allocates nor
 // locks for the built-in types).
 struct log_output {
   writable* stream = nullptr;
+  std::string* message = nullptr;  // a SLUICE_LOG_* line's message, for the pattern (appended)
   char* buf = nullptr;
   std::size_t capacity = 0;
   std::size_t size = 0;  // bytes format_to_n wanted, when buf is set
@@ -113,6 +116,10 @@ bool log_decode([[maybe_unused]] const std::byte* p, const char* format, std::si
   return std::apply(
       [&](auto&... v) {
         const fmt::string_view f(format, format_size);
+        if (out.message) {
+          fmt::vformat_to(std::back_inserter(*out.message), f, fmt::make_format_args(v...));
+          return true;
+        }
         if (out.stream) return out.stream->vprint(f, fmt::make_format_args(v...), std::move(out.cb));
         out.size = fmt::vformat_to_n(out.buf, out.capacity, f, fmt::make_format_args(v...)).size;
         return true;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <csignal>
 #include <mutex>
 #include <span>
@@ -48,12 +49,22 @@ void crash_write_queue(const logger::state& s, const log_queue& q, int fd) noexc
       }
       std::size_t at = 0;
       if (r->timestamp) at = format_stamp(line, s.stamp_ns(r->timestamp), s.precise_stamps());
+      // A SLUICE_LOG_* line: its level before it and a newline after it
+      // (the pattern is the backend's: formatting it here could allocate).
+      if (r->site) {
+        const std::string_view level = log_level_name(r->site->level);
+        std::memcpy(line + at, level.data(), level.size());
+        at += level.size();
+        line[at++] = ' ';
+      }
       log_output out;
       out.buf = line + at;
-      out.capacity = sizeof line - at;
+      out.capacity = sizeof line - at - 1;  // room for the newline
       try {
         r->decode(reinterpret_cast<const std::byte*>(r + 1), r->format, r->format_size, out);
-        (void)write_fully(fd, line, at + std::min(out.size, out.capacity));
+        std::size_t n = at + std::min(out.size, out.capacity);
+        if (r->site) line[n++] = '\n';
+        (void)write_fully(fd, line, n);
       } catch (...) {
       }
       pos += r->size;

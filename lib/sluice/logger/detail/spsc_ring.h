@@ -10,6 +10,8 @@
 #include <cstring>
 #include <deque>
 
+#include "sluice/logger/log_level.h"
+
 namespace sluice::detail {
 
 inline constexpr std::size_t log_cache_line = 64;
@@ -30,10 +32,12 @@ struct log_record {
   std::uint32_t dropped;
   std::uint64_t timestamp;  // ns since the epoch (log_clock::tsc, clock.h: the TSC), or 0
   const char* format;       // a format_string's text: static storage
-  std::size_t format_size;
+  std::uint32_t format_size;
+  std::uint32_t thread;     // the producer's thread id (gettid)
   log_decode_fn* decode;
+  const log_site* site;     // a SLUICE_LOG_* line's call site; null for print()
 };
-static_assert(sizeof(log_record) == 40);
+static_assert(sizeof(log_record) == 48);
 
 inline constexpr std::size_t log_record_align = 8;
 constexpr std::size_t log_round(std::size_t n) noexcept { return (n + log_record_align - 1) & ~(log_record_align - 1); }
@@ -76,6 +80,7 @@ struct alignas(log_cache_line) log_queue {
   std::uint64_t write_pos = 0;      // in write_buf
   std::uint64_t limit = 0;          // write_buf's head + capacity, as last seen
   std::uint32_t pending_drops = 0;
+  std::uint32_t thread_id = 0;      // the owning thread's gettid(), for its records
   std::atomic<std::uint64_t> dropped{0};  // every line this queue dropped
 
   // ---- the consumer's (the backend thread's)

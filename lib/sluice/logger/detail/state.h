@@ -27,6 +27,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -65,8 +66,11 @@ struct logger::state {
   std::uint64_t flush_done = 0;  // flush_mutex
   std::error_code flush_error;   // flush_mutex
 
+  std::string pattern;  // options.pattern with positional fields and a newline (logger.cc)
+
   // ---- the backend thread's
   std::unique_ptr<writable> stream;
+  std::string message;  // a SLUICE_LOG_* line's message, before the pattern
   bool paused = false;  // write() returned false: waiting for 'drain'
   bool pass_queued = false;
   timer_id timer = 0;
@@ -91,6 +95,8 @@ struct logger::state {
   // Writes one record. `landed_at`, when not 0, is where the queue's lines
   // that it ends land (the last line of a run: see drain_queue()).
   bool write_line(detail::log_queue& q, const detail::log_record& r, std::uint64_t landed_at);
+  bool write_site_line(detail::log_queue& q, const detail::log_record& r, std::uint64_t landed_at);
+  std::size_t format_time(detail::log_queue& q, const detail::log_record& r, char* buf) noexcept;
   static write_cb land_cb(detail::log_queue& q, std::uint64_t pos);
   void land(detail::log_queue& q, std::uint64_t pos) noexcept;
   void land_all() noexcept;
