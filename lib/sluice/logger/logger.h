@@ -1,6 +1,7 @@
-// logger: deferred formatting. print() copies its arguments into a ring of
-// the calling thread; a backend thread formats them with fmt into a stream
-// of its own, on its own loop. Its internals are in logger/detail/: the ring
+// logger: deferred formatting. print() and the SLUICE_LOG_* macros (at the
+// end of this header) copy their arguments into a ring of the calling
+// thread; a backend thread formats them with fmt into a stream of its own,
+// on its own loop. Its internals are in logger/detail/: the ring
 // (spsc_ring.h), the argument codec (arg_codec.h), the clocks (clock.h), the
 // state the threads share (state.h) and the crash handler.
 #pragma once
@@ -99,8 +100,11 @@ struct logger_options {
 /// A logger that formats off the caller's thread:
 ///
 ///     sluice::logger lg([] { return sluice::make_log_writable("app.log", {.max_size = 64 << 20}); });
-///     lg.print("iteration {} message {} double {}\n", it, i, d);  // any thread
-///     lg.flush();  // every line printed before it is written
+///     SLUICE_LOG_INFO(lg, "user {} logged in", name);               // any thread; through the pattern
+///     lg.print("iteration {} message {} double {}\n", it, i, d);  // a raw line, as fmt gives it
+///     lg.flush();  // every line logged before it is written
+///
+/// (docs/logging.md: the levels, the macros, the pattern.)
 ///
 /// The function runs on the logger's backend thread and makes the stream
 /// there, on that thread's loop::current(), so any writable works. The
