@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -157,4 +158,61 @@ TEST_CASE("pattern: an unknown field or a spec fmt refuses throws invalid_argume
   CHECK_THROWS_AS(make("{message"), std::invalid_argument);
   CHECK_THROWS_AS(make("{line:s}"), std::invalid_argument);
   CHECK_NOTHROW(make("{{literal}} {message}"));
+}
+
+TEST_CASE("json: one object a line, parsed back by a JSON parser: every field, the message byte for byte") {
+  logged out;
+  const std::string tricky = "quote \" backslash \\ newline \n tab \t bell \x07 utf-8 \xc3\xa9 end";
+  std::uint32_t line = 0;
+  const auto tid = static_cast<std::uint32_t>(::gettid());
+  {
+    logger lg([&] { return make_log_writable(out.path); }, {.name = "app", .format = log_format::json});
+    line = __LINE__ + 1;
+    SLUICE_LOG_WARN(lg, "{} {}", tricky, 42);
+    SLUICE_LOG_INFO(lg, "plain");
+    lg.print("a print() line stays raw\n");
+  }
+  const std::string text = out.text();
+  REQUIRE(text.substr(text.rfind('{')).find("plain") != std::string::npos);
+  // Python's json module reads each object line back; it prints the keys in
+  // order, the types of line and thread, then each field's value, NUL-ended.
+  const std::string json_lines = text.substr(0, text.find("a print() line"));
+  const std::string path = out.dir.file("lines.json");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    std::fwrite(json_lines.data(), 1, json_lines.size(), f);
+    std::fclose(f);
+  }
+  const std::string cmd =
+      "python3 -c 'import json,sys\n"
+      "for l in open(sys.argv[1], encoding=\"utf-8\"):\n"
+      "  o = json.loads(l)\n"
+      "  sys.stdout.write(\",\".join(o) + \"|\" + type(o[\"line\"]).__name__ + type(o[\"thread\"]).__name__ + \"\\0\")\n"
+      "  for k in (\"level\", \"logger\", \"file\", \"line\", \"function\", \"thread\", \"message\"): sys.stdout.write(str(o[k]) + \"\\0\")\n"
+      "' " + path;
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string got;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) got.append(buf, n);
+  CHECK(::pclose(p) == 0);
+  std::vector<std::string> fields;
+  for (std::size_t at = 0, nul; (nul = got.find('\0', at)) != std::string::npos; at = nul + 1)
+    fields.push_back(got.substr(at, nul - at));
+  REQUIRE(fields.size() == 16);
+  const std::string function = __builtin_FUNCTION();
+  const std::string keys = "time,level,logger,file,line,function,thread,message|intint";
+  CHECK(fields[0] == keys);
+  CHECK(fields[1] == "warn");
+  CHECK(fields[2] == "app");
+  CHECK(fields[3] == "logger_levels_test.cc");
+  CHECK(fields[4] == std::to_string(line));
+  CHECK(fields[5] == function);
+  CHECK(fields[6] == std::to_string(tid));
+  CHECK(fields[7] == tricky + " 42");
+  CHECK(fields[8] == keys);
+  CHECK(fields[9] == "info");
+  CHECK(fields[15] == "plain");
+  CHECK(text.substr(text.size() - 25) == "a print() line stays raw\n");
 }

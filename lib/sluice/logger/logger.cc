@@ -135,8 +135,10 @@ logger::logger(stream_factory make_stream, const logger_options& options, int)
     case log_timestamp::realtime: clock_ = detail::log_clock::realtime; break;
   }
   // One clock for both kinds of line, so that the backend reads every
-  // stamp the same way: print()'s, else precise when the pattern has {time}.
-  site_clock_ = clock_ != detail::log_clock::none ? clock_ : pattern_time ? precise : detail::log_clock::none;
+  // stamp the same way: print()'s, else precise when the pattern has {time}
+  // (or the lines are JSON, which always say when).
+  const bool stamped = pattern_time || options.format == log_format::json;
+  site_clock_ = clock_ != detail::log_clock::none ? clock_ : stamped ? precise : detail::log_clock::none;
   s.clock = site_clock_;
   if (s.clock == detail::log_clock::tsc) s.tsc.calibrate();
   s.options.ring_size = round_pow2(options.ring_size);
@@ -359,6 +361,29 @@ std::size_t logger::state::format_time(log_queue& q, const log_record& r, char* 
   return detail::format_stamp(buf, ns, precise_stamps());
 }
 
+// `text` as a JSON string's contents: RFC 8259's escapes, bytes >= 0x20
+// otherwise as they are (UTF-8 passes through).
+static void append_json(std::string& out, std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += "\\u00";
+          out += hex[(c >> 4) & 0xf];
+          out += hex[c & 0xf];
+        } else {
+          out += c;
+        }
+    }
+  }
+}
+
 // A SLUICE_LOG_* line: its message formatted first, then the pattern around it.
 bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {
   message.clear();
@@ -377,6 +402,31 @@ bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint
   const std::uint32_t line = r.site->line, thread = r.thread;
   write_cb cb;
   if (landed_at) cb = land_cb(q, landed_at);
+  if (options.format == log_format::json) {
+    json.clear();
+    json += '{';
+    if (n) {
+      json += "\"time\":\"";
+      json.append(time);
+      json += "\",";
+    }
+    const auto field = [this](std::string_view key, std::string_view value) {
+      json += '"';
+      json.append(key);
+      json += "\":\"";
+      append_json(json, value);
+      json += "\",";
+    };
+    field("level", level);
+    field("logger", name);
+    field("file", file);
+    json += fmt::format("\"line\":{},", line);
+    field("function", function);
+    json += fmt::format("\"thread\":{},\"message\":\"", thread);
+    append_json(json, text);
+    json += "\"}\n";
+    return stream->write(std::string_view(json), std::move(cb));  // copied into the stream's arena
+  }
   return stream->vprint(pattern, fmt::make_format_args(time, level, name, file, line, function, thread, text),
                         std::move(cb));
 }

@@ -55,6 +55,10 @@ enum class log_timestamp {
   realtime,
 };
 
+/// How a SLUICE_LOG_* line is written: through logger_options::pattern, or
+/// as one JSON object a line.
+enum class log_format { pattern, json };
+
 struct logger_options {
   /// The lowest level a SLUICE_LOG_* line is written at (set_level()
   /// changes it); print() lines are always written.
@@ -69,6 +73,12 @@ struct logger_options {
   /// std::invalid_argument from the constructor. print() lines are written
   /// as they are.
   std::string pattern = "{time} {level:<8} {file}:{line} {message}";
+  /// json: each SLUICE_LOG_* line is one object on a line of its own, with
+  /// the pattern's fields as keys, in its order (time, level, logger, file,
+  /// line, function, thread, message; the pattern itself is not used),
+  /// "line" and "thread" as numbers, strings escaped as RFC 8259 requires
+  /// (control characters as \u00XX; other bytes as they are).
+  log_format format = log_format::pattern;
   /// Bytes of each thread's ring, made on the thread's first print(); a
   /// power of two (rounded up), at least 4 KiB. A line's arguments must fit
   /// in it (in max_ring_size with grow), or print() drops it.

@@ -71,6 +71,7 @@ struct logger::state {
   // ---- the backend thread's
   std::unique_ptr<writable> stream;
   std::string message;  // a SLUICE_LOG_* line's message, before the pattern
+  std::string json;     // a log_format::json line, handed to the stream
   bool paused = false;  // write() returned false: waiting for 'drain'
   bool pass_queued = false;
   timer_id timer = 0;
