@@ -216,3 +216,21 @@ TEST_CASE("json: one object a line, parsed back by a JSON parser: every field, t
   CHECK(fields[15] == "plain");
   CHECK(text.substr(text.size() - 25) == "a print() line stays raw\n");
 }
+
+TEST_CASE("SLUICE_LOG_*_LIMIT: at most one line an interval from a call site; what it skipped is said before the next") {
+  logged out;
+  evaluations = 0;
+  {
+    logger lg([&] { return make_log_writable(out.path); }, {.pattern = "{level} {message}"});
+    for (int i = 0; i < 5; ++i) SLUICE_LOG_WARN_LIMIT(lg, std::chrono::hours(1), "first burst {}", i);
+    for (int i = 0; i < 3; ++i) {
+      SLUICE_LOG_INFO_LIMIT(lg, std::chrono::milliseconds(300), "tick {}", counted());
+      if (i == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    }
+    SLUICE_LOG_DEBUG_LIMIT(lg, std::chrono::milliseconds(1), "below the level: {}", counted());
+  }
+  // The hour-long limit wrote its first line only. The 300 ms one: its first
+  // call, its second skipped; 400 ms later its third, told of the second.
+  CHECK(out.text() == "warn first burst 0\ninfo tick 1\ninfo (1 lines of this call skipped by its limit)\ninfo tick 2\n");
+  CHECK(evaluations == 2);  // neither a skipped call's arguments nor those of one below the level are evaluated
+}

@@ -258,33 +258,63 @@ class logger {
     }                                                                                                             \
   } while (false)
 
+// SLUICE_LOG_INFO_LIMIT(lg, interval, fmt, args...): at most one line an
+// interval (a std::chrono duration) from this call site, any thread; the
+// calls in between are skipped and counted, and the next line written is
+// preceded by one at the same site and level saying how many.
+#define SLUICE_LOG_LIMIT_AT(lg, lvl, interval, ...)                                                              \
+  do {                                                                                                            \
+    if ((lg).should_log(lvl)) [[unlikely]] {                                                                      \
+      static constexpr ::sluice::log_site sluice_log_site_{lvl, __LINE__, ::sluice::detail::log_base_name(__FILE__), \
+                                                           __builtin_FUNCTION()};                                 \
+      static ::sluice::detail::log_limit sluice_log_limit_;                                                       \
+      if (const auto sluice_log_skipped_ = sluice_log_limit_.pass(interval)) {                                    \
+        if (*sluice_log_skipped_ != 0)                                                                            \
+          (lg).log(sluice_log_site_, "({} lines of this call skipped by its limit)", *sluice_log_skipped_);      \
+        (lg).log(sluice_log_site_, __VA_ARGS__);                                                                  \
+      }                                                                                                           \
+    }                                                                                                             \
+  } while (false)
+
 #if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_TRACE
 #define SLUICE_LOG_TRACE(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::trace, __VA_ARGS__)
+#define SLUICE_LOG_TRACE_LIMIT(lg, interval, ...) SLUICE_LOG_LIMIT_AT(lg, ::sluice::log_level::trace, interval, __VA_ARGS__)
 #else
 #define SLUICE_LOG_TRACE(lg, ...) static_cast<void>(0)
+#define SLUICE_LOG_TRACE_LIMIT(lg, interval, ...) static_cast<void>(0)
 #endif
 #if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_DEBUG
 #define SLUICE_LOG_DEBUG(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::debug, __VA_ARGS__)
+#define SLUICE_LOG_DEBUG_LIMIT(lg, interval, ...) SLUICE_LOG_LIMIT_AT(lg, ::sluice::log_level::debug, interval, __VA_ARGS__)
 #else
 #define SLUICE_LOG_DEBUG(lg, ...) static_cast<void>(0)
+#define SLUICE_LOG_DEBUG_LIMIT(lg, interval, ...) static_cast<void>(0)
 #endif
 #if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_INFO
 #define SLUICE_LOG_INFO(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::info, __VA_ARGS__)
+#define SLUICE_LOG_INFO_LIMIT(lg, interval, ...) SLUICE_LOG_LIMIT_AT(lg, ::sluice::log_level::info, interval, __VA_ARGS__)
 #else
 #define SLUICE_LOG_INFO(lg, ...) static_cast<void>(0)
+#define SLUICE_LOG_INFO_LIMIT(lg, interval, ...) static_cast<void>(0)
 #endif
 #if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_WARN
 #define SLUICE_LOG_WARN(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::warn, __VA_ARGS__)
+#define SLUICE_LOG_WARN_LIMIT(lg, interval, ...) SLUICE_LOG_LIMIT_AT(lg, ::sluice::log_level::warn, interval, __VA_ARGS__)
 #else
 #define SLUICE_LOG_WARN(lg, ...) static_cast<void>(0)
+#define SLUICE_LOG_WARN_LIMIT(lg, interval, ...) static_cast<void>(0)
 #endif
 #if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_ERROR
 #define SLUICE_LOG_ERROR(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::error, __VA_ARGS__)
+#define SLUICE_LOG_ERROR_LIMIT(lg, interval, ...) SLUICE_LOG_LIMIT_AT(lg, ::sluice::log_level::error, interval, __VA_ARGS__)
 #else
 #define SLUICE_LOG_ERROR(lg, ...) static_cast<void>(0)
+#define SLUICE_LOG_ERROR_LIMIT(lg, interval, ...) static_cast<void>(0)
 #endif
 #if SLUICE_LOG_ACTIVE_LEVEL <= SLUICE_LOG_LEVEL_CRITICAL
 #define SLUICE_LOG_CRITICAL(lg, ...) SLUICE_LOG_AT(lg, ::sluice::log_level::critical, __VA_ARGS__)
+#define SLUICE_LOG_CRITICAL_LIMIT(lg, interval, ...) SLUICE_LOG_LIMIT_AT(lg, ::sluice::log_level::critical, interval, __VA_ARGS__)
 #else
 #define SLUICE_LOG_CRITICAL(lg, ...) static_cast<void>(0)
+#define SLUICE_LOG_CRITICAL_LIMIT(lg, interval, ...) static_cast<void>(0)
 #endif
