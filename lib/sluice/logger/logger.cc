@@ -19,6 +19,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "sluice/logger/detail/arg_codec.h"
 #include "sluice/logger/detail/clock.h"
 #include "sluice/logger/detail/crash_handler.h"
@@ -63,52 +65,61 @@ struct thread_queues {
 };
 thread_local thread_queues my_queues;
 
-// The pattern's named fields as fmt's positional ones, in the order
-// write_site_line() passes them (so that the stream's parsed-format cache
-// takes the pattern, which it does not with named arguments), and a
-// newline. Throws std::invalid_argument for an unknown field.
+// The pattern's fields, in the order of logger::state::pattern_part.
 constexpr std::string_view pattern_fields[] = {"time", "level", "logger", "file", "line", "function", "thread", "message"};
 
-std::string compile_pattern(const std::string& pattern, bool& uses_time) {
-  std::string out;
+// The pattern as the backend writes it: literal text and fields, each field
+// with its fmt spec ("{:<8}"), or none. Throws std::invalid_argument for an
+// unknown field, and for a spec fmt refuses ({line:s}), here rather than on
+// every line.
+std::vector<logger::state::pattern_part> compile_pattern(const std::string& pattern, bool& uses_time) {
+  std::vector<logger::state::pattern_part> parts;
+  std::string literal;
+  std::string positional;  // the same as one fmt format, to have fmt check the specs
   uses_time = false;
+  const auto bad = [&pattern](const std::string& why) {
+    return std::invalid_argument("sluice::logger: pattern \"" + pattern + "\": " + why);
+  };
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
     if ((c == '{' || c == '}') && i + 1 < pattern.size() && pattern[i + 1] == c) {
-      out += c;
-      out += c;
+      literal += c;
+      positional.append(2, c);
       ++i;
       continue;
     }
+    if (c == '}') throw bad("a '}' without its '{' (write '}}')");
     if (c != '{') {
-      out += c;
+      literal += c;
+      positional += c;
       continue;
     }
     const std::size_t close = pattern.find('}', i);
     const std::size_t name_end = std::min(pattern.find(':', i), close);
-    const std::string_view name = std::string_view(pattern).substr(i + 1, name_end == std::string::npos ? 0 : name_end - i - 1);
+    const std::string_view name =
+        std::string_view(pattern).substr(i + 1, name_end == std::string::npos ? 0 : name_end - i - 1);
     std::size_t field = std::size(pattern_fields);
     for (std::size_t f = 0; f < std::size(pattern_fields); ++f)
       if (pattern_fields[f] == name) field = f;
     if (close == std::string::npos || field == std::size(pattern_fields))
-      throw std::invalid_argument("sluice::logger: pattern \"" + pattern + "\": unknown field {" + std::string(name) +
-                                  "} (the fields: time, level, logger, file, line, function, thread, message)");
+      throw bad("unknown field {" + std::string(name) +
+                "} (the fields: time, level, logger, file, line, function, thread, message)");
     uses_time = uses_time || field == 0;
-    out += '{';
-    out += std::to_string(field);
-    out.append(pattern, name_end, close + 1 - name_end);
+    if (!literal.empty()) parts.push_back({std::exchange(literal, {}), -1, {}});
+    std::string spec = pattern.substr(name_end, close - name_end);
+    parts.push_back({{}, static_cast<int>(field), spec.empty() ? std::string() : "{" + spec + "}"});
+    positional += '{' + std::to_string(field) + spec + '}';
     i = close;
   }
-  out += '\n';
-  // A spec fmt refuses ({line:s}) is refused here, not on every line.
+  if (!literal.empty()) parts.push_back({std::move(literal), -1, {}});
   try {
     const std::string_view sv = "x";
     const std::uint32_t n = 1;
-    (void)fmt::vformat(out, fmt::make_format_args(sv, sv, sv, sv, n, sv, n, sv));
+    (void)fmt::vformat(positional, fmt::make_format_args(sv, sv, sv, sv, n, sv, n, sv));
   } catch (const std::exception& e) {
-    throw std::invalid_argument("sluice::logger: pattern \"" + pattern + "\": " + e.what());
+    throw bad(e.what());
   }
-  return out;
+  return parts;
 }
 
 std::size_t round_pow2(std::size_t n) {
@@ -384,51 +395,92 @@ static void append_json(std::string& out, std::string_view text) {
   }
 }
 
-// A SLUICE_LOG_* line: its message formatted first, then the pattern around it.
+// A SLUICE_LOG_* line: the pattern's parts appended to `line` (the message
+// formatted straight into it unless it has a spec), then one write.
 bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {
-  message.clear();
-  detail::log_output out;
-  out.message = &message;
-  try {
-    r.decode(reinterpret_cast<const std::byte*>(&r + 1), r.format, r.format_size, out);
-  } catch (const std::exception& e) {
-    // A spec checked only when formatting (a dynamic width out of range).
-    message = fmt::format("sluice::logger: format error: {}: {}", e.what(), std::string_view(r.format, r.format_size));
-  }
   char stamp[40];
   const std::size_t n = r.timestamp ? format_time(q, r, stamp) - 1 : 0;  // without its space
   const std::string_view time(stamp, n), level = log_level_name(r.site->level), name = options.name;
-  const std::string_view file = r.site->file, function = r.site->function, text = message;
-  const std::uint32_t line = r.site->line, thread = r.thread;
+  const std::string_view file = r.site->file, function = r.site->function;
+  const std::uint32_t number = r.site->line, thread = r.thread;
+  // The message into `into` (appended).
+  const auto format_message = [&r](std::string& into) {
+    detail::log_output out;
+    out.message = &into;
+    const std::size_t before = into.size();
+    try {
+      r.decode(reinterpret_cast<const std::byte*>(&r + 1), r.format, r.format_size, out);
+    } catch (const std::exception& e) {
+      // A spec checked only when formatting (a dynamic width out of range).
+      into.resize(before);
+      fmt::format_to(std::back_inserter(into), "sluice::logger: format error: {}: {}", e.what(),
+                     std::string_view(r.format, r.format_size));
+    }
+  };
   write_cb cb;
   if (landed_at) cb = land_cb(q, landed_at);
+  line.clear();
   if (options.format == log_format::json) {
-    json.clear();
-    json += '{';
+    message.clear();
+    format_message(message);
+    line += '{';
     if (n) {
-      json += "\"time\":\"";
-      json.append(time);
-      json += "\",";
+      line += "\"time\":\"";
+      line.append(time);
+      line += "\",";
     }
     const auto field = [this](std::string_view key, std::string_view value) {
-      json += '"';
-      json.append(key);
-      json += "\":\"";
-      append_json(json, value);
-      json += "\",";
+      line += '"';
+      line.append(key);
+      line += "\":\"";
+      append_json(line, value);
+      line += "\",";
     };
     field("level", level);
     field("logger", name);
     field("file", file);
-    json += fmt::format("\"line\":{},", line);
+    fmt::format_to(std::back_inserter(line), "\"line\":{},", number);
     field("function", function);
-    json += fmt::format("\"thread\":{},\"message\":\"", thread);
-    append_json(json, text);
-    json += "\"}\n";
-    return stream->write(std::string_view(json), std::move(cb));  // copied into the stream's arena
+    fmt::format_to(std::back_inserter(line), "\"thread\":{},\"message\":\"", thread);
+    append_json(line, message);
+    line += "\"}\n";
+    return stream->write(std::string_view(line), std::move(cb));  // copied into the stream's arena
   }
-  return stream->vprint(pattern, fmt::make_format_args(time, level, name, file, line, function, thread, text),
-                        std::move(cb));
+  for (const pattern_part& part : pattern) {
+    if (part.field < 0) {
+      line += part.literal;
+      continue;
+    }
+    const auto put = [this, &part](const auto& value) {
+      if (part.spec.empty()) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::uint32_t>)
+          line += fmt::format_int(value).str();
+        else
+          line.append(value);
+      } else {
+        fmt::format_to(std::back_inserter(line), fmt::runtime(part.spec), value);
+      }
+    };
+    switch (part.field) {
+      case 0: put(time); break;
+      case 1: put(level); break;
+      case 2: put(name); break;
+      case 3: put(file); break;
+      case 4: put(number); break;
+      case 5: put(function); break;
+      case 6: put(thread); break;
+      default:
+        if (part.spec.empty()) {
+          format_message(line);
+        } else {
+          message.clear();
+          format_message(message);
+          put(std::string_view(message));
+        }
+    }
+  }
+  line += '\n';
+  return stream->write(std::string_view(line), std::move(cb));  // copied into the stream's arena
 }
 
 bool logger::state::write_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {

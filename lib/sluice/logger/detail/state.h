@@ -31,6 +31,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "sluice/logger/detail/clock.h"
 #include "sluice/logger/detail/spsc_ring.h"
@@ -66,12 +67,20 @@ struct logger::state {
   std::uint64_t flush_done = 0;  // flush_mutex
   std::error_code flush_error;   // flush_mutex
 
-  std::string pattern;  // options.pattern with positional fields and a newline (logger.cc)
+  // options.pattern, parsed (logger.cc): literal text, or a field (time,
+  // level, logger, file, line, function, thread, message: 0 to 7) with its
+  // fmt spec ("{:<8}"), or none.
+  struct pattern_part {
+    std::string literal;
+    int field = -1;
+    std::string spec;
+  };
+  std::vector<pattern_part> pattern;
 
   // ---- the backend thread's
   std::unique_ptr<writable> stream;
-  std::string message;  // a SLUICE_LOG_* line's message, before the pattern
-  std::string json;     // a log_format::json line, handed to the stream
+  std::string message;  // a SLUICE_LOG_* line's message, when it cannot go straight into `line`
+  std::string line;     // a SLUICE_LOG_* line, handed to the stream
   bool paused = false;  // write() returned false: waiting for 'drain'
   bool pass_queued = false;
   timer_id timer = 0;
