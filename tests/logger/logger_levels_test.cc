@@ -235,3 +235,16 @@ TEST_CASE("SLUICE_LOG_*_LIMIT: at most one line an interval from a call site; wh
   CHECK(out.text() == "warn first burst 0\ninfo tick 1\ninfo (1 lines of this call skipped by its limit)\ninfo tick 2\n");
   CHECK(evaluations == 2);  // neither a skipped call's arguments nor those of one below the level are evaluated
 }
+
+TEST_CASE("pattern: alignments and widths are what fmt gives, by code points, for strings and numbers") {
+  logged out;
+  std::uint32_t line = 0;
+  const std::string name = "\xc3\xa9t\xc3\xa9";  // "été": 3 code points, 5 bytes
+  {
+    logger lg([&] { return make_log_writable(out.path); },
+              {.name = name, .pattern = "{logger:^8}|{line:<6}|{logger:>4}|{level:^7}|{line:>7}|{message:<3}|"});
+    line = __LINE__ + 1;
+    SLUICE_LOG_ERROR(lg, "m");
+  }
+  CHECK(out.text() == fmt::format("{:^8}|{:<6}|{:>4}|{:^7}|{:>7}|{:<3}|\n", name, line, name, "error", line, "m"));
+}

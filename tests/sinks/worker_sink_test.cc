@@ -777,7 +777,9 @@ TEST_CASE("a log worker reopened while a producer thread writes: every line once
     producer.join();
     CHECK_FALSE(worker.close());
     CHECK(worker.reopens() == 1);
-    CHECK(worker.fsyncs() == 2);  // at_end: the old file at the reopen, the new one at close
+    // at_end: the old file at the reopen, the new one at close if it got
+    // lines (the producer may have written its last before the reopen).
+    CHECK(worker.fsyncs() == (fs::file_size(path) > 0 ? 2u : 1u));
   }
   CHECK(r.called == lines);
   CHECK(r.in_order);

@@ -17,12 +17,14 @@
 #include <type_traits>
 #include <utility>
 
+#include <fmt/compile.h>
 #include <fmt/core.h>
 
 #include "sluice/logger/detail/arg_codec.h"
 #include "sluice/logger/detail/clock.h"
 #include "sluice/logger/detail/spsc_ring.h"
 #include "sluice/logger/log_level.h"
+#include "sluice/stream/detail/print.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
@@ -150,16 +152,20 @@ class logger {
   template <class... Args>
   bool print(fmt::format_string<Args...> format, Args&&... args) {
     const fmt::string_view f = format;
-    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), nullptr, clock_, args...);
+    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), nullptr, clock_,
+                                               &detail::log_decode<detail::log_stored_t<Args>...>, args...);
   }
 
   /// A line at `site` (made by the SLUICE_LOG_* macros below, which check
-  /// the level first and the format at compile time): its arguments are
-  /// copied as print()'s are; the backend writes it through the pattern.
-  template <class... Args>
-  bool log(const log_site& site, fmt::format_string<Args...> format, Args&&... args) {
-    const fmt::string_view f = format;
-    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), &site, site_clock_, args...);
+  /// the level first and compile the format, FMT_COMPILE): its arguments
+  /// are copied as print()'s are; the backend formats the compiled format
+  /// and writes the line through the pattern.
+  template <class S, class... Args>
+    requires detail::compiled_format<S>
+  bool log(const log_site& site, const S& format, Args&&... args) {
+    const fmt::string_view f(format);
+    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), &site, site_clock_,
+                                               &detail::log_decode_compiled<S, detail::log_stored_t<Args>...>, args...);
   }
 
   /// The level below which SLUICE_LOG_* lines are not written; any thread,
@@ -184,7 +190,7 @@ class logger {
 
   template <class... Stored, class... Args>
   bool put(const char* format, std::size_t format_size, const log_site* site, detail::log_clock clock,
-           const Args&... args) {
+           detail::log_decode_fn* decode, const Args&... args) {
     (detail::log_check_storable<Stored>(), ...);
     const std::size_t size =
         detail::log_round(sizeof(detail::log_record) + (std::size_t{0} + ... + detail::log_arg_size<Stored>(args)));
@@ -201,7 +207,7 @@ class logger {
     r->format = format;
     r->format_size = static_cast<std::uint32_t>(format_size);
     r->thread = q->thread_id;
-    r->decode = &detail::log_decode<Stored...>;
+    r->decode = decode;
     r->site = site;
     [[maybe_unused]] std::byte* a = p + sizeof(detail::log_record);
     ((a = detail::log_store<Stored>(a, static_cast<const Stored&>(args))), ...);
@@ -249,12 +255,12 @@ class logger {
 #define SLUICE_LOG_ACTIVE_LEVEL SLUICE_LOG_LEVEL_TRACE
 #endif
 
-#define SLUICE_LOG_AT(lg, lvl, ...)                                                                              \
+#define SLUICE_LOG_AT(lg, lvl, format, ...)                                                                      \
   do {                                                                                                            \
     if ((lg).should_log(lvl)) [[unlikely]] {                                                                      \
       static constexpr ::sluice::log_site sluice_log_site_{lvl, __LINE__, ::sluice::detail::log_base_name(__FILE__), \
                                                            __builtin_FUNCTION()};                                 \
-      (lg).log(sluice_log_site_, __VA_ARGS__);                                                                    \
+      (lg).log(sluice_log_site_, FMT_COMPILE(format) __VA_OPT__(, ) __VA_ARGS__);                                 \
     }                                                                                                             \
   } while (false)
 
@@ -262,7 +268,7 @@ class logger {
 // interval (a std::chrono duration) from this call site, any thread; the
 // calls in between are skipped and counted, and the next line written is
 // preceded by one at the same site and level saying how many.
-#define SLUICE_LOG_LIMIT_AT(lg, lvl, interval, ...)                                                              \
+#define SLUICE_LOG_LIMIT_AT(lg, lvl, interval, format, ...)                                                      \
   do {                                                                                                            \
     if ((lg).should_log(lvl)) [[unlikely]] {                                                                      \
       static constexpr ::sluice::log_site sluice_log_site_{lvl, __LINE__, ::sluice::detail::log_base_name(__FILE__), \
@@ -270,8 +276,9 @@ class logger {
       static ::sluice::detail::log_limit sluice_log_limit_;                                                       \
       if (const auto sluice_log_skipped_ = sluice_log_limit_.pass(interval)) {                                    \
         if (*sluice_log_skipped_ != 0)                                                                            \
-          (lg).log(sluice_log_site_, "({} lines of this call skipped by its limit)", *sluice_log_skipped_);      \
-        (lg).log(sluice_log_site_, __VA_ARGS__);                                                                  \
+          (lg).log(sluice_log_site_, FMT_COMPILE("({} lines of this call skipped by its limit)"),                \
+                   *sluice_log_skipped_);                                                                         \
+        (lg).log(sluice_log_site_, FMT_COMPILE(format) __VA_OPT__(, ) __VA_ARGS__);                               \
       }                                                                                                           \
     }                                                                                                             \
   } while (false)

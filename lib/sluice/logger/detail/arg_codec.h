@@ -13,6 +13,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include <fmt/compile.h>
 #include <fmt/core.h>
 
 #include "sluice/logger/detail/spsc_ring.h"
@@ -26,7 +27,7 @@ namespace sluice::detail {
 // locks for the built-in types).
 struct log_output {
   writable* stream = nullptr;
-  std::string* message = nullptr;  // a SLUICE_LOG_* line's message, for the pattern (appended)
+  fmt::memory_buffer* message = nullptr;  // a SLUICE_LOG_* line's message, for the pattern (appended)
   char* buf = nullptr;
   std::size_t capacity = 0;
   std::size_t size = 0;  // bytes format_to_n wanted, when buf is set
@@ -117,12 +118,34 @@ bool log_decode([[maybe_unused]] const std::byte* p, const char* format, std::si
       [&](auto&... v) {
         const fmt::string_view f(format, format_size);
         if (out.message) {
-          fmt::vformat_to(std::back_inserter(*out.message), f, fmt::make_format_args(v...));
+          fmt::vformat_to(fmt::appender(*out.message), f, fmt::make_format_args(v...));
           return true;
         }
         if (out.stream) return out.stream->vprint(f, fmt::make_format_args(v...), std::move(out.cb));
         out.size = fmt::vformat_to_n(out.buf, out.capacity, f, fmt::make_format_args(v...)).size;
         return true;
+      },
+      values);
+}
+
+// The decoder of a SLUICE_LOG_* line: its format compiled (FMT_COMPILE, type
+// S), so the backend neither parses it nor looks its arguments up at run
+// time. Made per call site; `format` is S's text, for the runtime fallback.
+template <class S, class... Stored>
+bool log_decode_compiled([[maybe_unused]] const std::byte* p, const char* format, std::size_t format_size,
+                         log_output& out) {
+  std::tuple<log_decoded_t<Stored>...> values{log_load<Stored>(p)...};
+  return std::apply(
+      [&](auto&... v) {
+        if (out.message) {
+          fmt::format_to(fmt::appender(*out.message), S{}, v...);
+          return true;
+        }
+        if (out.buf) {
+          out.size = fmt::format_to_n(out.buf, out.capacity, S{}, v...).size;
+          return true;
+        }
+        return out.stream->vprint(fmt::string_view(format, format_size), fmt::make_format_args(v...), std::move(out.cb));
       },
       values);
 }

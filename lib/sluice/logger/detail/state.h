@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "sluice/logger/detail/clock.h"
 #include "sluice/logger/detail/spsc_ring.h"
 #include "sluice/logger/logger.h"
@@ -74,13 +76,19 @@ struct logger::state {
     std::string literal;
     int field = -1;
     std::string spec;
+    // A spec that is only an alignment and a width ("{:<8}"), done by hand:
+    // fmt would parse the spec again on every line.
+    char align = 0;  // '<', '>', '^', or 0: use `spec`
+    std::size_t width = 0;
   };
   std::vector<pattern_part> pattern;
 
   // ---- the backend thread's
   std::unique_ptr<writable> stream;
-  std::string message;  // a SLUICE_LOG_* line's message, when it cannot go straight into `line`
-  std::string line;     // a SLUICE_LOG_* line, handed to the stream
+  fmt::memory_buffer message;  // a SLUICE_LOG_* line's message, when it cannot go straight into `line`
+  fmt::memory_buffer line;     // a SLUICE_LOG_* line, handed to the stream
+  std::uint64_t stamp_second = ~std::uint64_t{0};  // the second stamp_text holds
+  char stamp_text[40] = {};
   bool paused = false;  // write() returned false: waiting for 'drain'
   bool pass_queued = false;
   timer_id timer = 0;
