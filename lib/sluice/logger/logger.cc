@@ -396,21 +396,21 @@ std::size_t logger::state::format_time(log_queue& q, const log_record& r, char* 
   return n;
 }
 
-// `text` as a JSON string's contents: RFC 8259's escapes, bytes >= 0x20
-// otherwise as they are (UTF-8 passes through).
-static void append(fmt::memory_buffer& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
+namespace {
 
-namespace detail {
+void append(fmt::memory_buffer& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
+
 // Code points of UTF-8 `s` (the bytes that do not continue one), as fmt
 // counts a width.
-static std::size_t utf8_code_points(std::string_view s) noexcept {
+std::size_t utf8_code_points(std::string_view s) noexcept {
   std::size_t n = 0;
   for (const char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
   return n;
 }
-}  // namespace detail
 
-static void append_json(fmt::memory_buffer& out, std::string_view text) {
+// `text` as a JSON string's contents: RFC 8259's escapes, bytes >= 0x20
+// otherwise as they are (UTF-8 passes through).
+void append_json(fmt::memory_buffer& out, std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   for (const char c : text) {
     switch (c) {
@@ -430,6 +430,8 @@ static void append_json(fmt::memory_buffer& out, std::string_view text) {
     }
   }
 }
+
+}  // namespace
 
 // A SLUICE_LOG_* line: the pattern's parts appended to `line` (the message
 // formatted straight into it unless it has a spec), then one write.
@@ -490,7 +492,7 @@ bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint
     // Padding as fmt pads: by code points, spaces; '<' is a string's
     // default, '>' a number's, '^' leaves the odd one on the right.
     const auto padded = [this, &part](std::string_view text) {
-      const std::size_t points = part.align ? detail::utf8_code_points(text) : part.width;
+      const std::size_t points = part.align ? utf8_code_points(text) : part.width;
       const std::size_t pad = part.width > points ? part.width - points : 0;
       const std::size_t left = part.align == '>' ? pad : part.align == '^' ? pad / 2 : 0;
       for (std::size_t k = 0; k < left; ++k) line.push_back(' ');
