@@ -1,6 +1,5 @@
 // logger_filtered_bench: what a SLUICE_LOG_* call below the logger's level
-// costs, in a loop of such calls, beside the same loop without the call and
-// with spdlog's filtered SPDLOG_LOGGER_DEBUG when spdlog is found. The
+// costs, in a loop of such calls, beside the same loop without the call. The
 // logger's level is read from an atomic each call (set_level() may change it
 // from any thread), so the loop cannot hoist the test out.
 //
