@@ -1,7 +1,8 @@
 // logger: the backend thread, the slow paths of print() and shutdown. The
 // fast path is print() in logger.h; who touches what, and how the threads
 // wake each other, is said in detail/state.h. The clocks are
-// detail/clock.cc, the crash handler detail/crash_handler.cc.
+// detail/clock.cc, the crash handler detail/crash_handler.cc, the macros'
+// lines (the pattern, JSON) detail/line_format.cc.
 #include "sluice/logger/logger.h"
 
 #include <signal.h>
@@ -10,7 +11,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <exception>
 #include <future>
 #include <mutex>
@@ -19,8 +19,6 @@
 #include <string_view>
 #include <unordered_set>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "sluice/logger/detail/arg_codec.h"
 #include "sluice/logger/detail/clock.h"
@@ -66,70 +64,6 @@ struct thread_queues {
 };
 thread_local thread_queues my_queues;
 
-// The pattern's fields, in the order of logger::state::pattern_part.
-constexpr std::string_view pattern_fields[] = {"time", "level", "logger", "file", "line", "function", "thread", "message"};
-
-// The pattern as the backend writes it: literal text and fields, each field
-// with its fmt spec ("{:<8}"), or none. Throws std::invalid_argument for an
-// unknown field, and for a spec fmt refuses ({line:s}), here rather than on
-// every line.
-std::vector<logger::state::pattern_part> compile_pattern(const std::string& pattern, bool& uses_time) {
-  std::vector<logger::state::pattern_part> parts;
-  std::string literal;
-  std::string positional;  // the same as one fmt format, to have fmt check the specs
-  uses_time = false;
-  const auto bad = [&pattern](const std::string& why) {
-    return std::invalid_argument("sluice::logger: pattern \"" + pattern + "\": " + why);
-  };
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    const char c = pattern[i];
-    if ((c == '{' || c == '}') && i + 1 < pattern.size() && pattern[i + 1] == c) {
-      literal += c;
-      positional.append(2, c);
-      ++i;
-      continue;
-    }
-    if (c == '}') throw bad("a '}' without its '{' (write '}}')");
-    if (c != '{') {
-      literal += c;
-      positional += c;
-      continue;
-    }
-    const std::size_t close = pattern.find('}', i);
-    const std::size_t name_end = std::min(pattern.find(':', i), close);
-    const std::string_view name =
-        std::string_view(pattern).substr(i + 1, name_end == std::string::npos ? 0 : name_end - i - 1);
-    std::size_t field = std::size(pattern_fields);
-    for (std::size_t f = 0; f < std::size(pattern_fields); ++f)
-      if (pattern_fields[f] == name) field = f;
-    if (close == std::string::npos || field == std::size(pattern_fields))
-      throw bad("unknown field {" + std::string(name) +
-                "} (the fields: time, level, logger, file, line, function, thread, message)");
-    uses_time = uses_time || field == 0;
-    if (!literal.empty()) parts.push_back({std::exchange(literal, {}), -1, {}});
-    std::string spec = pattern.substr(name_end, close - name_end);
-    logger::state::pattern_part part{{}, static_cast<int>(field), spec.empty() ? std::string() : "{" + spec + "}"};
-    // ":<8", ":>12", ":^5": by hand.
-    if (spec.size() >= 3 && (spec[1] == '<' || spec[1] == '>' || spec[1] == '^') &&
-        spec.find_first_not_of("0123456789", 2) == std::string::npos && spec[2] != '0') {
-      part.align = spec[1];
-      part.width = std::stoul(spec.substr(2));
-    }
-    parts.push_back(std::move(part));
-    positional += '{' + std::to_string(field) + spec + '}';
-    i = close;
-  }
-  if (!literal.empty()) parts.push_back({std::move(literal), -1, {}});
-  try {
-    const std::string_view sv = "x";
-    const std::uint32_t n = 1;
-    (void)fmt::vformat(positional, fmt::make_format_args(sv, sv, sv, sv, n, sv, n, sv));
-  } catch (const std::exception& e) {
-    throw bad(e.what());
-  }
-  return parts;
-}
-
 std::size_t round_pow2(std::size_t n) {
   std::size_t c = 4096;
   while (c < n) c <<= 1;
@@ -145,7 +79,7 @@ logger::logger(stream_factory make_stream, const logger_options& options, int)
   state& s = *state_;
   s.options = options;
   bool pattern_time = false;
-  s.pattern = compile_pattern(options.pattern, pattern_time);
+  s.pattern = state::compile_pattern(options.pattern, pattern_time);
   const detail::log_clock precise = detail::tsc_invariant() ? detail::log_clock::tsc : detail::log_clock::realtime;
   switch (options.timestamp) {
     case log_timestamp::none: clock_ = detail::log_clock::none; break;
@@ -367,168 +301,6 @@ logger::state::drained logger::state::drain_queue(log_queue& q, std::size_t& bud
 
 write_cb logger::state::land_cb(log_queue& q, std::uint64_t pos) {
   return [qp = &q, pos](std::error_code) { static_cast<logger::state*>(qp->owner)->land(*qp, pos); };
-}
-
-// A record's stamp as written: "2026-12-04T20:30:00.123456Z " into buf.
-std::size_t logger::state::format_time(log_queue& q, const log_record& r, char* buf) noexcept {
-  std::uint64_t ns = stamp_ns(r.timestamp);
-  // A thread's lines in order: a refit of the TSC's line may put a stamp
-  // taken before it a hair behind the one before (a wall clock stepped
-  // back by more than that goes back).
-  if (ns < q.last_stamp && q.last_stamp - ns < 1'000'000) ns = q.last_stamp;
-  q.last_stamp = ns;
-  // The date and time to the second change once a second: kept, and only
-  // the fraction written (the whole stamp costs ~10% of a line's formatting).
-  const std::uint64_t second = ns / 1'000'000'000;
-  if (second != stamp_second) {
-    detail::format_stamp(stamp_text, ns, precise_stamps());
-    stamp_second = second;
-  }
-  std::memcpy(buf, stamp_text, 20);  // "2026-12-02T01:19:04."
-  const auto frac = static_cast<unsigned>(ns % 1'000'000'000);
-  std::size_t n = 20;
-  unsigned digits = precise_stamps() ? frac / 1000 : frac / 1'000'000;
-  const std::size_t width = precise_stamps() ? 6 : 3;
-  for (std::size_t k = width; k-- > 0; digits /= 10) buf[n + k] = static_cast<char>('0' + digits % 10);
-  n += width;
-  buf[n++] = 'Z';
-  buf[n++] = ' ';
-  return n;
-}
-
-namespace {
-
-void append(fmt::memory_buffer& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
-
-// Code points of UTF-8 `s` (the bytes that do not continue one), as fmt
-// counts a width.
-std::size_t utf8_code_points(std::string_view s) noexcept {
-  std::size_t n = 0;
-  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
-  return n;
-}
-
-// `text` as a JSON string's contents: RFC 8259's escapes, bytes >= 0x20
-// otherwise as they are (UTF-8 passes through).
-void append_json(fmt::memory_buffer& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  for (const char c : text) {
-    switch (c) {
-      case '"': append(out, "\\\""); break;
-      case '\\': append(out, "\\\\"); break;
-      case '\n': append(out, "\\n"); break;
-      case '\r': append(out, "\\r"); break;
-      case '\t': append(out, "\\t"); break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          append(out, "\\u00");
-          out.push_back(hex[(c >> 4) & 0xf]);
-          out.push_back(hex[c & 0xf]);
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-}
-
-}  // namespace
-
-// A SLUICE_LOG_* line: the pattern's parts appended to `line` (the message
-// formatted straight into it unless it has a spec), then one write.
-bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {
-  char stamp[40];
-  const std::size_t n = r.timestamp ? format_time(q, r, stamp) - 1 : 0;  // without its space
-  const std::string_view time(stamp, n), level = log_level_name(r.site->level), name = options.name;
-  const std::string_view file = r.site->file, function = r.site->function;
-  const std::uint32_t number = r.site->line, thread = r.thread;
-  // The message into `into` (appended).
-  const auto format_message = [&r](fmt::memory_buffer& into) {
-    detail::log_output out;
-    out.message = &into;
-    const std::size_t before = into.size();
-    try {
-      r.decode(reinterpret_cast<const std::byte*>(&r + 1), r.format, r.format_size, out);
-    } catch (const std::exception& e) {
-      // A spec checked only when formatting (a dynamic width out of range).
-      into.resize(before);
-      fmt::format_to(fmt::appender(into), "sluice::logger: format error: {}: {}", e.what(),
-                     std::string_view(r.format, r.format_size));
-    }
-  };
-  write_cb cb;
-  if (landed_at) cb = land_cb(q, landed_at);
-  line.clear();
-  if (options.format == log_format::json) {
-    message.clear();
-    format_message(message);
-    line.push_back('{');
-    if (n) {
-      append(line, "\"time\":\"");
-      append(line, time);
-      append(line, "\",");
-    }
-    const auto field = [this](std::string_view key, std::string_view value) {
-      line.push_back('"');
-      append(line, key);
-      append(line, "\":\"");
-      append_json(line, value);
-      append(line, "\",");
-    };
-    field("level", level);
-    field("logger", name);
-    field("file", file);
-    fmt::format_to(fmt::appender(line), "\"line\":{},", number);
-    field("function", function);
-    fmt::format_to(fmt::appender(line), "\"thread\":{},\"message\":\"", thread);
-    append_json(line, std::string_view(message.data(), message.size()));
-    append(line, "\"}\n");
-    return stream->write(std::string_view(line.data(), line.size()), std::move(cb));  // copied into the stream's arena
-  }
-  for (const pattern_part& part : pattern) {
-    if (part.field < 0) {
-      append(line, part.literal);
-      continue;
-    }
-    // Padding as fmt pads: by code points, spaces; '<' is a string's
-    // default, '>' a number's, '^' leaves the odd one on the right.
-    const auto padded = [this, &part](std::string_view text) {
-      const std::size_t points = part.align ? utf8_code_points(text) : part.width;
-      const std::size_t pad = part.width > points ? part.width - points : 0;
-      const std::size_t left = part.align == '>' ? pad : part.align == '^' ? pad / 2 : 0;
-      for (std::size_t k = 0; k < left; ++k) line.push_back(' ');
-      append(line, text);
-      for (std::size_t k = left; k < pad; ++k) line.push_back(' ');
-    };
-    const auto put = [this, &part, &padded](const auto& value) {
-      if (!part.spec.empty() && !part.align) {
-        fmt::format_to(fmt::appender(line), fmt::runtime(part.spec), value);
-      } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::uint32_t>) {
-        const fmt::format_int digits(value);
-        padded(std::string_view(digits.data(), digits.size()));
-      } else {
-        padded(value);
-      }
-    };
-    switch (part.field) {
-      case 0: put(time); break;
-      case 1: put(level); break;
-      case 2: put(name); break;
-      case 3: put(file); break;
-      case 4: put(number); break;
-      case 5: put(function); break;
-      case 6: put(thread); break;
-      default:
-        if (part.spec.empty()) {
-          format_message(line);
-        } else {
-          message.clear();
-          format_message(message);
-          put(std::string_view(message.data(), message.size()));
-        }
-    }
-  }
-  line.push_back('\n');
-  return stream->write(std::string_view(line.data(), line.size()), std::move(cb));  // copied into the stream's arena
 }
 
 bool logger::state::write_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {

@@ -82,6 +82,7 @@ struct logger::state {
     std::size_t width = 0;
   };
   std::vector<pattern_part> pattern;
+  static std::vector<pattern_part> compile_pattern(const std::string& pattern, bool& uses_time);
 
   // ---- the backend thread's
   std::unique_ptr<writable> stream;
