@@ -306,7 +306,7 @@ write_cb logger::state::land_cb(log_queue& q, std::uint64_t pos) {
 bool logger::state::write_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {
   if (r.dropped) stream->print(fmt::runtime(detail::log_drop_format), r.dropped);
   if (r.site) return write_site_line(q, r, landed_at);
-  if (r.timestamp && options.timestamp != log_timestamp::none) {
+  if (r.timestamp) {
     char buf[40];
     const std::size_t n = format_time(q, r, buf);
     stream->write(std::string_view(buf, n));

@@ -21,10 +21,11 @@
 
 namespace sluice::detail {
 
-// Where a decoder formats: the logger's stream (the backend), a growing
-// buffer (the message of a line written through the pattern), or a fixed
-// buffer (the crash handler: fmt::format_to_n, which neither allocates nor
-// locks for the built-in types).
+// Where a decoder formats: the logger's stream (print()'s lines on the
+// backend), a growing buffer (a SLUICE_LOG_* line's message, which the
+// pattern goes around), or a fixed buffer (the crash handler:
+// fmt::format_to_n, which neither allocates nor locks for the built-in
+// types).
 struct log_output {
   writable* stream = nullptr;
   fmt::memory_buffer* message = nullptr;  // a SLUICE_LOG_* line's message, for the pattern (appended)
@@ -117,10 +118,6 @@ bool log_decode([[maybe_unused]] const std::byte* p, const char* format, std::si
   return std::apply(
       [&](auto&... v) {
         const fmt::string_view f(format, format_size);
-        if (out.message) {
-          fmt::vformat_to(fmt::appender(*out.message), f, fmt::make_format_args(v...));
-          return true;
-        }
         if (out.stream) return out.stream->vprint(f, fmt::make_format_args(v...), std::move(out.cb));
         out.size = fmt::vformat_to_n(out.buf, out.capacity, f, fmt::make_format_args(v...)).size;
         return true;
@@ -130,24 +127,21 @@ bool log_decode([[maybe_unused]] const std::byte* p, const char* format, std::si
 
 // The decoder of a SLUICE_LOG_* line: its format compiled (FMT_COMPILE, type
 // S), so the backend neither parses it nor looks its arguments up at run
-// time. Made per call site; `format` is S's text, for the runtime fallback.
+// time. Made per call site. Its message goes into `message` (the backend,
+// which writes the pattern around it) or `buf` (the crash handler), never
+// straight into the stream.
 template <class S, class... Stored>
-bool log_decode_compiled([[maybe_unused]] const std::byte* p, const char* format, std::size_t format_size,
-                         log_output& out) {
+bool log_decode_compiled([[maybe_unused]] const std::byte* p, const char*, std::size_t, log_output& out) {
   std::tuple<log_decoded_t<Stored>...> values{log_load<Stored>(p)...};
-  return std::apply(
+  std::apply(
       [&](auto&... v) {
-        if (out.message) {
+        if (out.message)
           fmt::format_to(fmt::appender(*out.message), S{}, v...);
-          return true;
-        }
-        if (out.buf) {
+        else
           out.size = fmt::format_to_n(out.buf, out.capacity, S{}, v...).size;
-          return true;
-        }
-        return out.stream->vprint(fmt::string_view(format, format_size), fmt::make_format_args(v...), std::move(out.cb));
       },
       values);
+  return true;
 }
 
 }  // namespace sluice::detail
