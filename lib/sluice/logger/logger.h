@@ -13,9 +13,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <fmt/compile.h>
 #include <fmt/core.h>
@@ -61,25 +63,69 @@ enum class log_timestamp {
 /// as one JSON object a line.
 enum class log_format { pattern, json };
 
+/// How {time} is written: ISO 8601 in UTC ("2026-12-04T20:30:00.123456Z"),
+/// or in the local time zone with its offset ("...00.123456+01:00"; the
+/// zone as localtime_r() finds it, TZ included, looked up once a second).
+enum class log_time_zone { utc, local };
+
+/// Makes a logger's stream; run on the logger's backend thread.
+using log_stream_factory = std::function<std::unique_ptr<writable>()>;
+
+/// The pattern a logger writes SLUICE_LOG_* lines with unless told.
+inline constexpr const char* log_default_pattern = "{time} {level:<8} {file}:{line} {message}";
+
+/// One of a logger's destinations (logger(std::vector<log_destination>)):
+/// its stream, the lowest level of the SLUICE_LOG_* lines it takes (a line
+/// the logger's own level filters out reaches none), and how it writes
+/// them. print() lines go to every destination.
+struct log_destination {
+  log_stream_factory make_stream;
+  log_level level = log_level::trace;
+  std::string pattern = log_default_pattern;  // as logger_options::pattern
+  log_format format = log_format::pattern;
+  /// The pattern's {level} in ANSI colours (as spdlog's: trace white,
+  /// debug cyan, info green, warn yellow, error red, critical white on red;
+  /// the padding stays plain). log_colors_for(fd) says whether a terminal
+  /// wants them.
+  bool colors = false;
+};
+
+/// Whether lines written to `fd` should be coloured: it is a terminal and
+/// NO_COLOR is unset or empty (no-color.org).
+bool log_colors_for(int fd) noexcept;
+
+/// A destination on `fd` (standard error unless told; not closed by the
+/// logger), coloured when log_colors_for(fd).
+log_destination log_console(log_level level = log_level::trace, int fd = 2);
+
+/// Names the calling thread in {thread} (instead of its id) and in JSON
+/// lines ("thread_name"), for every logger, from its next line on. A name
+/// is kept for the life of the process (once per distinct name).
+void set_log_thread_name(std::string_view name);
+
 struct logger_options {
   /// The lowest level a SLUICE_LOG_* line is written at (set_level()
   /// changes it); print() lines are always written.
   log_level level = log_level::info;
   /// {logger} in the pattern.
   std::string name{};
+  /// {time}'s zone.
+  log_time_zone time_zone = log_time_zone::utc;
   /// How a SLUICE_LOG_* line is written, with fmt's syntax over named
   /// fields: {time} (ISO 8601 UTC, to the microsecond with a precise clock),
   /// {level}, {logger}, {file} (its base name), {line}, {function},
-  /// {thread} (the thread's id), {message}; widths and alignments as fmt's
-  /// ({level:<8}). A newline follows. An unknown field throws
-  /// std::invalid_argument from the constructor. print() lines are written
-  /// as they are.
-  std::string pattern = "{time} {level:<8} {file}:{line} {message}";
+  /// {thread} (the thread's name, set_log_thread_name(), else its id),
+  /// {message}; widths and alignments as fmt's ({level:<8}). A newline
+  /// follows. An unknown field throws std::invalid_argument from the
+  /// constructor. print() lines are written as they are. (With several
+  /// destinations, each has its own pattern and format instead.)
+  std::string pattern = log_default_pattern;
   /// json: each SLUICE_LOG_* line is one object on a line of its own, with
   /// the pattern's fields as keys, in its order (time, level, logger, file,
   /// line, function, thread, message; the pattern itself is not used),
-  /// "line" and "thread" as numbers, strings escaped as RFC 8259 requires
-  /// (control characters as \u00XX; other bytes as they are).
+  /// "line" and "thread" as numbers, "thread_name" after "thread" when the
+  /// thread has one, strings escaped as RFC 8259 requires (control
+  /// characters as \u00XX; other bytes as they are).
   log_format format = log_format::pattern;
   /// Bytes of each thread's ring, made on the thread's first print(); a
   /// power of two (rounded up), at least 4 KiB. A line's arguments must fit
@@ -129,15 +175,29 @@ struct logger_options {
 /// interleaved as the backend finds them.
 class logger {
  public:
-  using stream_factory = std::function<std::unique_ptr<writable>()>;
+  using stream_factory = log_stream_factory;
 
   template <class F>
     requires std::is_invocable_v<F&>
   explicit logger(F&& make_stream, const logger_options& options = {})
-      : logger(stream_factory([f = std::forward<F>(make_stream)]() mutable -> std::unique_ptr<writable> {
+      : logger(one_destination(stream_factory([f = std::forward<F>(make_stream)]() mutable -> std::unique_ptr<writable> {
                  return f();
-               }),
+               }), options),
                options, 0) {}
+  /// A logger over several destinations, each with its own level and
+  /// pattern (options.pattern and options.format are not used):
+  ///
+  ///     sluice::logger lg({sluice::log_console(sluice::log_level::warn),
+  ///                        {.make_stream = [] { return sluice::make_log_writable("app.log"); }}},
+  ///                       {.level = sluice::log_level::debug});
+  ///
+  /// Each line is written to each destination in turn; the logger waits for
+  /// the slowest ('drain' of each that pushed back), and a line has landed
+  /// (flush(), room in the ring) once every destination has written it. A
+  /// destination that fails does not stop the others; flush() returns the
+  /// first destination's error.
+  explicit logger(std::vector<log_destination> destinations, const logger_options& options = {})
+      : logger(std::move(destinations), options, 0) {}
   ~logger();
   logger(const logger&) = delete;
   logger& operator=(const logger&) = delete;
@@ -152,7 +212,7 @@ class logger {
   template <class... Args>
   bool print(fmt::format_string<Args...> format, Args&&... args) {
     const fmt::string_view f = format;
-    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), nullptr, clock_,
+    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), nullptr, false, clock_,
                                                &detail::log_decode<detail::log_stored_t<Args>...>, args...);
   }
 
@@ -164,16 +224,32 @@ class logger {
     requires detail::compiled_format<S>
   bool log(const log_site& site, const S& format, Args&&... args) {
     const fmt::string_view f(format);
-    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), &site, site_clock_,
+    // Below the level: taken (takes()) for the backtrace only.
+    const bool backtrace_only = site.level < level_.load(std::memory_order_relaxed);
+    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), &site, backtrace_only, site_clock_,
                                                &detail::log_decode_compiled<S, detail::log_stored_t<Args>...>, args...);
   }
 
   /// The level below which SLUICE_LOG_* lines are not written; any thread,
   /// any time (one relaxed atomic store).
-  void set_level(log_level l) noexcept { level_.store(l, std::memory_order_relaxed); }
+  void set_level(log_level l) noexcept;
   log_level level() const noexcept { return level_.load(std::memory_order_relaxed); }
   /// Whether a line at `l` is written: one load and a compare.
   bool should_log(log_level l) const noexcept { return l >= level_.load(std::memory_order_relaxed); }
+  /// Whether a SLUICE_LOG_* line at `l` goes into the ring: it is written,
+  /// or kept for the backtrace. The macros ask this: one load and a compare.
+  bool takes(log_level l) const noexcept { return l >= gate_.load(std::memory_order_relaxed); }
+
+  /// Keeps the last `n` SLUICE_LOG_* lines below the logger's level (their
+  /// arguments copied as any line's, formatted only if written) and writes
+  /// them, oldest first and with their own times, before the next line at
+  /// `flush_level` or above, or at flush_backtrace(). n = 0 turns it off.
+  /// Any thread. Lines kept and never written are lost at the end (and at
+  /// a crash, where only the rings are written).
+  void enable_backtrace(std::size_t n, log_level flush_level = log_level::error);
+  /// Writes the lines the backtrace keeps, after the lines this thread
+  /// logged before the call (it is itself a record in this thread's ring).
+  void flush_backtrace();
 
   /// Blocks until every line printed before it, by any thread, is written
   /// to the stream (its write callbacks have run). Returns the stream's
@@ -186,11 +262,12 @@ class logger {
   struct state;
 
  private:
-  logger(stream_factory make_stream, const logger_options& options, int);
+  logger(std::vector<log_destination> destinations, const logger_options& options, int);
+  static std::vector<log_destination> one_destination(stream_factory make_stream, const logger_options& options);
 
   template <class... Stored, class... Args>
-  bool put(const char* format, std::size_t format_size, const log_site* site, detail::log_clock clock,
-           detail::log_decode_fn* decode, const Args&... args) {
+  bool put(const char* format, std::size_t format_size, const log_site* site, bool backtrace_only,
+           detail::log_clock clock, detail::log_decode_fn* decode, const Args&... args) {
     (detail::log_check_storable<Stored>(), ...);
     const std::size_t size =
         detail::log_round(sizeof(detail::log_record) + (std::size_t{0} + ... + detail::log_arg_size<Stored>(args)));
@@ -203,6 +280,7 @@ class logger {
     auto* r = reinterpret_cast<detail::log_record*>(p);
     r->size = static_cast<std::uint32_t>(size);
     r->dropped = q->pending_drops;
+    r->backtrace_only = backtrace_only;
     r->timestamp = clock == detail::log_clock::none ? 0 : clock == detail::log_clock::tsc ? detail::log_tsc() : now(clock);
     r->format = format;
     r->format_size = static_cast<std::uint32_t>(format_size);
@@ -231,6 +309,7 @@ class logger {
   detail::log_clock clock_;       // print()'s stamps
   detail::log_clock site_clock_;  // SLUICE_LOG_* lines' stamps
   std::atomic<log_level> level_;
+  std::atomic<log_level> gate_;  // level_, or trace while a backtrace keeps lines
   std::unique_ptr<state> state_;
 };
 
@@ -257,7 +336,7 @@ class logger {
 
 #define SLUICE_LOG_AT(lg, lvl, format, ...)                                                                      \
   do {                                                                                                            \
-    if ((lg).should_log(lvl)) [[unlikely]] {                                                                      \
+    if ((lg).takes(lvl)) [[unlikely]] {                                                                      \
       static constexpr ::sluice::log_site sluice_log_site_{lvl, __LINE__, ::sluice::detail::log_base_name(__FILE__), \
                                                            __builtin_FUNCTION()};                                 \
       (lg).log(sluice_log_site_, FMT_COMPILE(format) __VA_OPT__(, ) __VA_ARGS__);                                 \
@@ -270,7 +349,7 @@ class logger {
 // preceded by one at the same site and level saying how many.
 #define SLUICE_LOG_LIMIT_AT(lg, lvl, interval, format, ...)                                                      \
   do {                                                                                                            \
-    if ((lg).should_log(lvl)) [[unlikely]] {                                                                      \
+    if ((lg).takes(lvl)) [[unlikely]] {                                                                      \
       static constexpr ::sluice::log_site sluice_log_site_{lvl, __LINE__, ::sluice::detail::log_base_name(__FILE__), \
                                                            __builtin_FUNCTION()};                                 \
       static ::sluice::detail::log_limit sluice_log_limit_;                                                       \

@@ -42,6 +42,10 @@ void crash_write_queue(const logger::state& s, const log_queue& q, int fd) noexc
         pos += b->capacity - off;
         continue;
       }
+      if (r->site == &log_backtrace_marker) {  // flush_backtrace(): no line of its own
+        pos += r->size;
+        continue;
+      }
       if (r->dropped) {
         const std::size_t n =
             fmt::format_to_n(line, sizeof line, fmt::runtime(log_drop_format), r->dropped).size;

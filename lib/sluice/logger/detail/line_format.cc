@@ -2,6 +2,8 @@
 // the pattern parsed once (compile_pattern), each line's stamp, and the line
 // written through the pattern or as JSON (write_site_line). print()'s lines
 // and the rest of the backend are logger.cc.
+#include <time.h>
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -90,19 +92,37 @@ std::vector<logger::state::pattern_part> logger::state::compile_pattern(const st
 }
 
 
-// A record's stamp as written: "2026-12-04T20:30:00.123456Z " into buf.
-std::size_t logger::state::format_time(log_queue& q, const log_record& r, char* buf) noexcept {
+// A line's stamp in ns: its thread's lines in order. A refit of the TSC's
+// line may put a stamp taken before it a hair behind the one before (a wall
+// clock stepped back by more than that goes back).
+std::uint64_t logger::state::line_stamp(log_queue& q, const log_record& r) noexcept {
   std::uint64_t ns = stamp_ns(r.timestamp);
-  // A thread's lines in order: a refit of the TSC's line may put a stamp
-  // taken before it a hair behind the one before (a wall clock stepped
-  // back by more than that goes back).
   if (ns < q.last_stamp && q.last_stamp - ns < 1'000'000) ns = q.last_stamp;
   q.last_stamp = ns;
+  return ns;
+}
+
+// A stamp as written: "2026-12-04T20:30:00.123456Z " (or "+01:00" for the
+// zone, local time) into buf.
+std::size_t logger::state::format_time(std::uint64_t ns, char* buf) noexcept {
   // The date and time to the second change once a second: kept, and only
   // the fraction written (the whole stamp costs ~10% of a line's formatting).
   const std::uint64_t second = ns / 1'000'000'000;
   if (second != stamp_second) {
-    detail::format_stamp(stamp_text, ns, precise_stamps());
+    std::int64_t offset = 0;  // seconds east of UTC
+    if (options.time_zone == log_time_zone::local) {
+      const auto t = static_cast<time_t>(second);
+      struct tm tm {};
+      if (::localtime_r(&t, &tm)) offset = tm.tm_gmtoff;
+    }
+    detail::format_stamp(stamp_text, ns + static_cast<std::uint64_t>(offset * 1'000'000'000), precise_stamps());
+    if (options.time_zone == log_time_zone::utc) {
+      std::memcpy(stamp_zone, "Z", 2);
+    } else {
+      const std::int64_t m = (offset < 0 ? -offset : offset) / 60;
+      fmt::format_to_n(stamp_zone, sizeof stamp_zone - 1, "{}{:02}:{:02}", offset < 0 ? '-' : '+', m / 60, m % 60);
+      stamp_zone[6] = 0;
+    }
     stamp_second = second;
   }
   std::memcpy(buf, stamp_text, 20);  // "2026-12-02T01:19:04."
@@ -112,7 +132,7 @@ std::size_t logger::state::format_time(log_queue& q, const log_record& r, char* 
   const std::size_t width = precise_stamps() ? 6 : 3;
   for (std::size_t k = width; k-- > 0; digits /= 10) buf[n + k] = static_cast<char>('0' + digits % 10);
   n += width;
-  buf[n++] = 'Z';
+  for (const char* z = stamp_zone; *z; ++z) buf[n++] = *z;
   buf[n++] = ' ';
   return n;
 }
@@ -152,16 +172,28 @@ void append_json(fmt::memory_buffer& out, std::string_view text) {
   }
 }
 
+// spdlog's colours of the levels, and the reset after them.
+constexpr std::string_view level_colors[] = {"\033[37m", "\033[36m", "\033[32m", "\033[33m\033[1m",
+                                             "\033[31m\033[1m", "\033[1m\033[41m", ""};
+constexpr std::string_view color_reset = "\033[m";
+
 }  // namespace
 
-// A SLUICE_LOG_* line: the pattern's parts appended to `line` (the message
-// formatted straight into it unless it has a spec), then one write.
-bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {
-  char stamp[40];
-  const std::size_t n = r.timestamp ? format_time(q, r, stamp) - 1 : 0;  // without its space
-  const std::string_view time(stamp, n), level = log_level_name(r.site->level), name = options.name;
+// A SLUICE_LOG_* line (`stamp` in ns, or 0), to each output whose level
+// takes it: the pattern's parts appended to `line` (with one output and a
+// message without a spec, the message formatted straight into it), or the
+// JSON object; one write each. The last line of a run carries, to each
+// output, the callback that lands `landing` up to `landed_at` (an output
+// that does not take the line gets an empty write with it).
+bool logger::state::write_site_line(const log_queue& q, const log_record& r, std::uint64_t stamp, log_queue* landing,
+                                    std::uint64_t landed_at) {
+  char stamp_buf[48];
+  const std::size_t n = stamp ? format_time(stamp, stamp_buf) - 1 : 0;  // without its space
+  const std::string_view time(stamp_buf, n), level = log_level_name(r.site->level), name = options.name;
   const std::string_view file = r.site->file, function = r.site->function;
   const std::uint32_t number = r.site->line, thread = r.thread;
+  const detail::log_thread_name* named = q.thread_name.load(std::memory_order_acquire);
+  const std::string_view thread_name = named && named->thread == thread ? std::string_view(named->name) : std::string_view();
   // The message into `into` (appended).
   const auto format_message = [&r](fmt::memory_buffer& into) {
     detail::log_output out;
@@ -176,81 +208,116 @@ bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint
                      std::string_view(r.format, r.format_size));
     }
   };
-  write_cb cb;
-  if (landed_at) cb = land_cb(q, landed_at);
-  line.clear();
-  if (options.format == log_format::json) {
-    message.clear();
-    format_message(message);
-    line.push_back('{');
-    if (n) {
-      append(line, "\"time\":\"");
-      append(line, time);
-      append(line, "\",");
+  // With several outputs the message is formatted once, into `message`.
+  bool message_made = false;
+  const auto the_message = [&]() -> std::string_view {
+    if (!message_made) {
+      message.clear();
+      format_message(message);
+      message_made = true;
     }
-    const auto field = [this](std::string_view key, std::string_view value) {
-      line.push_back('"');
-      append(line, key);
-      append(line, "\":\"");
-      append_json(line, value);
-      append(line, "\",");
-    };
-    field("level", level);
-    field("logger", name);
-    field("file", file);
-    fmt::format_to(fmt::appender(line), "\"line\":{},", number);
-    field("function", function);
-    fmt::format_to(fmt::appender(line), "\"thread\":{},\"message\":\"", thread);
-    append_json(line, std::string_view(message.data(), message.size()));
-    append(line, "\"}\n");
-    return stream->write(std::string_view(line.data(), line.size()), std::move(cb));  // copied into the stream's arena
-  }
-  for (const pattern_part& part : pattern) {
-    if (part.field < 0) {
-      append(line, part.literal);
+    return std::string_view(message.data(), message.size());
+  };
+  bool ok = true;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    output& o = outputs[i];
+    if (o.failed) continue;
+    write_cb cb;
+    if (landed_at) cb = land_cb(*landing, landed_at, i);
+    if (r.site->level < o.level) {
+      if (cb && !o.stream->write(std::string_view(), std::move(cb))) {
+        o.pushed_back = true;
+        ok = false;
+      }
       continue;
     }
-    // Padding as fmt pads: by code points, spaces; '<' is a string's
-    // default, '>' a number's, '^' leaves the odd one on the right.
-    const auto padded = [this, &part](std::string_view text) {
-      const std::size_t points = part.align ? utf8_code_points(text) : part.width;
-      const std::size_t pad = part.width > points ? part.width - points : 0;
-      const std::size_t left = part.align == '>' ? pad : part.align == '^' ? pad / 2 : 0;
-      for (std::size_t k = 0; k < left; ++k) line.push_back(' ');
-      append(line, text);
-      for (std::size_t k = left; k < pad; ++k) line.push_back(' ');
-    };
-    const auto put = [this, &part, &padded](const auto& value) {
-      if (!part.spec.empty() && !part.align) {
-        fmt::format_to(fmt::appender(line), fmt::runtime(part.spec), value);
-      } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::uint32_t>) {
-        const fmt::format_int digits(value);
-        padded(std::string_view(digits.data(), digits.size()));
-      } else {
-        padded(value);
+    line.clear();
+    if (o.format == log_format::json) {
+      line.push_back('{');
+      if (n) {
+        append(line, "\"time\":\"");
+        append(line, time);
+        append(line, "\",");
       }
-    };
-    switch (part.field) {
-      case 0: put(time); break;
-      case 1: put(level); break;
-      case 2: put(name); break;
-      case 3: put(file); break;
-      case 4: put(number); break;
-      case 5: put(function); break;
-      case 6: put(thread); break;
-      default:
-        if (part.spec.empty()) {
-          format_message(line);
-        } else {
-          message.clear();
-          format_message(message);
-          put(std::string_view(message.data(), message.size()));
+      const auto field = [this](std::string_view key, std::string_view value) {
+        line.push_back('"');
+        append(line, key);
+        append(line, "\":\"");
+        append_json(line, value);
+        append(line, "\",");
+      };
+      field("level", level);
+      field("logger", name);
+      field("file", file);
+      fmt::format_to(fmt::appender(line), "\"line\":{},", number);
+      field("function", function);
+      fmt::format_to(fmt::appender(line), "\"thread\":{},", thread);
+      if (!thread_name.empty()) field("thread_name", thread_name);
+      append(line, "\"message\":\"");
+      append_json(line, the_message());
+      append(line, "\"}\n");
+    } else {
+      for (const pattern_part& part : o.pattern) {
+        if (part.field < 0) {
+          append(line, part.literal);
+          continue;
         }
+        // Padding as fmt pads: by code points, spaces; '<' is a string's
+        // default, '>' a number's, '^' leaves the odd one on the right. A
+        // colour goes round the text, not the padding.
+        const std::string_view color = o.colors && part.field == 1 ? level_colors[static_cast<std::size_t>(r.site->level)]
+                                                                    : std::string_view();
+        const auto padded = [this, &part, color](std::string_view text) {
+          const std::size_t points = part.align ? utf8_code_points(text) : part.width;
+          const std::size_t pad = part.width > points ? part.width - points : 0;
+          const std::size_t left = part.align == '>' ? pad : part.align == '^' ? pad / 2 : 0;
+          for (std::size_t k = 0; k < left; ++k) line.push_back(' ');
+          append(line, color);
+          append(line, text);
+          if (!color.empty()) append(line, color_reset);
+          for (std::size_t k = left; k < pad; ++k) line.push_back(' ');
+        };
+        const auto put = [this, &part, &padded](const auto& value) {
+          if (!part.spec.empty() && !part.align) {
+            fmt::format_to(fmt::appender(line), fmt::runtime(part.spec), value);
+          } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::uint32_t>) {
+            const fmt::format_int digits(value);
+            padded(std::string_view(digits.data(), digits.size()));
+          } else {
+            padded(value);
+          }
+        };
+        switch (part.field) {
+          case 0: put(time); break;
+          case 1: put(level); break;
+          case 2: put(name); break;
+          case 3: put(file); break;
+          case 4: put(number); break;
+          case 5: put(function); break;
+          case 6:
+            // A name, when the thread has one and the spec suits a string
+            // (an alignment and a width); a numeric spec ({thread:08}) keeps
+            // the id, as compile_pattern() checked it.
+            if (thread_name.empty() || (!part.spec.empty() && !part.align))
+              put(thread);
+            else
+              put(thread_name);
+            break;
+          default:
+            if (part.spec.empty() && outputs.size() == 1)
+              format_message(line);
+            else
+              put(the_message());
+        }
+      }
+      line.push_back('\n');
+    }
+    if (!o.stream->write(std::string_view(line.data(), line.size()), std::move(cb))) {  // copied into the stream's arena
+      o.pushed_back = true;
+      ok = false;
     }
   }
-  line.push_back('\n');
-  return stream->write(std::string_view(line.data(), line.size()), std::move(cb));  // copied into the stream's arena
+  return ok;
 }
-
 
 }  // namespace sluice

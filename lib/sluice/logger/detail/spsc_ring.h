@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <string>
+#include <vector>
 
 #include "sluice/logger/log_level.h"
 
@@ -28,8 +30,12 @@ struct log_record {
   // Bytes of the record, header included, a multiple of 8. Zero: the rest
   // of the buffer is unused (the next record did not fit); go to its start.
   std::uint32_t size;
-  // Lines the thread dropped (a full ring, policy drop) just before this one.
-  std::uint32_t dropped;
+  // Lines the thread dropped (a full ring, policy drop) just before this
+  // one (at most log_max_told_drops; every drop is counted in the queue).
+  std::uint32_t dropped : 31;
+  // A SLUICE_LOG_* line below the logger's level at the call, taken for the
+  // backtrace (logger::enable_backtrace()).
+  std::uint32_t backtrace_only : 1;
   std::uint64_t timestamp;  // ns since the epoch (log_clock::tsc, clock.h: the TSC), or 0
   const char* format;       // a format_string's text: static storage
   std::uint32_t format_size;
@@ -38,9 +44,19 @@ struct log_record {
   const log_site* site;     // a SLUICE_LOG_* line's call site; null for print()
 };
 static_assert(sizeof(log_record) == 48);
+inline constexpr std::uint32_t log_max_told_drops = (1u << 31) - 1;
 
 inline constexpr std::size_t log_record_align = 8;
 constexpr std::size_t log_round(std::size_t n) noexcept { return (n + log_record_align - 1) & ~(log_record_align - 1); }
+
+// A thread's name (set_log_thread_name()), made once per name and kept for
+// the process's life: the backend reads it while the thread may take
+// another, and writes it only for that thread's lines (a queue outlives its
+// thread and is taken over by the next).
+struct log_thread_name {
+  std::uint32_t thread;  // gettid()
+  std::string name;
+};
 
 // A ring of bytes. `tail` is the producer's (bytes committed), `head` the
 // consumer's (bytes written to the stream and landed: what a crash would
@@ -92,7 +108,8 @@ struct alignas(log_cache_line) log_queue {
   std::atomic<log_buffer*> crash_buf{nullptr};
   std::uint64_t reported_drops = 0;  // the drops the lines read so far told of
   std::uint64_t last_stamp = 0;      // ns: the thread's last line's time as written
-  std::uint64_t landed = 0;      // the stream wrote the queue up to here
+  std::uint64_t landed = 0;      // every destination wrote the queue up to here
+  std::vector<std::uint64_t> landed_by;  // each destination's, with several
   std::uint64_t flush_stop = 0;  // where the lines of the pending flush() end
   void* owner = nullptr;         // the logger's state, for the write callbacks
 
@@ -102,6 +119,7 @@ struct alignas(log_cache_line) log_queue {
   alignas(log_cache_line) std::atomic<bool> waiting{false};
   std::atomic<std::uint32_t> space_epoch{0};
   std::atomic<bool> owned{true};
+  std::atomic<const log_thread_name*> thread_name{nullptr};  // the owning thread's, once it has one
   log_queue* next_queue = nullptr;  // the logger's list; set before it is published
 
   // The producer writes into b from now on.

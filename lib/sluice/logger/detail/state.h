@@ -24,6 +24,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -46,12 +47,15 @@ namespace sluice {
 namespace detail {
 // The line that tells of dropped lines, before the thread's next one.
 inline constexpr std::string_view log_drop_format = "sluice::logger: {} lines dropped\n";
+// The site of flush_backtrace()'s record: no line, the backtrace's.
+extern const log_site log_backtrace_marker;
 }  // namespace detail
 
 struct logger::state {
   logger_options options;
-  stream_factory make_stream;
+  std::vector<log_destination> destinations;  // the factories run on the backend thread
   std::uint64_t id = 0;
+  std::mutex level_mutex;                           // set_level() and enable_backtrace(): the gate from both
 
   std::atomic<detail::log_queue*> queues{nullptr};  // pushed at the front, never unlinked
   std::mutex attach_mutex;
@@ -81,15 +85,44 @@ struct logger::state {
     char align = 0;  // '<', '>', '^', or 0: use `spec`
     std::size_t width = 0;
   };
-  std::vector<pattern_part> pattern;
   static std::vector<pattern_part> compile_pattern(const std::string& pattern, bool& uses_time);
 
+  // Whether the backtrace is on (enable_backtrace(), set_level(): the gate).
+  std::atomic<bool> backtrace_on{false};
+
   // ---- the backend thread's
-  std::unique_ptr<writable> stream;
+  // A destination as the backend writes it.
+  struct output {
+    std::unique_ptr<writable> stream;
+    log_level level = log_level::trace;
+    log_format format = log_format::pattern;
+    bool colors = false;
+    std::vector<pattern_part> pattern;
+    bool pushed_back = false;    // its write() returned false
+    bool waiting_drain = false;  // the pass waits for its 'drain'
+    bool failed = false;         // its stream errored: written no more
+  };
+  std::vector<output> outputs;
+  std::size_t paused_outputs = 0;  // those the pass waits for, until each has drained
+  std::size_t failed_outputs = 0;
+  std::size_t ends_pending = 0;    // end() callbacks still to come
+  std::error_code end_error;       // the first of them with an error
+  // A line kept for the backtrace: its record, copied, and its queue (for
+  // the thread's name).
+  struct kept_line {
+    std::vector<std::byte> record;
+    const detail::log_queue* queue;
+    std::uint64_t stamp;  // ns, or 0
+  };
+  std::deque<kept_line> backtrace;
+  std::size_t backtrace_size = 0;  // as the last enable_backtrace() read said
+  log_level backtrace_flush_level = log_level::error;
+  std::vector<std::vector<std::byte>> spare_records;  // kept lines' storage, reused
   fmt::memory_buffer message;  // a SLUICE_LOG_* line's message, when it cannot go straight into `line`
   fmt::memory_buffer line;     // a SLUICE_LOG_* line, handed to the stream
   std::uint64_t stamp_second = ~std::uint64_t{0};  // the second stamp_text holds
   char stamp_text[40] = {};
+  char stamp_zone[8] = "Z";  // "Z", or the local zone's offset ("+01:00")
   bool paused = false;  // write() returned false: waiting for 'drain'
   bool pass_queued = false;
   timer_id timer = 0;
@@ -114,9 +147,20 @@ struct logger::state {
   // Writes one record. `landed_at`, when not 0, is where the queue's lines
   // that it ends land (the last line of a run: see drain_queue()).
   bool write_line(detail::log_queue& q, const detail::log_record& r, std::uint64_t landed_at);
-  bool write_site_line(detail::log_queue& q, const detail::log_record& r, std::uint64_t landed_at);
-  std::size_t format_time(detail::log_queue& q, const detail::log_record& r, char* buf) noexcept;
-  static write_cb land_cb(detail::log_queue& q, std::uint64_t pos);
+  bool write_site_line(const detail::log_queue& q, const detail::log_record& r, std::uint64_t stamp,
+                       detail::log_queue* landing, std::uint64_t landed_at);
+  void keep_for_backtrace(const detail::log_queue& q, const detail::log_record& r, std::uint64_t stamp);
+  bool write_backtrace();
+  // The line's stamp, in ns, as its thread's lines go (never back).
+  std::uint64_t line_stamp(detail::log_queue& q, const detail::log_record& r) noexcept;
+  std::size_t format_time(std::uint64_t ns, char* buf) noexcept;
+  // An empty write to each output, with the callback that lands `pos`:
+  // closes a run whose last line carried none.
+  bool close_run(detail::log_queue& q, std::uint64_t pos);
+  static write_cb land_cb(detail::log_queue& q, std::uint64_t pos, std::size_t output);
+  void landed_on(detail::log_queue& q, std::uint64_t pos, std::size_t output) noexcept;
+  void drained_one(output& o);
+  void output_failed(std::size_t i);
   void land(detail::log_queue& q, std::uint64_t pos) noexcept;
   void land_all() noexcept;
   void check_flush() noexcept;
