@@ -173,8 +173,8 @@ void logger::state::run_backend(std::promise<void>& started) {
       outputs[i].stream = destinations[i].make_stream();
       if (!outputs[i].stream) throw std::invalid_argument("sluice::logger: the stream factory returned null");
       // A stream's error reaches flush() (errored()) and its lines'
-      // callbacks; unheard, it would end the process, as Node's does, and
-      // with it the other destinations' lines. The output writes no more.
+      // callbacks, and the output writes no more: the others go on, and
+      // nothing waits for a 'drain' that a failed stream never emits.
       outputs[i].stream->on(event::error, [this, i](std::error_code) { output_failed(i); });
     }
     if (options.handle_term_signals) {
