@@ -154,6 +154,21 @@ void append_json(fmt::memory_buffer& out, std::string_view text) {
 
 }  // namespace
 
+// A JSON line's named arguments (arg_codec.h's log_encode_named), each as
+// its key after "message": ,"user":"alice" or ,"port":8080.
+void detail::log_append_named_json(fmt::memory_buffer& line, std::string_view named) {
+  const auto* p = reinterpret_cast<const std::byte*>(named.data());
+  for (const auto* end = p + named.size(); p < end;) {
+    const fmt::string_view key = log_load<std::string_view>(p), value = log_load<std::string_view>(p);
+    const bool bare = *p++ == std::byte{1};
+    append(line, ",\"");
+    append_json(line, std::string_view(key.data(), key.size()));
+    append(line, bare ? "\":" : "\":\"");
+    append_json(line, std::string_view(value.data(), value.size()));
+    if (!bare) line.push_back('"');
+  }
+}
+
 // A SLUICE_LOG_* line: the pattern's parts appended to `line` (the message
 // formatted straight into it unless it has a spec), then one write.
 bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint64_t landed_at) {
@@ -163,15 +178,17 @@ bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint
   const std::string_view file = r.site->file, function = r.site->function;
   const std::uint32_t number = r.site->line, thread = r.thread;
   // The message into `into` (appended).
-  const auto format_message = [&r](fmt::memory_buffer& into) {
+  const auto format_message = [&r](fmt::memory_buffer& into, fmt::memory_buffer* named = nullptr) {
     detail::log_output out;
     out.message = &into;
+    out.named = named;
     const std::size_t before = into.size();
     try {
       r.decode(reinterpret_cast<const std::byte*>(&r + 1), r.format, r.format_size, out);
     } catch (const std::exception& e) {
       // A spec checked only when formatting (a dynamic width out of range).
       into.resize(before);
+      if (named) named->clear();
       fmt::format_to(fmt::appender(into), "sluice::logger: format error: {}: {}", e.what(),
                      std::string_view(r.format, r.format_size));
     }
@@ -181,7 +198,8 @@ bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint
   line.clear();
   if (options.format == log_format::json) {
     message.clear();
-    format_message(message);
+    fmt::memory_buffer named;
+    format_message(message, &named);
     line.push_back('{');
     if (n) {
       append(line, "\"time\":\"");
@@ -202,7 +220,9 @@ bool logger::state::write_site_line(log_queue& q, const log_record& r, std::uint
     field("function", function);
     fmt::format_to(fmt::appender(line), "\"thread\":{},\"message\":\"", thread);
     append_json(line, std::string_view(message.data(), message.size()));
-    append(line, "\"}\n");
+    line.push_back('"');
+    detail::log_append_named_json(line, std::string_view(named.data(), named.size()));
+    append(line, "}\n");
     return stream->write(std::string_view(line.data(), line.size()), std::move(cb));  // copied into the stream's arena
   }
   for (const pattern_part& part : pattern) {
