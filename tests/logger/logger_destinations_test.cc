@@ -96,6 +96,20 @@ TEST_CASE("destinations: each takes the lines at or above its level, through its
   CHECK_MESSAGE(std::regex_match(json, re), json);
 }
 
+TEST_CASE("destinations: a pattern one and a JSON one share the message; named arguments are keys in JSON only") {
+  temp_dir dir;
+  const std::string text = dir.file("t.log"), json = dir.file("t.json");
+  {
+    logger lg({file_at(text, log_level::trace, "{message}"), file_at(json, log_level::trace, "", log_format::json)});
+    std::string user = "ada";
+    SLUICE_LOG_INFO(lg, "user {user} on port {port}", fmt::arg("user", user), fmt::arg("port", 8080));
+    user = "overwritten";
+  }
+  CHECK(slurp(text) == "user ada on port 8080\n");
+  const std::string j = slurp(json);
+  CHECK_MESSAGE(j.find("\"message\":\"user ada on port 8080\",\"user\":\"ada\",\"port\":8080}\n") != std::string::npos, j);
+}
+
 TEST_CASE("destinations: flush() waits for the slowest; a slow one holds the others back, nothing is lost") {
   // One destination a pipe nobody reads yet (4 KiB), one a file: the ring
   // (4 KiB) fills while the pipe pushes back, so print() blocks, and the

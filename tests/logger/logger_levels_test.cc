@@ -20,6 +20,7 @@
 
 #include "sluice/log_file/log_writable.h"
 #include "sluice/logger/logger.h"
+#include "support/shell.h"
 #include "support/temp_dir.h"
 
 using namespace sluice;
@@ -192,12 +193,7 @@ TEST_CASE("json: one object a line, parsed back by a JSON parser: every field, t
       "  sys.stdout.write(\",\".join(o) + \"|\" + type(o[\"line\"]).__name__ + type(o[\"thread\"]).__name__ + \"\\0\")\n"
       "  for k in (\"level\", \"logger\", \"file\", \"line\", \"function\", \"thread\", \"message\"): sys.stdout.write(str(o[k]) + \"\\0\")\n"
       "' " + path;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string got;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) got.append(buf, n);
-  CHECK(::pclose(p) == 0);
+  const std::string got = sluice::test::sh(cmd);
   std::vector<std::string> fields;
   for (std::size_t at = 0, nul; (nul = got.find('\0', at)) != std::string::npos; at = nul + 1)
     fields.push_back(got.substr(at, nul - at));

@@ -111,6 +111,7 @@ logger::logger(std::vector<log_destination> destinations, const logger_options& 
     o.colors = d.colors && d.format == log_format::pattern;
     // JSON lines always say when.
     stamped = stamped || pattern_time || d.format == log_format::json;
+    s.json_outputs = s.json_outputs || d.format == log_format::json;
   }
   const detail::log_clock precise = detail::tsc_invariant() ? detail::log_clock::tsc : detail::log_clock::realtime;
   switch (options.timestamp) {
@@ -426,7 +427,7 @@ bool logger::state::write_line(log_queue& q, const log_record& r, std::uint64_t 
       if (r.size > sizeof(log_record)) {
         const auto* a = reinterpret_cast<const std::byte*>(&r + 1);
         backtrace_size = static_cast<std::size_t>(detail::log_load<std::uint64_t>(a));
-        backtrace_flush_level = detail::log_load<log_level>(a);
+        backtrace_flush_level = static_cast<log_level>(detail::log_load<std::uint8_t>(a));
         while (backtrace.size() > backtrace_size) backtrace.pop_front();
       } else {
         ok = write_backtrace();
@@ -697,8 +698,9 @@ void logger::enable_backtrace(std::size_t n, log_level flush_level) {
     gate_.store(n ? log_level::trace : level_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   const auto size = static_cast<std::uint64_t>(n);
-  put<std::uint64_t, log_level>(nullptr, 0, &detail::log_backtrace_marker, false, detail::log_clock::none,
-                                &detail::log_decode<>, size, flush_level);
+  const auto level = static_cast<std::uint8_t>(flush_level);
+  put<std::uint64_t, std::uint8_t>(nullptr, 0, &detail::log_backtrace_marker, false, detail::log_clock::none,
+                                   &detail::log_decode<>, size, level);
 }
 
 void logger::flush_backtrace() {

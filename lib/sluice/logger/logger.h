@@ -25,6 +25,7 @@
 #include "sluice/logger/detail/arg_codec.h"
 #include "sluice/logger/detail/clock.h"
 #include "sluice/logger/detail/spsc_ring.h"
+#include "sluice/logger/detail/std_formatters.h"
 #include "sluice/logger/log_level.h"
 #include "sluice/stream/detail/print.h"
 #include "sluice/stream/writable.h"
@@ -203,31 +204,54 @@ class logger {
   logger& operator=(const logger&) = delete;
 
   /// Queues a line: copies the arguments (trivially copyable ones as they
-  /// are, strings by content) with the format's address and the decoder for
-  /// their types. False if the line was dropped (policy drop, a line larger
-  /// than the ring, after shutdown). A runtime format (fmt::runtime()) that
-  /// fmt rejects when the backend formats it (a field without an argument, a
-  /// dynamic width out of range) is written as the line
-  /// "sluice::logger: format error: <fmt's message>: <the format>" instead.
+  /// are, strings by content, a fmt::arg()'s name and value so) with the
+  /// format's address and the decoder for their types. If an argument is
+  /// anything else (a std container, a type that is not trivially copyable,
+  /// a range such as std::span that points at the caller's data), the whole
+  /// line is formatted at the call instead, which costs what fmt::format
+  /// costs, and its text is queued. False if the line was dropped (policy
+  /// drop, a line larger than the ring, after shutdown). A runtime format
+  /// (fmt::runtime()) that fmt rejects when the backend formats it (a field
+  /// without an argument, a dynamic width out of range) is written as the
+  /// line "sluice::logger: format error: <fmt's message>: <the format>"
+  /// instead.
   template <class... Args>
   bool print(fmt::format_string<Args...> format, Args&&... args) {
     const fmt::string_view f = format;
-    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), nullptr, false, clock_,
-                                               &detail::log_decode<detail::log_stored_t<Args>...>, args...);
+    if constexpr (detail::log_deferred<detail::log_stored_t<Args>...>()) {
+      return put<detail::log_stored_t<Args>...>(f.data(), f.size(), nullptr, false, clock_,
+                                                 &detail::log_decode<detail::log_stored_t<Args>...>, args...);
+    } else {
+      const detail::log_formatted text(f, false, args...);
+      return put<std::string_view>(f.data(), f.size(), nullptr, false, clock_, &detail::log_decode_formatted<false>,
+                                   text.message_text());
+    }
   }
 
   /// A line at `site` (made by the SLUICE_LOG_* macros below, which check
   /// the level first and compile the format, FMT_COMPILE): its arguments
-  /// are copied as print()'s are; the backend formats the compiled format
-  /// and writes the line through the pattern.
+  /// are copied as print()'s are (or the line formatted at the call); the
+  /// backend formats the compiled format (parsed at run time with named
+  /// arguments, which fmt 9 does not compile) and writes the line through
+  /// the pattern.
   template <class S, class... Args>
     requires detail::compiled_format<S>
   bool log(const log_site& site, const S& format, Args&&... args) {
     const fmt::string_view f(format);
+    // fmt's compile-time checks, as FMT_COMPILE's: the line may be formatted
+    // with S's text at run time.
+    [[maybe_unused]] constexpr fmt::format_string<std::remove_cvref_t<Args>...> checked{fmt::string_view(S{})};
     // Below the level: taken (takes()) for the backtrace only.
     const bool backtrace_only = site.level < level_.load(std::memory_order_relaxed);
-    return put<detail::log_stored_t<Args>...>(f.data(), f.size(), &site, backtrace_only, site_clock_,
-                                               &detail::log_decode_compiled<S, detail::log_stored_t<Args>...>, args...);
+    if constexpr (detail::log_deferred<detail::log_stored_t<Args>...>()) {
+      return put<detail::log_stored_t<Args>...>(f.data(), f.size(), &site, backtrace_only, site_clock_,
+                                                 &detail::log_decode_compiled<S, detail::log_stored_t<Args>...>, args...);
+    } else {
+      const detail::log_formatted text(f, true, args...);
+      return put<std::string_view, std::string_view>(f.data(), f.size(), &site, backtrace_only, site_clock_,
+                                                     &detail::log_decode_formatted<true>, text.message_text(),
+                                                     text.named_text());
+    }
   }
 
   /// The level below which SLUICE_LOG_* lines are not written; any thread,

@@ -172,6 +172,25 @@ void append_json(fmt::memory_buffer& out, std::string_view text) {
   }
 }
 
+}  // namespace
+
+// A JSON line's named arguments (arg_codec.h's log_encode_named), each as
+// its key after "message": ,"user":"alice" or ,"port":8080.
+void detail::log_append_named_json(fmt::memory_buffer& line, std::string_view named) {
+  const auto* p = reinterpret_cast<const std::byte*>(named.data());
+  for (const auto* end = p + named.size(); p < end;) {
+    const fmt::string_view key = log_load<std::string_view>(p), value = log_load<std::string_view>(p);
+    const bool bare = *p++ == std::byte{1};
+    append(line, ",\"");
+    append_json(line, std::string_view(key.data(), key.size()));
+    append(line, bare ? "\":" : "\":\"");
+    append_json(line, std::string_view(value.data(), value.size()));
+    if (!bare) line.push_back('"');
+  }
+}
+
+namespace {
+
 // spdlog's colours of the levels, and the reset after them.
 constexpr std::string_view level_colors[] = {"\033[37m", "\033[36m", "\033[32m", "\033[33m\033[1m",
                                              "\033[31m\033[1m", "\033[1m\033[41m", ""};
@@ -192,28 +211,33 @@ bool logger::state::write_site_line(const log_queue& q, const log_record& r, std
   const std::string_view time(stamp_buf, n), level = log_level_name(r.site->level), name = options.name;
   const std::string_view file = r.site->file, function = r.site->function;
   const std::uint32_t number = r.site->line, thread = r.thread;
-  const detail::log_thread_name* named = q.thread_name.load(std::memory_order_acquire);
-  const std::string_view thread_name = named && named->thread == thread ? std::string_view(named->name) : std::string_view();
+  const detail::log_thread_name* thread_named = q.thread_name.load(std::memory_order_acquire);
+  const std::string_view thread_name =
+      thread_named && thread_named->thread == thread ? std::string_view(thread_named->name) : std::string_view();
   // The message into `into` (appended).
-  const auto format_message = [&r](fmt::memory_buffer& into) {
+  const auto format_message = [&r](fmt::memory_buffer& into, fmt::memory_buffer* named = nullptr) {
     detail::log_output out;
     out.message = &into;
+    out.named = named;
     const std::size_t before = into.size();
     try {
       r.decode(reinterpret_cast<const std::byte*>(&r + 1), r.format, r.format_size, out);
     } catch (const std::exception& e) {
       // A spec checked only when formatting (a dynamic width out of range).
       into.resize(before);
+      if (named) named->clear();
       fmt::format_to(fmt::appender(into), "sluice::logger: format error: {}: {}", e.what(),
                      std::string_view(r.format, r.format_size));
     }
   };
-  // With several outputs the message is formatted once, into `message`.
+  // With several outputs the message is formatted once, into `message`
+  // (and the named arguments, for a JSON output, into `named`).
   bool message_made = false;
+  fmt::memory_buffer named;
   const auto the_message = [&]() -> std::string_view {
     if (!message_made) {
       message.clear();
-      format_message(message);
+      format_message(message, json_outputs ? &named : nullptr);
       message_made = true;
     }
     return std::string_view(message.data(), message.size());
@@ -255,7 +279,9 @@ bool logger::state::write_site_line(const log_queue& q, const log_record& r, std
       if (!thread_name.empty()) field("thread_name", thread_name);
       append(line, "\"message\":\"");
       append_json(line, the_message());
-      append(line, "\"}\n");
+      line.push_back('"');
+      detail::log_append_named_json(line, std::string_view(named.data(), named.size()));
+      append(line, "}\n");
     } else {
       for (const pattern_part& part : o.pattern) {
         if (part.field < 0) {

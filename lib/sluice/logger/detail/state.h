@@ -105,6 +105,7 @@ struct logger::state {
   std::vector<output> outputs;
   std::size_t paused_outputs = 0;  // those the pass waits for, until each has drained
   std::size_t failed_outputs = 0;
+  bool json_outputs = false;  // some output writes JSON: the named arguments are wanted
   std::size_t ends_pending = 0;    // end() callbacks still to come
   std::error_code end_error;       // the first of them with an error
   // A line kept for the backtrace: its record, copied, and its queue (for
