@@ -4,11 +4,13 @@
 // become keys of a JSON line.
 #include "support/printers.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -226,4 +228,45 @@ TEST_CASE("arguments: lines formatted at the call are written and land; flush() 
   REQUIRE(flushed.wait_for(std::chrono::seconds(10 * sluice::test::time_scale())) == std::future_status::ready);
   CHECK(!flushed.get());
   CHECK(slurp(path) == expected);
+}
+
+// The crash handler decodes the ring itself (crash_handler.cc, into a
+// buffer on its stack): a line formatted at the call is its text, copied
+// as it is, after the level for a macro line.
+TEST_CASE("arguments: at a crash, lines formatted at the call are written as they were formatted") {
+  temp_dir dir;
+  const std::string path = dir.file("crash.log");
+  std::fflush(stdout);  // or the child's exit writes it again
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::signal(SIGSEGV, SIG_DFL);
+    // A long poll interval: after the first flush the backend sleeps, and
+    // the lines are still in the ring when the signal comes.
+    auto* lg = new logger([&] { return make_log_writable(path); },
+                          {.poll_interval = 60000ms, .crash_handler = true, .crash_path = path});
+    lg->flush();
+    logger& l = *lg;
+    for (int i = 0; i < 3; ++i) {
+      l.print("print {} {}\n", i, std::vector<int>{i, i + 1});
+      SLUICE_LOG_WARN(l, "macro {} {}", i, std::optional<std::string>("s"));
+      SLUICE_LOG_ERROR(l, "user {}", tagged{"bob"});
+    }
+    ::raise(SIGSEGV);
+    ::_exit(3);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGSEGV);
+  std::string expected;
+  for (int i = 0; i < 3; ++i)
+    expected += fmt::format("print {} [{}, {}]\nwarn macro {} optional(\"s\")\nerror user <bob>\n", i, i, i + 1, i);
+  // A macro line carries its stamp: the handler writes it before the level.
+  std::string got;
+  for (const std::string& l : lines_of(slurp(path))) {
+    const std::size_t level = l.find_first_of("abcdefghijklmnopqrstuvwxyz");
+    got += (l.rfind("print ", 0) == 0 ? l : l.substr(level)) + "\n";
+  }
+  CHECK(got == expected);
 }
