@@ -370,3 +370,52 @@ TEST_CASE("local time: {time} in the local zone, with its offset") {
   const int east = (local_minutes - utc_minutes + 24 * 60) % (24 * 60);
   CHECK((east == 180 || east == 179));
 }
+
+TEST_CASE("time format: {time:%...} is strftime's over the line's stamp, %f its fraction, in the zone asked") {
+  temp_dir dir;
+  const std::string utc = dir.file("utc.log"), local = dir.file("local.log");
+  scoped_env tz("TZ", "XYZ-3");
+  ::tzset();
+  // The same stamp twice in a line: ISO 8601 as {time} writes it, and the
+  // strftime form, which must say the same instant.
+  {
+    logger lg([&] { return make_log_writable(utc); },
+              {.pattern = "{time}|{time:%d.%m.%Y %H:%M:%S,%f}|{time:%%f %j}|{time:%F}|{message}"});
+    for (int i = 0; i < 3; ++i) SLUICE_LOG_INFO(lg, "line {}", i);
+  }
+  {
+    logger lg([&] { return make_log_writable(local); },
+              {.time_zone = log_time_zone::local, .pattern = "{time}|{time:%H:%M:%S.%f %z}|{message}"});
+    SLUICE_LOG_INFO(lg, "local");
+  }
+  const std::string text = slurp(utc);
+  const std::regex utc_line(
+      R"((\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)\.(\d{6})Z\|(\d\d)\.(\d\d)\.(\d{4}) (\d\d:\d\d:\d\d),(\d{6})\|%f (\d{3})\|(\S+)\|line \d)");
+  int lines = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), utc_line), end; it != end; ++it, ++lines) {
+    const std::smatch& m = *it;
+    CHECK(m[1] == m[8]);
+    CHECK(m[2] == m[7]);
+    CHECK(m[3] == m[6]);
+    CHECK(m[4] == m[9]);
+    CHECK(m[5] == m[10]);
+    CHECK(m[12] == m[1].str() + "-" + m[2].str() + "-" + m[3].str());
+    // %j: the day of the year, as timegm's tm says.
+    struct tm tm {};
+    tm.tm_year = std::stoi(m[1]) - 1900;
+    tm.tm_mon = std::stoi(m[2]) - 1;
+    tm.tm_mday = std::stoi(m[3]);
+    const time_t t = ::timegm(&tm);
+    struct tm back {};
+    REQUIRE(::gmtime_r(&t, &back));
+    CHECK(std::stoi(m[11]) == back.tm_yday + 1);
+  }
+  CHECK_MESSAGE(lines == 3, text);
+  const std::string local_text = slurp(local);
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_match(local_text, m,
+                                   std::regex(R"(\S+T(\d\d:\d\d:\d\d)\.(\d{6})\+03:00\|(\d\d:\d\d:\d\d)\.(\d{6}) \+0300\|local\n)")),
+                  local_text);
+  CHECK(m[1] == m[3]);
+  CHECK(m[2] == m[4]);
+}

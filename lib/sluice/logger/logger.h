@@ -113,7 +113,8 @@ struct logger_options {
   /// {time}'s zone.
   log_time_zone time_zone = log_time_zone::utc;
   /// How a SLUICE_LOG_* line is written, with fmt's syntax over named
-  /// fields: {time} (ISO 8601 UTC, to the microsecond with a precise clock),
+  /// fields: {time} (ISO 8601 UTC, to the microsecond with a precise clock;
+  /// {time:%H:%M:%S.%f}: a strftime format, %f the fraction, in time_zone),
   /// {level}, {logger}, {file} (its base name), {line}, {function},
   /// {thread} (the thread's name, set_log_thread_name(), else its id),
   /// {message}; widths and alignments as fmt's ({level:<8}). A newline

@@ -4,7 +4,9 @@
 // and the rest of the backend are logger.cc.
 #include <time.h>
 
+#include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -69,6 +71,22 @@ std::vector<logger::state::pattern_part> logger::state::compile_pattern(const st
     uses_time = uses_time || field == 0;
     if (!literal.empty()) parts.push_back({std::exchange(literal, {}), -1, {}});
     std::string spec = pattern.substr(name_end, close - name_end);
+    if (field == 0 && spec.size() > 1 && spec[1] == '%') {
+      // {time:%H:%M:%S}: strftime's, not fmt's; %f is the fraction.
+      logger::state::pattern_part part{{}, 0, {}};
+      part.strftime_time = true;
+      const std::string format = spec.substr(1);
+      std::size_t k = 0;
+      while (k < format.size() && !(format[k] == '%' && k + 1 < format.size() && format[k + 1] == 'f'))
+        k += format[k] == '%' ? 2 : 1;
+      part.fraction = k < format.size();
+      part.before_fraction = format.substr(0, std::min(k, format.size()));
+      if (part.fraction) part.after_fraction = format.substr(k + 2);
+      parts.push_back(std::move(part));
+      positional += "{0}";
+      i = close;
+      continue;
+    }
     logger::state::pattern_part part{{}, static_cast<int>(field), spec.empty() ? std::string() : "{" + spec + "}"};
     // ":<8", ":>12", ":^5": by hand.
     if (spec.size() >= 3 && (spec[1] == '<' || spec[1] == '>' || spec[1] == '^') &&
@@ -198,6 +216,37 @@ constexpr std::string_view color_reset = "\033[m";
 
 }  // namespace
 
+// {time:%...}: strftime's text for the stamp's second (made once a second,
+// in the zone the options say), the fraction where the format has %f (as
+// many digits as {time} writes).
+void logger::state::append_strftime_time(const pattern_part& part, std::uint64_t ns) {
+  if (!ns) return;
+  const std::uint64_t second = ns / 1'000'000'000;
+  if (second != part.second) {
+    const auto t = static_cast<time_t>(second);
+    struct tm tm {};
+    if (options.time_zone == log_time_zone::local ? !::localtime_r(&t, &tm) : !::gmtime_r(&t, &tm)) return;
+    const auto render = [&tm](const std::string& format, std::string& into) {
+      char buf[256];
+      // 0 is an empty text or one that does not fit: either way, none.
+      into.assign(buf, format.empty() ? 0 : std::strftime(buf, sizeof buf, format.c_str(), &tm));
+    };
+    render(part.before_fraction, part.text_before);
+    render(part.after_fraction, part.text_after);
+    part.second = second;
+  }
+  append(line, part.text_before);
+  if (part.fraction) {
+    const auto frac = static_cast<unsigned>(ns % 1'000'000'000);
+    const std::size_t width = precise_stamps() ? 6 : 3;
+    char digits[6];
+    unsigned d = precise_stamps() ? frac / 1000 : frac / 1'000'000;
+    for (std::size_t k = width; k-- > 0; d /= 10) digits[k] = static_cast<char>('0' + d % 10);
+    append(line, std::string_view(digits, width));
+  }
+  append(line, part.text_after);
+}
+
 // A SLUICE_LOG_* line (`stamp` in ns, or 0), to each output whose level
 // takes it: the pattern's parts appended to `line` (with one output and a
 // message without a spec, the message formatted straight into it), or the
@@ -314,7 +363,12 @@ bool logger::state::write_site_line(const log_queue& q, const log_record& r, std
           }
         };
         switch (part.field) {
-          case 0: put(time); break;
+          case 0:
+            if (part.strftime_time)
+              append_strftime_time(part, stamp);
+            else
+              put(time);
+            break;
           case 1: put(level); break;
           case 2: put(name); break;
           case 3: put(file); break;

@@ -84,6 +84,14 @@ struct logger::state {
     // fmt would parse the spec again on every line.
     char align = 0;  // '<', '>', '^', or 0: use `spec`
     std::size_t width = 0;
+    // {time:%H:%M:%S.%f}: a strftime format, split at its %f (the fraction)
+    // into two; their text is made once a second, for `second` (the
+    // backend's: each output has its own parts).
+    bool strftime_time = false;
+    bool fraction = false;
+    std::string before_fraction, after_fraction;
+    mutable std::uint64_t second = ~std::uint64_t{0};
+    mutable std::string text_before, text_after;
   };
   static std::vector<pattern_part> compile_pattern(const std::string& pattern, bool& uses_time);
 
@@ -155,6 +163,7 @@ struct logger::state {
   // The line's stamp, in ns, as its thread's lines go (never back).
   std::uint64_t line_stamp(detail::log_queue& q, const detail::log_record& r) noexcept;
   std::size_t format_time(std::uint64_t ns, char* buf) noexcept;
+  void append_strftime_time(const pattern_part& part, std::uint64_t ns);
   // An empty write to each output, with the callback that lands `pos`:
   // closes a run whose last line carried none.
   bool close_run(detail::log_queue& q, std::uint64_t pos);
