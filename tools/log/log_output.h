@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sluice/sluice.h"
+#include "stat_table.h"
 
 namespace sluice_tools {
 
@@ -51,8 +52,20 @@ class log_output {
   /// what did not land. Returns false when the run must exit 1.
   virtual bool report(const log_counts& n, const log_end& end) = 0;
 
+  /// The destination's counts: the one table of --stats and --metrics
+  /// (stat_table.h), in the order of the --stats line.
+  virtual stat_table stats(const log_counts& n) const = 0;
+
   /// --stats, on standard error: one line, or one JSON object.
-  virtual void print_stats(const log_counts& n, bool json) const = 0;
+  void print_stats(const log_counts& n, bool json) const { sluice_tools::print_stats("sluice-log", stats(n), json); }
+
+  /// --metrics: stats() and what is now in the stream.
+  stat_table metrics(const log_counts& n) const {
+    stat_table t = stats(n);
+    t.push_back({nullptr, nullptr, "sluice_log_buffered_bytes", "Bytes of lines waiting in the stream now.",
+                 metric_type::gauge, out_ ? out_->writable_length() : 0});
+    return t;
+  }
 
   sluice::writable& stream() noexcept { return *out_; }
 

@@ -52,6 +52,7 @@
 #include "log_dest.h"
 #include "log_file_output.h"
 #include "log_net_output.h"
+#include "metrics_server.h"
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
 #include "tls_files.h"
@@ -170,6 +171,16 @@ Options for every DEST:
                     "earlier_refused":X,"segments":G,
                     "recovered_segments":R,"torn_bytes":T,
                     "spool_failures":W
+  --metrics HOST:PORT
+                    serve the counts of --stats, and gauges of what is now
+                    (bytes waiting in the stream; with --spool its bytes and
+                    segments), as Prometheus metrics: 'GET /metrics' on
+                    HOST:PORT (port 0: any free one), printed as
+                    'sluice-log: serving metrics on
+                    http://HOST:PORT/metrics'. Read-only; a request over 8K
+                    or not whole within 10 s is closed (counted). An address
+                    that cannot be listened on (a port in use) is bad usage.
+                    See docs/tools.md, Metrics.
   -h, --help        show this help
 
 Options for a FILE:
@@ -404,6 +415,7 @@ struct options {
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
   std::size_t max_message = sluice_tools::default_max_message;
   sluice_tools::log_spool_settings spool;
+  sluice_tools::metrics_args metrics;  // --metrics
   std::string tls_ca, tls_cert, tls_key, tls_name;  // syslog+tls://
 };
 
@@ -442,7 +454,7 @@ options parse_args(int argc, char** argv) {
   enum {
     max_size = 256, keep, timestamp, fsync, max_line_length, stats, json,
     framing, facility, severity, app_name, hostname, give_up_after, grace, max_message, spool, spool_max,
-      compress, window, tls_ca, tls_cert, tls_key, tls_name,
+      compress, window, tls_ca, tls_cert, tls_key, tls_name, metrics,
   };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
@@ -453,6 +465,7 @@ options parse_args(int argc, char** argv) {
       {"max-line-length", required_argument, nullptr, max_line_length},
       {"stats", no_argument, nullptr, stats},
       {"json", no_argument, nullptr, json},
+      {"metrics", required_argument, nullptr, metrics},
       {"framing", required_argument, nullptr, framing},
       {"facility", required_argument, nullptr, facility},
       {"severity", required_argument, nullptr, severity},
@@ -523,6 +536,9 @@ options parse_args(int argc, char** argv) {
         break;
       case json:
         o.json = true;
+        break;
+      case metrics:
+        sluice_tools::add_metrics_arg(this_tool, o.metrics, optarg);
         break;
       case framing:
         if (std::strcmp(optarg, "octet") == 0) o.syslog.framing = sluice::syslog_framing::octet_counting;
@@ -723,6 +739,7 @@ class log_tool {
 
   int run() {
     auto& loop = sluice::loop::current();
+    metrics_ = sluice_tools::start_metrics(this_tool, o_.metrics, "sluice_log", [this] { return out_->metrics(n_); });
     // The signals come to the loop: their tasks never run inside a line
     // (see hold_shutdown_signals()).
     const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
@@ -908,6 +925,7 @@ class log_tool {
   sluice::timer_id grace_timer_ = 0;
   clock_stamp stamp_;
   sluice_tools::log_counts n_;
+  std::unique_ptr<sluice_tools::metrics_server> metrics_;  // --metrics
   sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'
