@@ -1,6 +1,7 @@
 // --metrics: the HTTP side (see metrics_server.h).
 #include "metrics_server.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -20,8 +21,9 @@ namespace {
 sluice::net::server_options listener_options() {
   sluice::net::server_options so;
   so.max_connections = metrics_server::max_connections;
-  // A client that ends its side after its request still reads the reply.
-  so.connection.allow_half_open = true;
+  // Not half-open: a client that ends its side gets its answer if its
+  // request was whole (read before the end), and its connection ends
+  // then, so that clients gone away do not hold the 16 places.
   return so;
 }
 
@@ -58,10 +60,13 @@ std::error_code metrics_server::listen(const std::string& host, std::uint16_t po
 void metrics_server::accept(sluice::net::socket& s) {
   s.unref();
   client& c = clients_.emplace(&s, client{&s, {}}).first->second;
+  // The bound on a connection's life: a request not whole by then is
+  // counted; an answered client that keeps its side open is let go too.
   c.timer = loop_.set_timeout(
       request_timeout, [this, &c] {
         c.timer = 0;
-        if (!c.answered) reject(c, timed_out_);
+        if (c.answered) c.sock->destroy();
+        else reject(c, timed_out_);
       },
       &tag_);
   s.on(sluice::event::data, [this, &c](std::string_view chunk) { on_data(c, chunk); });

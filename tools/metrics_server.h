@@ -9,7 +9,7 @@
 // a request's line and headers must fit in 8 KiB and come within 10 s
 // (else the connection is closed, counted), and at most 16 connections are
 // open at once (one more is closed at once, counted). Each reply closes its
-// connection (Connection: close). The listener, its connections and their
+// connection (Connection: close), and no connection outlives 10 s. The listener, its connections and their
 // timers are unref'd: they never keep the tool's loop running, so the tool
 // ends as it would without --metrics.
 //
