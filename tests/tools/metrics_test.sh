@@ -142,6 +142,31 @@ grep -qx 'sluice_logd_metrics_requests_closed_total{reason="too_large"} 1' "$dir
 grep -qx 'sluice_logd_metrics_requests_total{code="404"} 1' "$dir/after.metrics" || fail "404 not counted"
 ok "a 1 MiB request is closed without an answer, and counted"
 
+# 16 connections at once that send nothing: the 17th is closed at once,
+# counted; once they go, /metrics answers again.
+python3 - "$mport" "$scale" <<'PY' || fail "the 17th connection was not closed"
+import socket, sys, time
+port, scale = int(sys.argv[1]), int(sys.argv[2])
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]
+time.sleep(0.2 * scale)  # accepted, each one
+extra = socket.create_connection(("127.0.0.1", port))
+extra.settimeout(5 * scale)
+try:
+    closed = extra.recv(1) == b""
+except ConnectionResetError:
+    closed = True
+for s in held:
+    s.close()
+sys.exit(0 if closed else 1)
+PY
+for _ in $(seq $((100 * scale))); do
+  scrape "$mport" > "$dir/after.metrics" 2>/dev/null && break
+  sleep 0.05
+done
+grep -qx 'sluice_logd_metrics_requests_closed_total{reason="too_many"} 1' "$dir/after.metrics" ||
+  fail "too_many: $(grep closed "$dir/after.metrics")"
+ok "past 16 connections at once: closed, counted, and served again after"
+
 # --- a real prometheus scrapes it: up == 1, and the count of messages
 pport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat > "$dir/prometheus.yml" <<EOF
