@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -54,6 +55,15 @@ class metrics_text {
     out_ += ' ';
     out_ += std::to_string(value);
     out_ += '\n';
+  }
+
+  /// One sample without labels whose value is not whole (seconds), to the
+  /// millisecond.
+  void sample(std::string_view name, double value) {
+    char v[32];
+    std::snprintf(v, sizeof v, " %.3f\n", value);
+    out_ += name;
+    out_ += v;
   }
 
   const std::string& str() const noexcept { return out_; }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct stat_row {
   std::uint64_t value;
   const char* label = nullptr;  // a row of text: the label's name in /metrics
   std::string label_value{};    // and the text
+  std::optional<double> real{};  // a /metrics row whose value is not whole (seconds): in place of `value`
 };
 
 using stat_table = std::vector<stat_row>;
@@ -80,6 +82,7 @@ inline void write_metrics(const stat_table& t, metrics_text& out) {
     if (!r.metric) continue;
     out.family(r.metric, r.help, r.type);
     if (r.label) out.sample(r.metric, 1, {{r.label, r.label_value}});
+    else if (r.real) out.sample(r.metric, *r.real);
     else out.sample(r.metric, r.value);
   }
 }

@@ -266,11 +266,35 @@ for _ in $(seq $((600 * scale))); do
 done
 grep -qx "sluice_log_lines_written_total $n" "$dir/log.metrics" || fail "sluice-log: $(cat "$dir/log.metrics")"
 promtool check metrics < "$dir/log.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (log): $(cat "$dir/promtool.out")"
+grep -qx 'sluice_log_oldest_pending_age_seconds 0.000' "$dir/log.metrics" || fail "age with every line written: $(grep age "$dir/log.metrics")"
 exec 8>&-
 wait "$sp" || fail "sluice-log exited $?: $(cat "$dir/log.err")"
 python3 "$dir/same.py" "$dir/log.err" "$dir/log.metrics" lines=sluice_log_lines_written_total \
   bytes=sluice_log_written_bytes_total rotations=sluice_log_rotations_total reopens=sluice_log_reopens_total \
   > "$dir/same.out" 2>&1 || fail "sluice-log: $(cat "$dir/same.out")"
 ok "sluice-log: promtool passes, every --stats --json count equals its metric"
+
+# --- sluice-log to a receiver that is away: its lines wait, and the
+# oldest one's age grows with the wait
+dead=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkfifo "$dir/away.in"
+: > "$dir/away.err"
+"$slog" --metrics 127.0.0.1:0 --grace 0 "syslog://127.0.0.1:$dead" < "$dir/away.in" 2>> "$dir/away.err" &
+ap=$!
+pids+=("$ap")
+exec 9> "$dir/away.in"
+amport=$(metrics_port "$dir/away.err")
+seq 5 >&9
+sleep 1
+scrape "$amport" > "$dir/away.metrics"
+kill -TERM "$ap"
+exec 9>&-
+st=0
+wait "$ap" || st=$?
+[ "$st" -eq 1 ] || fail "sluice-log, its 5 lines dropped at SIGTERM: exit $st: $(cat "$dir/away.err")"
+grep -qx 'sluice_log_messages_sent_total 0' "$dir/away.metrics" || fail "sent while away: $(grep sent "$dir/away.metrics")"
+age=$(sed -n 's/^sluice_log_oldest_pending_age_seconds //p' "$dir/away.metrics")
+python3 -c 'import sys; sys.exit(0 if 0.9 <= float(sys.argv[1]) < 60 else 1)' "$age" || fail "the oldest line's age after 1 s: '$age'"
+ok "sluice-log: the oldest unsent line's age while the receiver is away ($age s)"
 
 echo "metrics_test: $pass passed"

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "pending_age.h"
 #include "sluice/sluice.h"
 #include "stat_table.h"
 
@@ -18,6 +19,7 @@ struct log_counts {
   std::size_t lines = 0;    // read and handed to the output
   std::size_t written = 0;  // of those, written or sent
   std::size_t unsent = 0;   // of those, refused or dropped
+  pending_age age;          // of the oldest line not yet written or unsent (--metrics)
 };
 
 // How the run ended, for report().
@@ -64,6 +66,11 @@ class log_output {
     stat_table t = stats(n);
     t.push_back({nullptr, nullptr, "sluice_log_buffered_bytes", "Bytes of lines waiting in the stream now.",
                  metric_type::gauge, out_ ? out_->writable_length() : 0});
+    t.push_back({nullptr, nullptr, "sluice_log_oldest_pending_age_seconds",
+                 "How long the oldest line read and not yet settled has waited, now (relp://: not acknowledged; "
+                 "syslog://: not in the kernel; kafka://: not delivered; --spool: not in the spool; FILE: not "
+                 "written); 0 when none waits.",
+                 metric_type::gauge, 0, nullptr, {}, n.age.oldest_seconds(n.written + n.unsent, n.lines)});
     return t;
   }
 

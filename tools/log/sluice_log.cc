@@ -173,8 +173,9 @@ Options for every DEST:
                     "spool_failures":W
   --metrics HOST:PORT
                     serve the counts of --stats, and gauges of what is now
-                    (bytes waiting in the stream; with --spool its bytes and
-                    segments), as Prometheus metrics: 'GET /metrics' on
+                    (bytes waiting in the stream, the age of the oldest line
+                    not yet sent, acknowledged or written; with --spool its
+                    bytes and segments), as Prometheus metrics: 'GET /metrics' on
                     HOST:PORT (port 0: any free one), printed as
                     'sluice-log: serving metrics on
                     http://HOST:PORT/metrics'. Read-only; a request over 8K
@@ -788,6 +789,7 @@ class log_tool {
   // DEST, one message, without its newline.
   bool on_line(std::string_view line) {
     if (stopping_) return false;
+    n_.age.added(n_.lines, n_.written + n_.unsent);
     ++n_.lines;
     // The counts say what landed: each callback comes once, with the truth.
     auto landed = [this](std::error_code ec) {
