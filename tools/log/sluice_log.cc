@@ -741,6 +741,7 @@ class log_tool {
   int run() {
     auto& loop = sluice::loop::current();
     metrics_ = sluice_tools::start_metrics(this_tool, o_.metrics, "sluice_log", [this] { return out_->metrics(n_); });
+    if (metrics_) n_.age.enable(loop);
     // The signals come to the loop: their tasks never run inside a line
     // (see hold_shutdown_signals()).
     const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
