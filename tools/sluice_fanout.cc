@@ -32,6 +32,8 @@
 #include "tool.h"
 #include "nonblocking_stdin.h"
 #include "args.h"
+#include "fanout_stats.h"
+#include "metrics_server.h"
 #include "rate_limited_note.h"
 #include "socket_perms.h"
 #include "tls_server_args.h"
@@ -125,6 +127,15 @@ Options:
                         lines dropped, subscribers cut off (and with
                         --listen-tls, the handshakes refused)
   --json                with --stats: print them as JSON objects, one a line
+  --metrics HOST:PORT   serve the totals of --stats, and gauges of what is
+                        now (subscribers connected, bytes buffered for
+                        them), as Prometheus metrics: 'GET /metrics' on
+                        HOST:PORT (port 0: any free one), printed as
+                        'sluice-fanout: serving metrics on
+                        http://HOST:PORT/metrics'. Read-only; a request over
+                        8K or not whole within 10 s is closed (counted). An
+                        address that cannot be listened on (a port in use)
+                        is bad usage. See docs/tools.md, Metrics.
   --socket-mode MODE    unix:PATH: the socket's permissions, in octal (0 to
                         777, e.g. 660), set before it accepts; by default the
                         umask's (a connect needs write permission)
@@ -190,6 +201,7 @@ struct options {
   std::optional<gid_t> socket_group;
   sluice_tools::tls_server_args tls;  // --listen-tls, --tls-*
   std::vector<std::pair<std::string, std::uint16_t>> tls_addrs;  // --listen-tls's, parsed
+  sluice_tools::metrics_args metrics;  // --metrics
 };
 
 void parse_listen(const std::string& a, options& o) {
@@ -224,7 +236,8 @@ options parse_args(int argc, char** argv) {
     listen_tls,
     tls_cert,
     tls_key,
-    tls_client_ca
+    tls_client_ca,
+    metrics
   };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},
@@ -246,6 +259,7 @@ options parse_args(int argc, char** argv) {
       {"tls-cert", required_argument, nullptr, tls_cert},
       {"tls-key", required_argument, nullptr, tls_key},
       {"tls-client-ca", required_argument, nullptr, tls_client_ca},
+      {"metrics", required_argument, nullptr, metrics},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -258,6 +272,7 @@ options parse_args(int argc, char** argv) {
         o.listen = optarg;
         parse_listen(o.listen, o);
         break;
+      case metrics: sluice_tools::add_metrics_arg(this_tool, o.metrics, optarg); break;
       case policy: {
         const std::string p = optarg;
         if (p == "pause") o.policy = sluice::slow_policy::pause;
@@ -365,6 +380,7 @@ class fanout_tool {
 
   int run() {
     auto& loop = sluice::loop::current();
+    metrics_ = sluice_tools::start_metrics(this_tool, o_.metrics, "sluice_fanout", [this] { return stats(); });
     // Under the watches lies a handler that does nothing: once quit() has
     // reset them (so that the loop can end), a late signal is ignored
     // instead of killing a run that has delivered everything.
@@ -699,26 +715,16 @@ class fanout_tool {
                    static_cast<unsigned long long>(st.messages_dropped), cut ? ", cut off" : "");
   }
 
-  // With --listen-tls the totals also count the handshakes refused.
-  void print_totals() const {
-    const auto in = static_cast<unsigned long long>(hub_.messages_in());
-    const auto sent = static_cast<unsigned long long>(hub_.messages_sent());
-    const auto dropped = static_cast<unsigned long long>(hub_.messages_dropped());
-    const auto cut = static_cast<unsigned long long>(hub_.cut_off() + cut_here_count_);
-    const auto refused = static_cast<unsigned long long>(tls_refused_);
-    if (o_.json) {
-      std::fprintf(stderr,
-                   "{\"lines_in\":%llu,\"lines_sent\":%llu,\"lines_dropped\":%llu,\"subscribers\":%zu,"
-                   "\"cut_off\":%llu,\"policy\":\"%s\"",
-                   in, sent, dropped, subscribed_, cut, sluice::to_string(o_.policy));
-      if (o_.tls.enabled()) std::fprintf(stderr, ",\"tls_refused\":%llu", refused);
-      std::fprintf(stderr, "}\n");
-    } else {
-      std::fprintf(stderr, "sluice-fanout: %llu lines in, %llu sent, %llu dropped, %zu subscribers, %llu cut off (%s)",
-                   in, sent, dropped, subscribed_, cut, sluice::to_string(o_.policy));
-      if (o_.tls.enabled()) std::fprintf(stderr, ", %llu TLS refused", refused);
-      std::fprintf(stderr, "\n");
-    }
+  void print_totals() const { sluice_tools::print_stats("sluice-fanout", stats(), o_.json); }
+
+  // The one table of --stats and --metrics (fanout_stats.h); with
+  // --listen-tls it also counts the handshakes refused.
+  sluice_tools::stat_table stats() const {
+    std::uint64_t buffered = 0;
+    for (const auto& [w, sub] : subs_) buffered += sub.stream->writable_length();
+    return sluice_tools::fanout_stats({hub_.messages_in(), hub_.messages_sent(), hub_.messages_dropped(), subscribed_,
+                                       hub_.cut_off() + cut_here_count_, sluice::to_string(o_.policy),
+                                       o_.tls.enabled(), tls_refused_, subs_.size(), buffered});
   }
 
   const options& o_;
@@ -742,6 +748,7 @@ class fanout_tool {
   sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   int signals_ = 0;  // SIGTERM and SIGINT received
+  std::unique_ptr<sluice_tools::metrics_server> metrics_;  // --metrics
   bool listening_ = false;  // every listener listens
   bool reading_ = false;
   bool waiting_ = false;   // paused until the hub's 'drain'

@@ -37,6 +37,8 @@
 #include "tool.h"
 #include "args.h"
 #include "compress_problems.h"
+#include "logd_stats.h"
+#include "metrics_server.h"
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
@@ -154,6 +156,15 @@ Options:
                     A RELP answered'; N = W + L; with --compress also
                     '; C compressed, F failed compressions')
   --json            with --stats: each as one JSON object
+  --metrics HOST:PORT
+                    serve the totals of --stats, and gauges of what is now
+                    (connections open, bytes waiting for FILE), as
+                    Prometheus metrics: 'GET /metrics' on HOST:PORT (port 0:
+                    any free one), printed as 'sluice-logd: serving metrics
+                    on http://HOST:PORT/metrics'. Read-only; a request over
+                    8K or not whole within 10 s is closed (counted). An
+                    address that cannot be listened on (a port in use) is
+                    bad usage. See docs/tools.md, Metrics.
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
                     777, e.g. 660), set before it accepts; by default the
@@ -247,6 +258,7 @@ struct options {
   std::optional<std::size_t> max_connections;
   std::chrono::milliseconds idle_timeout{0};
   std::string idle_text;
+  sluice_tools::metrics_args metrics;  // --metrics
 };
 
 // HOST:PORT, IPv6 in brackets (args.h's parser, as every tool's); a bad one
@@ -261,7 +273,7 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const c
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
-         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress };
+         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress, metrics };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -279,6 +291,7 @@ options parse_args(int argc, char** argv) {
       {"tls-key", required_argument, nullptr, tls_key},
       {"tls-client-ca", required_argument, nullptr, tls_client_ca},
       {"compress", required_argument, nullptr, compress},
+      {"metrics", required_argument, nullptr, metrics},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -340,6 +353,7 @@ options parse_args(int argc, char** argv) {
         break;
       case stats: o.stats = true; break;
       case json: o.json = true; break;
+      case metrics: sluice_tools::add_metrics_arg(this_tool, o.metrics, arg); break;
       case socket_mode:
         if (!(o.server.unix_mode = sluice_tools::parse_socket_mode(arg)))
           this_tool.usage_error("--socket-mode wants an octal mode from 0 to 777, got '" + arg + "'");
@@ -497,6 +511,7 @@ class logd {
 
   int run() {
     auto& loop = sluice::loop::current();
+    metrics_ = sluice_tools::start_metrics(this_tool, o_.metrics, "sluice_logd", [this] { return stats(); });
     // As in sluice-log: the signals come to the loop, and the worker thread
     // keeps them blocked so that they all come to this one.
     const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
@@ -1037,39 +1052,21 @@ class logd {
     grace_timer_ = space_timer_ = 0;
   }
 
-  void print_totals() const {
-    const auto b = static_cast<unsigned long long>(bytes_);
+  void print_totals() const { sluice_tools::print_stats("sluice-logd", stats(), o_.json); }
+
+  // The one table of --stats and --metrics (logd_stats.h).
+  sluice_tools::stat_table stats() const {
     std::size_t refused = 0;
     for (const auto& s : servers_) refused += s->dropped();
 #if SLUICE_TOOL_TLS
     for (const auto& s : tls_servers_) refused += s->dropped();
 #endif
-    if (o_.json)
-      std::fprintf(stderr,
-                   "{\"messages\":%zu,\"bytes\":%llu,\"written\":%zu,\"not_written\":%zu,\"connections\":%zu,"
-                   "\"malformed\":%zu,\"truncated\":%zu,\"idle_closed\":%zu,\"refused\":%zu,\"accept_errors\":%zu,"
-                   "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu,\"fsyncs\":%zu,\"relp_answered\":%zu,"
-                   "\"tls_refused\":%zu%s}\n",
-                   messages_, b, written_, messages_ - written_, connections_, malformed_, truncated_, idle_closed_,
-                   refused, accept_errors_, worker_->rotations(), worker_->reopens(), worker_->space_waits(),
-                   worker_->fsyncs(), answered_, tls_refused_, compress_counts(true).c_str());
-    else
-      std::fprintf(stderr,
-                   "sluice-logd: %zu messages, %llu bytes, %zu connections, %zu malformed, %zu rotations, %zu reopens; "
-                   "%zu written, %zu not written; %zu truncated, %zu idle closed, %zu refused, %zu accept errors, "
-                   "%zu waits for space; %zu fsyncs, %zu RELP answered, %zu TLS refused%s\n",
-                   messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens(), written_,
-                   messages_ - written_, truncated_, idle_closed_, refused, accept_errors_, worker_->space_waits(),
-                   worker_->fsyncs(), answered_, tls_refused_, compress_counts(false).c_str());
-  }
-
-  // With --compress: the rotated files compressed and the tries that failed.
-  std::string compress_counts(bool json) const {
-    if (o_.log.compress == sluice::log_options::compression::none) return "";
-    char buf[128];
-    std::snprintf(buf, sizeof buf, json ? ",\"compressed\":%zu,\"compress_failures\":%zu" : "; %zu compressed, %zu failed compressions",
-                  worker_->compressed(), worker_->compress_failures());
-    return buf;
+    const bool packed = o_.log.compress != sluice::log_options::compression::none;
+    return sluice_tools::logd_stats({messages_, bytes_, written_, connections_, malformed_, worker_->rotations(),
+                                     worker_->reopens(), truncated_, idle_closed_, refused, accept_errors_,
+                                     worker_->space_waits(), worker_->fsyncs(), answered_, tls_refused_, packed,
+                                     packed ? worker_->compressed() : 0, packed ? worker_->compress_failures() : 0,
+                                     conns_.size(), out_ ? out_->writable_length() : 0});
   }
 
   const options& o_;
@@ -1094,6 +1091,7 @@ class logd {
   std::size_t truncated_ = 0, idle_closed_ = 0, accept_errors_ = 0;
   std::size_t answered_ = 0;  // RELP messages answered 200
   rate_limited_note accept_note_, truncated_note_, tls_note_;
+  std::unique_ptr<sluice_tools::metrics_server> metrics_;  // --metrics
   std::size_t trim_mark_ = 0;  // the most connections since the last malloc_trim()
   int status_ = 0;
   bool paused_ = false;

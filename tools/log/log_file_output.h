@@ -58,26 +58,28 @@ class log_file_output final : public log_output {
     return !end.failed;
   }
 
-  void print_stats(const log_counts& n, bool json) const override {
-    const auto bytes = static_cast<unsigned long long>(worker_->bytes_written());
+  stat_table stats(const log_counts& n) const override {
+    using enum metric_type;
+    stat_table t = {
+        {"lines", "# lines", "sluice_log_lines_written_total", "Lines written to FILE.", counter, n.written},
+        {"bytes", ", # bytes", "sluice_log_written_bytes_total", "Bytes written to FILE.", counter,
+         worker_->bytes_written()},
+        {"rotations", ", # rotations", "sluice_log_rotations_total", "Rotations of FILE (--max-size).", counter,
+         worker_->rotations()},
+        {"reopens", ", # reopens", "sluice_log_reopens_total", "Reopens of FILE (SIGHUP).", counter,
+         worker_->reopens()},
+    };
     // With --compress: the rotated files compressed, and the tries that
     // failed (final: the worker's close waited for the compressor).
-    const bool packed = log_.compress != sluice::log_options::compression::none;
-    if (json) {
-      std::fprintf(stderr, "{\"lines\":%zu,\"bytes\":%llu,\"rotations\":%zu,\"reopens\":%zu", n.written, bytes,
-                   worker_->rotations(), worker_->reopens());
-      if (packed)
-        std::fprintf(stderr, ",\"compressed\":%zu,\"compress_failures\":%zu", worker_->compressed(),
-                     worker_->compress_failures());
-      std::fprintf(stderr, "}\n");
-    } else {
-      std::fprintf(stderr, "sluice-log: %zu lines, %llu bytes, %zu rotations, %zu reopens", n.written, bytes,
-                   worker_->rotations(), worker_->reopens());
-      if (packed)
-        std::fprintf(stderr, ", %zu compressed, %zu failed compressions", worker_->compressed(),
-                     worker_->compress_failures());
-      std::fprintf(stderr, "\n");
+    if (log_.compress != sluice::log_options::compression::none) {
+      t.push_back({"compressed", ", # compressed", "sluice_log_compressed_files_total",
+                   "Rotated files compressed (--compress).", counter, worker_->compressed()});
+      t.push_back({"compress_failures", ", # failed compressions", "sluice_log_compress_failures_total",
+                   "Tries to compress a rotated file that failed.", counter, worker_->compress_failures()});
     }
+    t.push_back({nullptr, nullptr, "sluice_log_lines_read_total", "Lines read from standard input.", counter,
+                 n.lines});
+    return t;
   }
 
  private:

@@ -156,11 +156,12 @@ class log_net_output final : public log_output {
     return ok;
   }
 
-  void print_stats(const log_counts& n, bool json) const override {
+  stat_table stats(const log_counts& n) const override {
+    using enum metric_type;
+    stat_table t = {{"lines", "# lines", "sluice_log_lines_read_total", "Lines read from standard input.", counter,
+                     n.lines}};
     if (relp_) {
-      const std::size_t resent = relp_->resent(), reconnects = relp_->reconnects();
       std::size_t acked = relp_->acked(), dropped = n.unsent, refused = relp_->refused();
-      const std::size_t cut = relp_->truncated();
       if (spool_) {
         // The spool sends earlier runs' lines too, and takes this run's
         // before the receiver has them: the counts are this run's lines,
@@ -170,38 +171,44 @@ class log_net_output final : public log_output {
         dropped += c.refused;
         refused -= spool_.get()->refused_earlier();
       }
-      if (json)
-        std::fprintf(stderr,
-                     "{\"lines\":%zu,\"acked\":%zu,\"resent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,"
-                     "\"refused\":%zu,\"truncated\":%zu%s}\n",
-                     n.lines, acked, resent, dropped, reconnects, refused, cut, spool_.stats(true).c_str());
-      else
-        std::fprintf(stderr,
-                     "sluice-log: %zu lines, %zu acked, %zu resent, %zu dropped, %zu reconnects, %zu refused, "
-                     "%zu truncated%s\n",
-                     n.lines, acked, resent, dropped, reconnects, refused, cut, spool_.stats(false).c_str());
-      return;
+      t.insert(t.end(), {
+          {"acked", ", # acked", "sluice_log_messages_acked_total",
+           "This run's lines the RELP receiver acknowledged (rsp 200).", counter, acked},
+          {"resent", ", # resent", "sluice_log_messages_resent_total",
+           "Lines sent again on a new RELP session (the receiver may have them twice).", counter, relp_->resent()},
+          {"dropped", ", # dropped", "sluice_log_messages_dropped_total",
+           "This run's lines not acknowledged: given up, or refused.", counter, dropped},
+          {"reconnects", ", # reconnects", "sluice_log_reconnects_total", "Sessions opened after the first.", counter,
+           relp_->reconnects()},
+          {"refused", ", # refused", "sluice_log_messages_refused_total",
+           "This run's lines the receiver refused (answered other than 200).", counter, refused},
+          {"truncated", ", # truncated", "sluice_log_messages_truncated_total",
+           "Lines sent cut to --max-message.", counter, relp_->truncated()},
+      });
+    } else if (syslog_) {
+      t.insert(t.end(), {
+          {"sent", ", # sent", "sluice_log_messages_sent_total",
+           "Lines sent (in the kernel's socket buffer, or in the spool).", counter, n.written},
+          {"dropped", ", # dropped", "sluice_log_messages_dropped_total", "Lines given up, never sent.", counter,
+           n.unsent},
+          {"reconnects", ", # reconnects", "sluice_log_reconnects_total", "Connections after the first.", counter,
+           syslog_->reconnects()},
+          {"maybe_lost", ", # maybe lost", "sluice_log_messages_maybe_lost_total",
+           "Lines sent on connections the receiver broke while they were in flight.", counter,
+           syslog_->maybe_lost()},
+          {"truncated", ", # truncated", "sluice_log_messages_truncated_total",
+           "Lines sent cut to --max-message.", counter, syslog_->truncated()},
+      });
+    } else {
+      t.insert(t.end(), {
+          {"delivered", ", # delivered", "sluice_log_messages_delivered_total",
+           "Lines the Kafka brokers acknowledged (or in the spool).", counter, n.written},
+          {"failed", ", # failed", "sluice_log_messages_failed_total", "Lines whose delivery failed.", counter,
+           n.unsent},
+      });
     }
-    if (syslog_) {
-      const std::size_t reconnects = syslog_->reconnects();
-      const std::size_t lost = syslog_->maybe_lost(), cut = syslog_->truncated();
-      if (json)
-        std::fprintf(stderr,
-                     "{\"lines\":%zu,\"sent\":%zu,\"dropped\":%zu,\"reconnects\":%zu,\"maybe_lost\":%zu,"
-                     "\"truncated\":%zu%s}\n",
-                     n.lines, n.written, n.unsent, reconnects, lost, cut, spool_.stats(true).c_str());
-      else
-        std::fprintf(stderr,
-                     "sluice-log: %zu lines, %zu sent, %zu dropped, %zu reconnects, %zu maybe lost, %zu truncated%s\n",
-                     n.lines, n.written, n.unsent, reconnects, lost, cut, spool_.stats(false).c_str());
-      return;
-    }
-    if (json)
-      std::fprintf(stderr, "{\"lines\":%zu,\"delivered\":%zu,\"failed\":%zu%s}\n", n.lines, n.written, n.unsent,
-                   spool_.stats(true).c_str());
-    else
-      std::fprintf(stderr, "sluice-log: %zu lines, %zu delivered, %zu failed%s\n", n.lines, n.written, n.unsent,
-                   spool_.stats(false).c_str());
+    spool_.add_stats(t);
+    return t;
   }
 
  private:

@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "pending_age.h"
 #include "sluice/sluice.h"
+#include "stat_table.h"
 
 namespace sluice_tools {
 
@@ -17,6 +19,7 @@ struct log_counts {
   std::size_t lines = 0;    // read and handed to the output
   std::size_t written = 0;  // of those, written or sent
   std::size_t unsent = 0;   // of those, refused or dropped
+  pending_age age;          // of the oldest line not yet written or unsent (--metrics)
 };
 
 // How the run ended, for report().
@@ -51,8 +54,25 @@ class log_output {
   /// what did not land. Returns false when the run must exit 1.
   virtual bool report(const log_counts& n, const log_end& end) = 0;
 
+  /// The destination's counts: the one table of --stats and --metrics
+  /// (stat_table.h), in the order of the --stats line.
+  virtual stat_table stats(const log_counts& n) const = 0;
+
   /// --stats, on standard error: one line, or one JSON object.
-  virtual void print_stats(const log_counts& n, bool json) const = 0;
+  void print_stats(const log_counts& n, bool json) const { sluice_tools::print_stats("sluice-log", stats(n), json); }
+
+  /// --metrics: stats() and what is now in the stream.
+  stat_table metrics(const log_counts& n) const {
+    stat_table t = stats(n);
+    t.push_back({nullptr, nullptr, "sluice_log_buffered_bytes", "Bytes of lines waiting in the stream now.",
+                 metric_type::gauge, out_ ? out_->writable_length() : 0});
+    t.push_back({nullptr, nullptr, "sluice_log_oldest_pending_age_seconds",
+                 "How long the oldest line read and not yet settled has waited, now (relp://: not acknowledged; "
+                 "syslog://: not in the kernel; kafka://: not delivered; --spool: not in the spool; FILE: not "
+                 "written); 0 when none waits.",
+                 metric_type::gauge, 0, nullptr, {}, n.age.oldest_seconds(n.written + n.unsent, n.lines)});
+    return t;
+  }
 
   sluice::writable& stream() noexcept { return *out_; }
 

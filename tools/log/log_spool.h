@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "sluice/sluice.h"
+#include "stat_table.h"
 
 namespace sluice_tools {
 
@@ -117,32 +118,38 @@ class log_spool {
                    why.c_str(), why.empty() ? "" : ")");
   }
 
-  // The spool's part of --stats: appended to the destination's line, or
-  // its JSON object's fields.
-  std::string stats(bool json) const {
-    if (!spool_) return {};
-    char b[512];
-    const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
-    if (json)
-      std::snprintf(b, sizeof b,
-                    ",\"spooled\":%llu,\"spooled_bytes\":%llu,\"sent_from_spool\":%llu,\"acked_from_spool\":%llu,"
-                    "\"refused_from_spool\":%llu,\"left_in_spool\":%llu,\"earlier_acked\":%llu,"
-                    "\"earlier_refused\":%llu,\"segments\":%zu,\"recovered_segments\":%zu,\"torn_bytes\":%llu,"
-                    "\"spool_failures\":%zu",
-                    u(spool_->spooled_records()), u(spool_->spooled_bytes()), u(spool_->sent_from_spool()),
-                    u(spool_->acked()), u(spool_->refused()), u(left()), u(spool_->acked_earlier()),
-                    u(spool_->refused_earlier()), spool_->segments(), spool_->recovered_segments(),
-                    u(spool_->torn_bytes()), spool_->spool_failures());
-    else
-      std::snprintf(b, sizeof b,
-                    ", %llu spooled (%llu bytes), %llu sent from spool, %llu acked, %llu refused, %llu left in "
-                    "spool, %llu acked and %llu refused of earlier runs, %zu segments left, %zu recovered, %llu torn bytes, %zu "
-                    "spool failures",
-                    u(spool_->spooled_records()), u(spool_->spooled_bytes()), u(spool_->sent_from_spool()),
-                    u(spool_->acked()), u(spool_->refused()), u(left()), u(spool_->acked_earlier()),
-                    u(spool_->refused_earlier()), spool_->segments(), spool_->recovered_segments(),
-                    u(spool_->torn_bytes()), spool_->spool_failures());
-    return b;
+  // The spool's part of --stats and --metrics, after the destination's.
+  void add_stats(stat_table& t) const {
+    if (!spool_) return;
+    using enum metric_type;
+    t.insert(t.end(), {
+        {"spooled", ", # spooled", "sluice_log_spooled_total", "Lines of this run put in the spool.", counter,
+         spool_->spooled_records()},
+        {"spooled_bytes", " (# bytes)", "sluice_log_spooled_bytes_total", "Their bytes.", counter,
+         spool_->spooled_bytes()},
+        {"sent_from_spool", ", # sent from spool", "sluice_log_sent_from_spool_total",
+         "Records sent from the spool (again after a reconnect too).", counter, spool_->sent_from_spool()},
+        {"acked_from_spool", ", # acked", "sluice_log_spool_acked_total",
+         "Records acknowledged downstream and so done in the spool (earlier runs' too).", counter, spool_->acked()},
+        {"refused_from_spool", ", # refused", "sluice_log_spool_refused_total",
+         "Records the receiver refused, dropped from the spool (earlier runs' too).", counter, spool_->refused()},
+        {"left_in_spool", ", # left in spool", "sluice_log_spool_left",
+         "This run's records in the spool, neither acknowledged nor refused, now.", gauge, left()},
+        {"earlier_acked", ", # acked", "sluice_log_spool_earlier_acked_total",
+         "Records of earlier runs acknowledged.", counter, spool_->acked_earlier()},
+        {"earlier_refused", " and # refused of earlier runs", "sluice_log_spool_earlier_refused_total",
+         "Records of earlier runs refused.", counter, spool_->refused_earlier()},
+        {"segments", ", # segments left", "sluice_log_spool_segments", "Segment files in the spool now.", gauge,
+         spool_->segments()},
+        {"recovered_segments", ", # recovered", "sluice_log_spool_recovered_segments_total",
+         "Segments of earlier runs found at the start.", counter, spool_->recovered_segments()},
+        {"torn_bytes", ", # torn bytes", "sluice_log_spool_torn_bytes_total",
+         "Bytes of records that were not whole and intact, never sent.", counter, spool_->torn_bytes()},
+        {"spool_failures", ", # spool failures", "sluice_log_spool_failures_total",
+         "Times the spool could not be written (ENOSPC, EIO).", counter, spool_->spool_failures()},
+        {nullptr, nullptr, "sluice_log_spool_bytes", "Bytes of the spool's segment files now.", gauge,
+         spool_->disk_bytes()},
+    });
   }
 
  private:

@@ -52,6 +52,7 @@
 #include "log_dest.h"
 #include "log_file_output.h"
 #include "log_net_output.h"
+#include "metrics_server.h"
 #include "shutdown_signals.h"
 #include "sluice/sluice.h"
 #include "tls_files.h"
@@ -170,6 +171,17 @@ Options for every DEST:
                     "earlier_refused":X,"segments":G,
                     "recovered_segments":R,"torn_bytes":T,
                     "spool_failures":W
+  --metrics HOST:PORT
+                    serve the counts of --stats, and gauges of what is now
+                    (bytes waiting in the stream, the age of the oldest line
+                    not yet sent, acknowledged or written; with --spool its
+                    bytes and segments), as Prometheus metrics: 'GET /metrics' on
+                    HOST:PORT (port 0: any free one), printed as
+                    'sluice-log: serving metrics on
+                    http://HOST:PORT/metrics'. Read-only; a request over 8K
+                    or not whole within 10 s is closed (counted). An address
+                    that cannot be listened on (a port in use) is bad usage.
+                    See docs/tools.md, Metrics.
   -h, --help        show this help
 
 Options for a FILE:
@@ -404,6 +416,7 @@ struct options {
   std::size_t max_line_length = sluice::line_options{}.max_line_length;
   std::size_t max_message = sluice_tools::default_max_message;
   sluice_tools::log_spool_settings spool;
+  sluice_tools::metrics_args metrics;  // --metrics
   std::string tls_ca, tls_cert, tls_key, tls_name;  // syslog+tls://
 };
 
@@ -442,7 +455,7 @@ options parse_args(int argc, char** argv) {
   enum {
     max_size = 256, keep, timestamp, fsync, max_line_length, stats, json,
     framing, facility, severity, app_name, hostname, give_up_after, grace, max_message, spool, spool_max,
-      compress, window, tls_ca, tls_cert, tls_key, tls_name,
+      compress, window, tls_ca, tls_cert, tls_key, tls_name, metrics,
   };
   static const option long_options[] = {
       {"max-size", required_argument, nullptr, max_size},
@@ -453,6 +466,7 @@ options parse_args(int argc, char** argv) {
       {"max-line-length", required_argument, nullptr, max_line_length},
       {"stats", no_argument, nullptr, stats},
       {"json", no_argument, nullptr, json},
+      {"metrics", required_argument, nullptr, metrics},
       {"framing", required_argument, nullptr, framing},
       {"facility", required_argument, nullptr, facility},
       {"severity", required_argument, nullptr, severity},
@@ -523,6 +537,9 @@ options parse_args(int argc, char** argv) {
         break;
       case json:
         o.json = true;
+        break;
+      case metrics:
+        sluice_tools::add_metrics_arg(this_tool, o.metrics, optarg);
         break;
       case framing:
         if (std::strcmp(optarg, "octet") == 0) o.syslog.framing = sluice::syslog_framing::octet_counting;
@@ -723,6 +740,8 @@ class log_tool {
 
   int run() {
     auto& loop = sluice::loop::current();
+    metrics_ = sluice_tools::start_metrics(this_tool, o_.metrics, "sluice_log", [this] { return out_->metrics(n_); });
+    if (metrics_) n_.age.enable(loop);
     // The signals come to the loop: their tasks never run inside a line
     // (see hold_shutdown_signals()).
     const sigset_t old_mask = sluice_tools::hold_shutdown_signals();
@@ -771,6 +790,7 @@ class log_tool {
   // DEST, one message, without its newline.
   bool on_line(std::string_view line) {
     if (stopping_) return false;
+    n_.age.added(n_.lines, n_.written + n_.unsent);
     ++n_.lines;
     // The counts say what landed: each callback comes once, with the truth.
     auto landed = [this](std::error_code ec) {
@@ -908,6 +928,7 @@ class log_tool {
   sluice::timer_id grace_timer_ = 0;
   clock_stamp stamp_;
   sluice_tools::log_counts n_;
+  std::unique_ptr<sluice_tools::metrics_server> metrics_;  // --metrics
   sluice_tools::nonblocking_stdin stdin_;
   int status_ = 0;
   bool waiting_ = false;   // paused until 'drain'

@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# --metrics (issue 36) on sluice-logd, sluice-fanout and sluice-log, over
+# loopback: after N messages each counter of /metrics equals what --stats
+# --json prints at the exit (one table behind both); promtool accepts the
+# text; a real prometheus, started here on a loopback port with its own
+# config and data directory, scrapes sluice-logd (up == 1, and the count
+# of messages); 404 for another path, 405 for another method; a 1 MiB
+# request is closed and counted; a port in use is bad usage (exit 2).
+#
+#   tests/tools/metrics_test.sh SLUICE_LOGD SLUICE_FANOUT SLUICE_LOG
+set -euo pipefail
+logd=$1
+fan=$2
+slog=$3
+. "$(dirname "${BASH_SOURCE[0]}")/prelude.sh"
+n=2000
+
+# The port of "TOOL: serving metrics on http://127.0.0.1:PORT/metrics"
+# in FILE, within 10 s (scaled).
+metrics_port() {
+  local p=
+  for _ in $(seq $((200 * scale))); do
+    p=$(sed -n 's|^sluice-[a-z]*: serving metrics on http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$1")
+    [ -n "$p" ] && break
+    sleep 0.05
+  done
+  [ -n "$p" ] || fail "no 'serving metrics' line in $1: $(cat "$1")"
+  echo "$p"
+}
+# Waits up to 30 s (scaled) for FILE to have N lines.
+wait_lines() {
+  for _ in $(seq $((600 * scale))); do
+    [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "$1 has $(wc -l < "$1") lines, not $2"
+}
+scrape() { curl -sS --max-time $((10 * scale)) "http://127.0.0.1:$1/metrics"; }
+# Each JSON key of --stats --json (the last line of ERR) against its metric
+# in the scraped text (prefix PREFIX), by the mapping given as KEY=METRIC
+# arguments; every key of the JSON object must be mapped, and each metric
+# must equal it.
+cat > "$dir/same.py" <<'PY'
+import json, re, sys
+err, scraped = sys.argv[1], sys.argv[2]
+mapping = dict(a.split("=", 1) for a in sys.argv[3:])
+stats = json.loads(open(err).read().strip().splitlines()[-1])
+samples = {}
+for line in open(scraped):
+    if line.startswith("#") or not line.strip():
+        continue
+    name, value = line.rsplit(" ", 1)
+    samples[name] = value
+unmapped = set(stats) - set(mapping)
+assert not unmapped, f"--stats --json keys with no metric in the test: {unmapped}"
+for key, metric in mapping.items():
+    assert key in stats, f"{key} not in --stats --json: {stats}"
+    want = stats[key]
+    got = samples.get(metric)
+    assert got is not None, f"{metric} not in /metrics"
+    if isinstance(want, str):  # a text row: an info gauge with the text as label
+        continue
+    assert float(got) == want, f"{metric} is {got}, --stats --json's {key} is {want}"
+print(len(mapping), "counters agree")
+PY
+
+# --- usage: a bad address, a Unix socket, --help
+for t in "$logd --listen 127.0.0.1:0" "$fan --listen 127.0.0.1:0" "$slog"; do
+  for bad in nope 127.0.0.1:70000 unix:/x; do
+    st=0
+    # shellcheck disable=SC2086
+    $t --metrics "$bad" "$dir/u.log" < /dev/null 2> "$dir/usage.err" || st=$?
+    [ "$st" -eq 2 ] || fail "$t --metrics $bad: exit $st"
+    grep -q "^Try '.*--help' for more information.$" "$dir/usage.err" || fail "--metrics $bad: $(cat "$dir/usage.err")"
+  done
+  ${t%% *} --help > "$dir/help"
+  grep -q -- '--metrics HOST:PORT' "$dir/help" || fail "${t%% *} --help has no --metrics"
+done
+ok "usage: a bad --metrics is exit 2; --help has it"
+
+# --- sluice-logd: N messages, the scrape, promtool, 404, 405, 1 MiB
+: > "$dir/logd.err"
+"$logd" --listen 127.0.0.1:0 --listen-relp 127.0.0.1:0 --metrics 127.0.0.1:0 --stats --json "$dir/logd.log" \
+  2>> "$dir/logd.err" &
+lp=$!
+pids+=("$lp")
+mport=$(metrics_port "$dir/logd.err")
+port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/logd.err")
+[ -n "$port" ] || fail "no listening line: $(cat "$dir/logd.err")"
+seq "$n" | timeout $((60 * scale)) "$slog" "syslog://127.0.0.1:$port" 2> "$dir/slog.err" || fail "sluice-log: $(cat "$dir/slog.err")"
+wait_lines "$dir/logd.log" "$n"
+
+# A port in use: bad usage, said with the reason, for each tool.
+for t in "$logd --listen 127.0.0.1:0 $dir/u.log" "$fan --listen 127.0.0.1:0" "$slog $dir/u.log"; do
+  st=0
+  # shellcheck disable=SC2086
+  timeout $((20 * scale)) $t --metrics "127.0.0.1:$mport" < /dev/null 2> "$dir/inuse.err" || st=$?
+  [ "$st" -eq 2 ] || fail "${t%% *} --metrics on a port in use: exit $st: $(cat "$dir/inuse.err")"
+  grep -q "^sluice-[a-z]*: --metrics 127.0.0.1:$mport: cannot listen: Address already in use$" "$dir/inuse.err" ||
+    fail "port in use: $(cat "$dir/inuse.err")"
+done
+ok "a --metrics port in use: exit 2 with the reason"
+
+curl -sS -D "$dir/headers" -o "$dir/logd.metrics" --max-time $((10 * scale)) "http://127.0.0.1:$mport/metrics"
+grep -qi '^Content-Type: text/plain; version=0.0.4' "$dir/headers" || fail "Content-Type: $(cat "$dir/headers")"
+grep -qx "sluice_logd_messages_received_total $n" "$dir/logd.metrics" || fail "messages: $(grep messages "$dir/logd.metrics")"
+grep -qx "sluice_logd_messages_written_total $n" "$dir/logd.metrics" || fail "written: $(cat "$dir/logd.metrics")"
+grep -qx '# TYPE sluice_logd_open_connections gauge' "$dir/logd.metrics" || fail "no open_connections gauge"
+ok "sluice-logd: /metrics after $n messages"
+promtool check metrics < "$dir/logd.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool: $(cat "$dir/promtool.out")"
+ok "promtool check metrics passes on sluice-logd's"
+
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time $((10 * scale)) "http://127.0.0.1:$mport/other")
+[ "$code" = 404 ] || fail "/other: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time $((10 * scale)) -X POST -d x "http://127.0.0.1:$mport/metrics")
+[ "$code" = 405 ] || fail "POST /metrics: $code"
+ok "404 for another path, 405 for POST"
+
+# 1 MiB of request headers: closed, no answer, and counted.
+python3 - "$mport" "$scale" <<'PY' || fail "1 MiB request: answered, or not closed"
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10 * int(sys.argv[2]))
+got = b""
+try:
+    s.sendall(b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
+except (BrokenPipeError, ConnectionResetError):
+    pass
+try:
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        got += c
+except ConnectionResetError:
+    pass
+sys.exit(1 if got else 0)
+PY
+scrape "$mport" > "$dir/after.metrics"
+grep -qx 'sluice_logd_metrics_requests_closed_total{reason="too_large"} 1' "$dir/after.metrics" ||
+  fail "too_large: $(grep closed "$dir/after.metrics")"
+grep -qx 'sluice_logd_metrics_requests_total{code="404"} 1' "$dir/after.metrics" || fail "404 not counted"
+ok "a 1 MiB request is closed without an answer, and counted"
+
+# 16 connections at once that send nothing: the 17th is closed at once,
+# counted; once they go, /metrics answers again.
+python3 - "$mport" "$scale" <<'PY' || fail "the 17th connection was not closed"
+import socket, sys, time
+port, scale = int(sys.argv[1]), int(sys.argv[2])
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]
+time.sleep(0.2 * scale)  # accepted, each one
+extra = socket.create_connection(("127.0.0.1", port))
+extra.settimeout(5 * scale)
+try:
+    closed = extra.recv(1) == b""
+except ConnectionResetError:
+    closed = True
+for s in held:
+    s.close()
+sys.exit(0 if closed else 1)
+PY
+for _ in $(seq $((100 * scale))); do
+  scrape "$mport" > "$dir/after.metrics" 2>/dev/null && break
+  sleep 0.05
+done
+grep -qx 'sluice_logd_metrics_requests_closed_total{reason="too_many"} 1' "$dir/after.metrics" ||
+  fail "too_many: $(grep closed "$dir/after.metrics")"
+ok "past 16 connections at once: closed, counted, and served again after"
+
+# --- a real prometheus scrapes it: up == 1, and the count of messages
+pport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > "$dir/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: sluice-logd
+    static_configs:
+      - targets: ['127.0.0.1:$mport']
+EOF
+prometheus --config.file="$dir/prometheus.yml" --web.listen-address="127.0.0.1:$pport" \
+  --storage.tsdb.path="$dir/tsdb" > "$dir/prometheus.log" 2>&1 &
+pp=$!
+pids+=("$pp")
+query() {  # the value of the first sample of QUERY, or nothing
+  curl -s --max-time 5 -G "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1" |
+    python3 -c 'import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if r else "")' 2>/dev/null || true
+}
+up=
+for _ in $(seq $((120 * scale))); do
+  up=$(query up)
+  [ "$up" = 1 ] && break
+  sleep 0.25
+done
+[ "$up" = 1 ] || fail "prometheus: up is '$up' after $((30 * scale)) s: $(tail -5 "$dir/prometheus.log")"
+got=$(query sluice_logd_messages_received_total)
+[ "$got" = "$n" ] || fail "prometheus: sluice_logd_messages_received_total is '$got'"
+ok "prometheus scrapes sluice-logd: up == 1, $n messages"
+kill -TERM "$pp"
+wait "$pp" 2>/dev/null || true
+
+# The exit's --stats --json against the last scrape: every counter equal.
+scrape "$mport" > "$dir/last.metrics"
+kill -TERM "$lp"
+wait "$lp" || fail "sluice-logd exited $?: $(cat "$dir/logd.err")"
+python3 "$dir/same.py" "$dir/logd.err" "$dir/last.metrics" messages=sluice_logd_messages_received_total \
+  bytes=sluice_logd_received_bytes_total connections=sluice_logd_connections_total \
+  malformed=sluice_logd_malformed_total rotations=sluice_logd_rotations_total reopens=sluice_logd_reopens_total \
+  written=sluice_logd_messages_written_total not_written=sluice_logd_messages_not_written \
+  truncated=sluice_logd_messages_truncated_total idle_closed=sluice_logd_idle_closed_total \
+  refused=sluice_logd_connections_refused_total accept_errors=sluice_logd_accept_errors_total \
+  space_waits=sluice_logd_space_waits_total fsyncs=sluice_logd_fsyncs_total \
+  relp_answered=sluice_logd_relp_answered_total tls_refused=sluice_logd_tls_refused_total > "$dir/same.out" 2>&1 ||
+  fail "sluice-logd: $(cat "$dir/same.out")"
+ok "sluice-logd: every --stats --json count equals its metric"
+
+# --- sluice-fanout: a subscriber, N lines, then the scrape before the end
+mkfifo "$dir/fan.in"
+: > "$dir/fan.err"
+"$fan" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --wait-for 1 --stats --json < "$dir/fan.in" 2>> "$dir/fan.err" &
+fp=$!
+pids+=("$fp")
+exec 7> "$dir/fan.in"
+fmport=$(metrics_port "$dir/fan.err")
+for _ in $(seq $((200 * scale))); do grep -q 'listening on 127.0.0.1:' "$dir/fan.err" && break; sleep 0.05; done
+fport=$(sed -n 's/^sluice-fanout: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/fan.err")
+[ -n "$fport" ] || fail "fanout: no listening line: $(cat "$dir/fan.err")"
+python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+with open(sys.argv[2], "wb") as f:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        f.write(b)' "$fport" "$dir/sub.out" 7>&- &
+pids+=($!)
+seq "$n" >&7
+wait_lines "$dir/sub.out" "$n"
+scrape "$fmport" > "$dir/fan.metrics"
+promtool check metrics < "$dir/fan.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (fanout): $(cat "$dir/promtool.out")"
+grep -qx 'sluice_fanout_policy_info{policy="pause"} 1' "$dir/fan.metrics" || fail "no policy_info: $(cat "$dir/fan.metrics")"
+grep -qx 'sluice_fanout_subscribers 1' "$dir/fan.metrics" || fail "subscribers gauge: $(cat "$dir/fan.metrics")"
+exec 7>&-
+wait "$fp" || fail "sluice-fanout exited $?: $(cat "$dir/fan.err")"
+python3 "$dir/same.py" "$dir/fan.err" "$dir/fan.metrics" lines_in=sluice_fanout_lines_received_total \
+  lines_sent=sluice_fanout_lines_sent_total lines_dropped=sluice_fanout_lines_dropped_total \
+  subscribers=sluice_fanout_subscribers_total cut_off=sluice_fanout_cut_off_total \
+  policy='sluice_fanout_policy_info{policy="pause"}' > "$dir/same.out" 2>&1 || fail "sluice-fanout: $(cat "$dir/same.out")"
+ok "sluice-fanout: promtool passes, every --stats --json count equals its metric"
+
+# --- sluice-log into a FILE: N lines, the scrape while its input is open
+mkfifo "$dir/log.in"
+: > "$dir/log.err"
+"$slog" --metrics 127.0.0.1:0 --max-size 4K --keep 2 --stats --json "$dir/out.log" < "$dir/log.in" 2>> "$dir/log.err" &
+sp=$!
+pids+=("$sp")
+exec 8> "$dir/log.in"
+lmport=$(metrics_port "$dir/log.err")
+seq "$n" >&8
+for _ in $(seq $((600 * scale))); do
+  scrape "$lmport" > "$dir/log.metrics"
+  grep -qx "sluice_log_lines_written_total $n" "$dir/log.metrics" && break
+  sleep 0.05
+done
+grep -qx "sluice_log_lines_written_total $n" "$dir/log.metrics" || fail "sluice-log: $(cat "$dir/log.metrics")"
+promtool check metrics < "$dir/log.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (log): $(cat "$dir/promtool.out")"
+grep -qx 'sluice_log_oldest_pending_age_seconds 0.000' "$dir/log.metrics" || fail "age with every line written: $(grep age "$dir/log.metrics")"
+exec 8>&-
+wait "$sp" || fail "sluice-log exited $?: $(cat "$dir/log.err")"
+python3 "$dir/same.py" "$dir/log.err" "$dir/log.metrics" lines=sluice_log_lines_written_total \
+  bytes=sluice_log_written_bytes_total rotations=sluice_log_rotations_total reopens=sluice_log_reopens_total \
+  > "$dir/same.out" 2>&1 || fail "sluice-log: $(cat "$dir/same.out")"
+ok "sluice-log: promtool passes, every --stats --json count equals its metric"
+
+# --- sluice-log to a receiver that is away: its lines wait, and the
+# oldest one's age grows with the wait
+dead=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkfifo "$dir/away.in"
+: > "$dir/away.err"
+"$slog" --metrics 127.0.0.1:0 --grace 0 "syslog://127.0.0.1:$dead" < "$dir/away.in" 2>> "$dir/away.err" &
+ap=$!
+pids+=("$ap")
+exec 9> "$dir/away.in"
+amport=$(metrics_port "$dir/away.err")
+seq 5 >&9
+sleep 1
+scrape "$amport" > "$dir/away.metrics"
+kill -TERM "$ap"
+exec 9>&-
+st=0
+wait "$ap" || st=$?
+[ "$st" -eq 1 ] || fail "sluice-log, its 5 lines dropped at SIGTERM: exit $st: $(cat "$dir/away.err")"
+grep -qx 'sluice_log_messages_sent_total 0' "$dir/away.metrics" || fail "sent while away: $(grep sent "$dir/away.metrics")"
+age=$(sed -n 's/^sluice_log_oldest_pending_age_seconds //p' "$dir/away.metrics")
+python3 -c 'import sys; sys.exit(0 if 0.9 <= float(sys.argv[1]) < 60 else 1)' "$age" || fail "the oldest line's age after 1 s: '$age'"
+ok "sluice-log: the oldest unsent line's age while the receiver is away ($age s)"
+
+# Under the sanitizers a report may come with an exit status the test
+# expected (sluice-log's 1): none in any tool's standard error.
+if grep -l 'Sanitizer\|runtime error:' "$dir"/*.err > "$dir/sanitized" 2>/dev/null; then
+  fail "sanitizer reports in $(cat "$dir/sanitized")"
+fi
+
+echo "metrics_test: $pass passed"
