@@ -57,7 +57,8 @@ seconds (as in sluice-logd and sluice-log).
 
 Options:
   --listen ADDR         where subscribers connect (required, unless
-                        --listen-tls is given)
+                        --listen-tls is given); also fd:NAME, the sockets
+                        systemd passed (see systemd)
   --listen-tls HOST:PORT
                         where subscribers connect over TLS, once or more,
                         beside --listen; needs --tls-cert and --tls-key;
@@ -152,6 +153,16 @@ most --linger: a subscriber that does not read is then cut off (reported as
 input'). Under pause a subscriber that never reads holds this up (pause
 means waiting for it): --write-deadline bounds it. Under every policy a
 second SIGTERM or SIGINT cuts the remaining subscribers off at once.
+
+systemd: --listen and --listen-tls take fd:NAME, the sockets a socket unit
+passes under FileDescriptorName=NAME (LISTEN_FDS), each served (printed as
+'listening on fd:NAME (ADDR)'); a NAME not passed, or a socket that is not a
+listening stream socket (Accept=yes), is bad usage. With NOTIFY_SOCKET set
+(Type=notify), sluice-fanout says READY=1 once every address listens,
+STATUS= with its counts (every 2 s when they change), STOPPING=1 when it
+stops (the end of the input, SIGTERM), and WATCHDOG=1 every
+WATCHDOG_USEC/2 when WatchdogSec= is set. Both need libsystemd at build
+time.
 
 A unix: path that is a socket nobody accepts on (left by a sluice-fanout that
 was killed) is removed and listened on again; anything else there (a file, a

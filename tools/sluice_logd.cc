@@ -58,8 +58,9 @@ sluice-fanout and sluice-log).
 
 Options:
   --listen ADDR     where to accept senders, once or more: HOST:PORT (an IP
-                    address or localhost; port 0 picks a free port) or
-                    unix:PATH. Each address is printed on standard error as
+                    address or localhost; port 0 picks a free port),
+                    unix:PATH, or fd:NAME (sockets systemd passed, see
+                    systemd). Each address is printed on standard error as
                     'sluice-logd: listening on ADDR' once it listens.
   --listen-relp HOST:PORT
                     where to accept RELP senders (rsyslog's omrelp,
@@ -210,6 +211,15 @@ exit status 1 (a message being written then may be cut short in FILE).
 
 Writing waits for the disk: while FILE cannot keep up, no connection is
 read, so the senders are held back by TCP and memory stays bounded.
+
+systemd: --listen, --listen-relp and --listen-tls take fd:NAME, the sockets
+a socket unit passes under FileDescriptorName=NAME (LISTEN_FDS), each served
+(printed as 'listening on fd:NAME (ADDR)'); a NAME not passed, or a socket
+that is not a listening stream socket (Accept=yes), is bad usage. With
+NOTIFY_SOCKET set (Type=notify), sluice-logd says READY=1 once every address
+listens and FILE is open, STATUS= with its counts (every 2 s when they
+change), STOPPING=1 at SIGTERM, and WATCHDOG=1 every WATCHDOG_USEC/2 when
+WatchdogSec= is set. Both need libsystemd at build time.
 
 Accepting: when the process is out of file descriptors (EMFILE, ENFILE) or
 memory, accepting pauses for 100 ms at a time and the connections go on;
