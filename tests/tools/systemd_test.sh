@@ -85,6 +85,7 @@ stop_it() {
 
 # --- a TCP socket passed as fd:syslog: what is sent to it lands in FILE
 port=$(free_port)
+: >"$dir/err"  # no line of the last run is read as this one's
 systemd-socket-activate "${pass_env[@]}" -l "127.0.0.1:$port" --fdname=syslog \
   "$logd" --listen fd:syslog "$dir/tcp.log" 2>"$dir/err" &
 sa=$!
@@ -104,6 +105,7 @@ ok "a TCP socket passed as fd:syslog: every message in FILE, exit 0 at SIGTERM"
 # --- a Unix socket, and two sockets under one name (a socket unit with two
 # ListenStream=): both served
 port=$(free_port)
+: >"$dir/err"  # no line of the last run is read as this one's
 systemd-socket-activate "${pass_env[@]}" -l "$dir/logd.sock" -l "127.0.0.1:$port" --fdname=syslog:syslog \
   "$logd" --listen fd:syslog "$dir/unix.log" 2>"$dir/err" &
 sa=$!
@@ -126,6 +128,7 @@ usage_case() {
   local what=$1 want=$2
   shift 2
   st=0
+  : >"$dir/err"  # no line of the last run is read as this one's
   timeout $((30 * scale)) "$@" 2>"$dir/err" &
   local p=$!
   pids+=("$p")
@@ -192,6 +195,7 @@ PY
 }
 notify_reader "$dir/notify.sock" "$dir/notes"
 # WATCHDOG_USEC=300 ms: a ping every 150 ms; WATCHDOG_PID is its own pid.
+: >"$dir/err"  # no line of the last run is read as this one's
 NOTIFY_SOCKET=$dir/notify.sock WATCHDOG_USEC=300000 \
   bash -c 'export WATCHDOG_PID=$$; exec "$@"' - "$logd" --listen 127.0.0.1:0 --listen "unix:$dir/n.sock" "$dir/n.log" 2>"$dir/err" &
 lp=$!
@@ -213,6 +217,7 @@ ok "sd_notify: READY=1 after both listeners, STATUS= with the counts, WATCHDOG=1
 
 # Another process's WATCHDOG_PID: no WATCHDOG=1, the rest as before.
 : >"$dir/notes"
+: >"$dir/err"  # no line of the last run is read as this one's
 NOTIFY_SOCKET=$dir/notify.sock WATCHDOG_USEC=100000 WATCHDOG_PID=1 \
   "$logd" --listen 127.0.0.1:0 "$dir/n.log" 2>"$dir/err" &
 lp=$!
@@ -226,6 +231,7 @@ ok "WATCHDOG_PID of another process: no WATCHDOG=1"
 
 # Without NOTIFY_SOCKET nothing is sent (WATCHDOG_USEC alone asks nothing).
 : >"$dir/notes"
+: >"$dir/err"  # no line of the last run is read as this one's
 env -u NOTIFY_SOCKET WATCHDOG_USEC=100000 "$logd" --listen 127.0.0.1:0 "$dir/q.log" 2>"$dir/err" &
 lp=$!
 pids+=("$lp")
@@ -246,6 +252,7 @@ ok "without NOTIFY_SOCKET: nothing sent"
 : >"$dir/notes"
 mkfifo "$dir/in"
 port=$(free_port)
+: >"$dir/err"  # no line of the last run is read as this one's
 NOTIFY_SOCKET=$dir/notify.sock systemd-socket-activate "${pass_env[@]}" -E "NOTIFY_SOCKET=$dir/notify.sock" \
   -l "127.0.0.1:$port" --fdname=subs "$fanout" --listen fd:subs <"$dir/in" 2>"$dir/err" &
 fp=$!
@@ -278,6 +285,52 @@ wait "$fp" || st=$?
 [[ $(cat "$dir/got") == $'one\ntwo' ]] || fail "the subscriber got: $(cat "$dir/got")"
 wait_for "STOPPING=1 from sluice-fanout" "$dir/notes" "^STOPPING=1 STATUS=stopping: 2 lines in, 2 sent"
 ok "sluice-fanout on a passed socket: the subscriber gets every line; READY=1, STOPPING=1"
+
+# --- the logrotate config beside the units (tools/systemd/sluice-logd.logrotate),
+# with this test's paths and a SIGHUP for `systemctl reload`: twice rotated by
+# logrotate while a sender writes, every message once, in order, the oldest
+# compressed (delaycompress), none lost between the rename and the reopen.
+if command -v logrotate >/dev/null; then
+  mkdir "$dir/logs"
+  "$logd" --listen 127.0.0.1:0 "$dir/logs/messages.log" 2>"$dir/err.rotate" &
+  lp=$!
+  pids+=("$lp")
+  wait_for "sluice-logd" "$dir/err.rotate" "listening on"
+  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$dir/err.rotate")
+  sed -e "s|/var/log/sluice-logd/|$dir/logs/|" -e "s|systemctl reload sluice-logd.service|kill -HUP $lp|" \
+    "$unit_src/sluice-logd.logrotate" >"$dir/logrotate.conf"
+  grep -q "kill -HUP $lp" "$dir/logrotate.conf" || fail "the logrotate config has no postrotate reload"
+  # A sender that does not stop while logrotate renames and sluice-logd reopens.
+  python3 - "$port" <<'PY' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+for i in range(3000):
+    s.sendall(b"<13>msg %d\n" % i)
+    time.sleep(0.001)
+s.close()
+PY
+  sender=$!
+  pids+=("$sender")
+  for round in 1 2; do
+    wait_for "sluice-logd" "$dir/logs/messages.log" "msg"
+    logrotate -f -s "$dir/logrotate.state" "$dir/logrotate.conf" || fail "logrotate, round $round"
+  done
+  wait "$sender"
+  all() { { zcat "$dir"/logs/messages.log.*.gz 2>/dev/null || true; cat "$dir/logs/messages.log.1" "$dir/logs/messages.log"; }; }
+  for _ in $(seq $((200 * scale))); do [[ $(all | wc -l) -ge 3000 ]] && break; sleep 0.05; done
+  [[ -f $dir/logs/messages.log.2.gz && -f $dir/logs/messages.log.1 ]] || fail "after two rotations: $(ls "$dir/logs")"
+  all | python3 -c '
+import sys
+lines = sys.stdin.read().splitlines()
+want = ["<13>msg %d" % i for i in range(3000)]
+assert lines == want, "%d lines, first wrong one: %r" % (len(lines), next((l for l, w in zip(lines, want) if l != w), None))
+' || fail "the messages across two logrotate runs"
+  stop_it "$lp"
+  [[ $st -eq 0 ]] || fail "sluice-logd under logrotate: exit $st: $(cat "$dir/err.rotate")"
+  ok "logrotate with the shipped config, twice under a sender: 3000 messages once, in order (.2.gz, .1, FILE)"
+else
+  echo "systemd_test: skipped the logrotate config: no logrotate (apt-get install logrotate)"
+fi
 
 # --- the unit files: systemd-analyze verify, with ExecStart= pointing at
 # this build's tools (it checks that the program exists).
