@@ -62,22 +62,6 @@ std::string listen_outcome(net_world& w, net::server& srv, int fd) {
   return outcome;
 }
 
-// Whether a client that connects with `connect` has "ping" echoed back.
-template <class Connect>
-bool echoes(net_world& w, net::server& srv, Connect connect) {
-  srv.on_connection([](net::socket& s) {
-    s.on(event::data, [&s](std::string_view c) { s.write(c); });
-    s.on(event::end, [&s] { s.end(); });
-  });
-  auto c = connect();
-  std::string got;
-  bool closed = false;
-  c->on(event::data, [&](std::string_view d) { got += d; });
-  c->on(event::close, [&] { closed = true; });
-  c->end("ping");
-  return spin(w.loop, [&] { return closed; }) && got == "ping";
-}
-
 TEST_CASE("a listening TCP socket passed as a handle is served, and close() closes its fd") {
   net_world w;
   const int fd = tcp_socket(true);
@@ -89,7 +73,7 @@ TEST_CASE("a listening TCP socket passed as a handle is served, and close() clos
   CHECK(port != 0);
   CHECK((::fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);
   CHECK((::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
-  CHECK(echoes(w, srv, [&] { return net::connect(port, "127.0.0.1", w.socket_opts()); }));
+  CHECK(echoes(w, srv, net::connect(port, "127.0.0.1", w.socket_opts())));
   srv.close();
   CHECK_FALSE(srv.listening());
   CHECK_FALSE(fd_open(fd));
@@ -101,7 +85,7 @@ TEST_CASE("a TCP socket that is bound but not listening is made to listen, as li
   net::server srv(w.server_opts());
   CHECK(listen_outcome(w, srv, fd) == "listening");
   const std::uint16_t port = port_of(srv);
-  CHECK(echoes(w, srv, [&] { return net::connect(port, "127.0.0.1", w.socket_opts()); }));
+  CHECK(echoes(w, srv, net::connect(port, "127.0.0.1", w.socket_opts())));
 }
 
 TEST_CASE("a listening Unix socket passed as a handle is served, and close() leaves its path to its owner") {
@@ -114,7 +98,7 @@ TEST_CASE("a listening Unix socket passed as a handle is served, and close() lea
   REQUIRE(srv.address());
   CHECK(srv.address()->family == "unix");
   CHECK(srv.address()->address == path);
-  CHECK(echoes(w, srv, [&] { return net::connect(path, w.socket_opts()); }));
+  CHECK(echoes(w, srv, net::connect(path, w.socket_opts())));
   srv.close();
   CHECK_FALSE(fd_open(fd));
   CHECK(std::filesystem::is_socket(path));
