@@ -10,9 +10,9 @@
 # files checked by systemd-analyze verify. Every wait is bounded (scaled by
 # SLUICE_TIME_SCALE).
 #
-#   tests/tools/systemd_test.sh SLUICE_LOGD SLUICE_FANOUT systemd|nosystemd UNIT_DIR UNIT_SOURCE_DIR
+#   tests/tools/systemd_test.sh SLUICE_LOGD SLUICE_FANOUT SLUICE_LOG systemd|nosystemd UNIT_DIR UNIT_SOURCE_DIR
 set -euo pipefail
-logd=$1 fanout=$2 built=$3 unit_dir=$4 unit_src=$5
+logd=$1 fanout=$2 slog=$3 built=$4 unit_dir=$5 unit_src=$6
 . "$(dirname "${BASH_SOURCE[0]}")/prelude.sh"
 
 if [[ $built != systemd ]]; then
@@ -74,51 +74,61 @@ s.sendall(b"".join(m.encode() + b"\n" for m in sys.argv[2:]))
 s.close()
 PY
 }
+# wait_exit PID WHAT: its exit status in $st, once it has exited (bounded).
+wait_exit() {
+  st=0
+  for _ in $(seq $((200 * scale))); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$1" 2>/dev/null && fail "$2: pid $1 still runs"
+  wait "$1" || st=$?
+}
 # stop_it PID: SIGTERM, then its exit status in $st (bounded).
 stop_it() {
   kill -TERM "$1"
-  st=0
-  for _ in $(seq $((200 * scale))); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "$1" 2>/dev/null && fail "pid $1 still runs after SIGTERM"
-  wait "$1" || st=$?
+  wait_exit "$1" "after SIGTERM"
 }
 
 # --- a TCP socket passed as fd:syslog: what is sent to it lands in FILE
+# activate LOG SOCKET-ACTIVATE-OPTION...: sluice-logd --listen fd:syslog LOG
+# under systemd-socket-activate, which binds $port ($sa: its pid, sluice-logd's
+# once it execs). It starts sluice-logd at the first connection, which waits
+# in the backlog meanwhile, as under a socket unit.
+activate() {
+  local log=$1
+  shift
+  : >"$dir/err"  # no line of the last run is read as this one's
+  systemd-socket-activate "${pass_env[@]}" "$@" "$logd" --listen fd:syslog "$log" 2>"$dir/err" &
+  sa=$!
+  pids+=("$sa")
+  wait_for "socket-activate" "$dir/err" "Listening on 127.0.0.1:$port"
+}
+# logged WHAT LOG LINE...: LOG gets the LINEs, in this order, and SIGTERM to $sa
+# ends it with exit 0.
+logged() {
+  local what=$1 log=$2
+  shift 2
+  wait_lines "$log" $#
+  stop_it "$sa"
+  [[ $st -eq 0 ]] || fail "$what: exit $st: $(cat "$dir/err")"
+  [[ $(cat "$log") == "$(printf '%s\n' "$@")" ]] || fail "$what: $log: $(cat "$log")"
+}
 port=$(free_port)
-: >"$dir/err"  # no line of the last run is read as this one's
-systemd-socket-activate "${pass_env[@]}" -l "127.0.0.1:$port" --fdname=syslog \
-  "$logd" --listen fd:syslog "$dir/tcp.log" 2>"$dir/err" &
-sa=$!
-pids+=("$sa")
-# systemd-socket-activate starts sluice-logd at the first connection, which
-# waits in the backlog meanwhile, as under a socket unit.
-wait_for "socket-activate" "$dir/err" "Listening on 127.0.0.1:$port"
+activate "$dir/tcp.log" -l "127.0.0.1:$port" --fdname=syslog
 send_tcp "$port" "<13>first over the passed socket" "<13>second"
 wait_for "sluice-logd on fd:syslog" "$dir/err" "listening on fd:syslog \(127\.0\.0\.1:$port\)"
 send_tcp "$port" "<13>third"
-wait_lines "$dir/tcp.log" 3
-stop_it "$sa"
-[[ $st -eq 0 ]] || fail "sluice-logd on fd:syslog: exit $st: $(cat "$dir/err")"
-[[ $(cat "$dir/tcp.log") == $'<13>first over the passed socket\n<13>second\n<13>third' ]] || fail "tcp.log: $(cat "$dir/tcp.log")"
+logged "sluice-logd on fd:syslog" "$dir/tcp.log" "<13>first over the passed socket" "<13>second" "<13>third"
 ok "a TCP socket passed as fd:syslog: every message in FILE, exit 0 at SIGTERM"
 
 # --- a Unix socket, and two sockets under one name (a socket unit with two
 # ListenStream=): both served
 port=$(free_port)
-: >"$dir/err"  # no line of the last run is read as this one's
-systemd-socket-activate "${pass_env[@]}" -l "$dir/logd.sock" -l "127.0.0.1:$port" --fdname=syslog:syslog \
-  "$logd" --listen fd:syslog "$dir/unix.log" 2>"$dir/err" &
-sa=$!
-pids+=("$sa")
-wait_for "socket-activate" "$dir/err" "Listening on 127.0.0.1:$port"
+activate "$dir/unix.log" -l "$dir/logd.sock" -l "127.0.0.1:$port" --fdname=syslog:syslog
 send_unix "$dir/logd.sock" "<13>over the Unix socket"
 wait_for "sluice-logd on a Unix fd:syslog" "$dir/err" "listening on fd:syslog \(unix:$dir/logd.sock\)"
 wait_for "sluice-logd on a TCP fd:syslog" "$dir/err" "listening on fd:syslog \(127\.0\.0\.1:$port\)"
+wait_lines "$dir/unix.log" 1
 send_tcp "$port" "<13>over TCP"
-wait_lines "$dir/unix.log" 2
-stop_it "$sa"
-[[ $st -eq 0 ]] || fail "sluice-logd on two fd:syslog: exit $st: $(cat "$dir/err")"
-[[ $(sort "$dir/unix.log") == $'<13>over TCP\n<13>over the Unix socket' ]] || fail "unix.log: $(cat "$dir/unix.log")"
+logged "sluice-logd on two fd:syslog" "$dir/unix.log" "<13>over the Unix socket" "<13>over TCP"
 [[ -S $dir/logd.sock ]] || fail "sluice-logd removed the Unix socket systemd made"
 ok "a Unix socket and a TCP socket under one name: both served; the socket file left to its owner"
 
@@ -129,7 +139,7 @@ usage_case() {
   shift 2
   st=0
   : >"$dir/err"  # no line of the last run is read as this one's
-  timeout $((30 * scale)) "$@" 2>"$dir/err" &
+  "$@" 2>"$dir/err" &
   local p=$!
   pids+=("$p")
   wait_for "$what" "$dir/err" "Listening on"
@@ -152,7 +162,7 @@ PY
     grep -q "died with code 2" "$dir/err" || fail "$what: $(cat "$dir/err")"
     kill "$p"
   else
-    wait "$p" || st=$?
+    wait_exit "$p" "$what"
     [[ $st -eq 2 ]] || fail "$what: exit $st: $(cat "$dir/err")"
   fi
   grep -v '^Listening on\|^Communication attempt\|^Execing\|^Connection from\|^Spawned\|^Child ' "$dir/err" >"$dir/err.tool" || true
@@ -248,6 +258,23 @@ wait_for "the reader" "$dir/notes" "^MARK=1"
 [[ $(cat "$dir/notes") == "MARK=1" ]] || fail "sent without NOTIFY_SOCKET: $(cat "$dir/notes")"
 ok "without NOTIFY_SOCKET: nothing sent"
 
+# sluice-log too: READY=1 once its FILE is open, STOPPING=1 at SIGTERM with
+# the lines it read.
+: >"$dir/notes"
+mkfifo "$dir/log-in"
+NOTIFY_SOCKET=$dir/notify.sock "$slog" "$dir/slog.log" <"$dir/log-in" 2>"$dir/err.log" &
+lp=$!
+pids+=("$lp")
+exec 4>"$dir/log-in"
+wait_for "READY=1 from sluice-log" "$dir/notes" "^READY=1 STATUS=0 lines"
+printf 'one\ntwo\n' >&4
+wait_lines "$dir/slog.log" 2
+stop_it "$lp"
+exec 4>&-
+[[ $st -eq 0 ]] || fail "sluice-log with NOTIFY_SOCKET: exit $st: $(cat "$dir/err.log")"
+wait_for "STOPPING=1 from sluice-log" "$dir/notes" "^STOPPING=1 STATUS=stopping: 2 lines, 2 written"
+ok "sluice-log: READY=1 once FILE is open, STOPPING=1 at SIGTERM"
+
 # --- sluice-fanout on a passed socket, with sd_notify: a subscriber gets the lines
 : >"$dir/notes"
 mkfifo "$dir/in"
@@ -278,9 +305,7 @@ wait_for "READY=1 from sluice-fanout" "$dir/notes" "^READY=1 STATUS=0 lines in"
 printf 'one\ntwo\n' >&3
 wait_lines "$dir/got" 2
 exec 3>&-
-st=0
-for _ in $(seq $((200 * scale))); do kill -0 "$fp" 2>/dev/null || break; sleep 0.05; done
-wait "$fp" || st=$?
+wait_exit "$fp" "sluice-fanout at the end of its input"
 [[ $st -eq 0 ]] || fail "sluice-fanout on fd:subs: exit $st: $(cat "$dir/err")"
 [[ $(cat "$dir/got") == $'one\ntwo' ]] || fail "the subscriber got: $(cat "$dir/got")"
 wait_for "STOPPING=1 from sluice-fanout" "$dir/notes" "^STOPPING=1 STATUS=stopping: 2 lines in, 2 sent"
