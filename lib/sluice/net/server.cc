@@ -55,9 +55,10 @@ server& server::listen(std::string_view path) {
 }
 
 // Node: listenInCluster() with a handle: libuv's uv_tcp_open() or
-// uv_pipe_open() on the fd, then uv_listen(), which calls listen(2) again;
-// on a socket that listens already it only sets the backlog, so it is
-// skipped here and a socket passed by systemd keeps its own Backlog=.
+// uv_pipe_open() on the fd, then uv_listen(), which calls listen(2) again.
+// Differs from Node: on a socket that listens already that call would only
+// set the backlog, so it is skipped, and a socket passed by systemd keeps
+// its own Backlog= (docs/differences-from-node.md).
 server& server::listen(handle h) {
   event_ticks_ = 1;
   closing_ = false;
