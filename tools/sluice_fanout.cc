@@ -36,6 +36,7 @@
 #include "metrics_server.h"
 #include "rate_limited_note.h"
 #include "socket_perms.h"
+#include "systemd.h"
 #include "tls_server_args.h"
 #include "sluice/net/server.h"
 #include "sluice/sluice.h"
@@ -58,7 +59,8 @@ seconds (as in sluice-logd and sluice-log).
 
 Options:
   --listen ADDR         where subscribers connect (required, unless
-                        --listen-tls is given)
+                        --listen-tls is given); also fd:NAME, the sockets
+                        systemd passed (see systemd)
   --listen-tls HOST:PORT
                         where subscribers connect over TLS, once or more,
                         beside --listen; needs --tls-cert and --tls-key;
@@ -163,6 +165,16 @@ input'). Under pause a subscriber that never reads holds this up (pause
 means waiting for it): --write-deadline bounds it. Under every policy a
 second SIGTERM or SIGINT cuts the remaining subscribers off at once.
 
+systemd: --listen and --listen-tls take fd:NAME, the sockets a socket unit
+passes under FileDescriptorName=NAME (LISTEN_FDS), each served (printed as
+'listening on fd:NAME (ADDR)'); a NAME not passed, or a socket that is not a
+listening stream socket (Accept=yes), is bad usage. With NOTIFY_SOCKET set
+(Type=notify), sluice-fanout says READY=1 once every address listens,
+STATUS= with its counts (every 2 s when they change), STOPPING=1 when it
+stops (the end of the input, SIGTERM), and WATCHDOG=1 every
+WATCHDOG_USEC/2 when WatchdogSec= is set. Both need libsystemd at build
+time.
+
 A unix: path that is a socket nobody accepts on (left by a sluice-fanout that
 was killed) is removed and listened on again; anything else there (a file, a
 live listener) is an error.
@@ -200,11 +212,11 @@ struct options {
   std::optional<mode_t> socket_mode;
   std::optional<gid_t> socket_group;
   sluice_tools::tls_server_args tls;  // --listen-tls, --tls-*
-  std::vector<std::pair<std::string, std::uint16_t>> tls_addrs;  // --listen-tls's, parsed
   sluice_tools::metrics_args metrics;  // --metrics
 };
 
 void parse_listen(const std::string& a, options& o) {
+  if (sluice_tools::systemd::is_passed(a)) return sluice_tools::systemd::check_passed(this_tool, "--listen", a);
   if (a.rfind("unix:", 0) == 0) {
     if (a.size() == 5) this_tool.usage_error("--listen unix: wants a path");
     o.unix_socket = true;
@@ -334,15 +346,7 @@ options parse_args(int argc, char** argv) {
         if (!(o.socket_group = sluice_tools::parse_socket_group(optarg)))
           this_tool.usage_error(std::string("--socket-group wants a group name or number, got '") + optarg + "'");
         break;
-      case listen_tls: {
-        const std::string a = optarg;
-        sluice_tools::add_listen_tls(this_tool, o.tls, a);
-        std::pair<std::string, std::uint16_t> hp;
-        std::string why;
-        if (!sluice_tools::parse_host_port("--listen-tls", a, hp.first, hp.second, 0, why)) this_tool.usage_error(why);
-        o.tls_addrs.push_back(hp);
-        break;
-      }
+      case listen_tls: sluice_tools::add_listen_tls(this_tool, o.tls, optarg); break;
       case tls_cert: o.tls.cert = optarg; break;
       case tls_key: o.tls.key = optarg; break;
       case tls_client_ca: o.tls.client_ca = optarg; break;
@@ -410,10 +414,16 @@ class fanout_tool {
 #if SLUICE_TOOL_TLS
     if (o_.tls.enabled() && !make_tls_servers()) return 2;
 #endif
-    if (!o_.listen.empty()) listen_plain();
+    if (!o_.listen.empty())
+      for (const auto& [addr, fd] : sluice_tools::systemd::listeners({o_.listen})) listen_plain(fd);
 #if SLUICE_TOOL_TLS
-    for (std::size_t i = 0; i < tls_servers_.size(); ++i)
-      tls_servers_[i]->listen(o_.tls_addrs[i].second, o_.tls_addrs[i].first);
+    for (std::size_t i = 0; i < tls_servers_.size(); ++i) {
+      const auto& [addr, fd] = tls_where_[i];
+      std::string host, why;
+      std::uint16_t port = 0;
+      if (fd >= 0) tls_servers_[i]->listen(sluice::net::handle{fd});
+      else if (sluice_tools::parse_host_port("--listen-tls", addr, host, port, 0, why)) tls_servers_[i]->listen(port, host);
+    }
 #endif
     loop.run();
     stdin_.restore();
@@ -441,12 +451,16 @@ class fanout_tool {
     return so;
   }
 
-  void listen_plain() {
-    server_ = std::make_unique<sluice::net::server>(server_options(o_));
-    sluice::net::server* s = server_.get();
-    watch_server(*s, o_.listen, [s] { return describe(*s->address()); });
+  // `fd`: a socket passed by systemd (--listen fd:NAME), or -1.
+  void listen_plain(int fd) {
+    sluice::net::server* s = servers_plain_.emplace_back(std::make_unique<sluice::net::server>(server_options(o_))).get();
+    watch_server(*s, o_.listen, [s, fd, this] {
+      return fd >= 0 ? sluice_tools::systemd::describe_passed(o_.listen, *s->address()) : describe(*s->address());
+    });
     s->on_connection([this](sluice::net::socket& sock) { subscribe(sock, sock); });
-    if (o_.unix_socket)
+    if (fd >= 0)
+      s->listen(sluice::net::handle{fd});
+    else if (o_.unix_socket)
       s->listen(std::string_view(o_.host));
     else
       s->listen(o_.port, o_.host);
@@ -465,6 +479,7 @@ class fanout_tool {
       std::fprintf(stderr, "sluice-fanout: listening on %s\n", where().c_str());
       if (++servers_up_ < servers_) return;
       listening_ = true;
+      notify_.ready();
       if (o_.wait_for == 0) start_reading();
     });
     s.on(sluice::event::error, [this, up, addr](std::error_code ec) {
@@ -487,7 +502,7 @@ class fanout_tool {
   bool make_tls_servers() {
     const sluice::tls::server_options to = sluice_tools::make_tls_server_options(
         o_.tls, server_options(o_), std::chrono::milliseconds(o_.idle_timeout_ms));
-    for (const auto& [host, port] : o_.tls_addrs) {
+    for (const auto& [addr, fd] : sluice_tools::systemd::listeners(o_.tls.listen)) {
       std::unique_ptr<sluice::tls::server> srv;
       try {
         srv = std::make_unique<sluice::tls::server>(to);
@@ -497,8 +512,9 @@ class fanout_tool {
         return false;
       }
       sluice::tls::server* s = srv.get();
-      const std::string addr = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-      watch_server(*s, addr, [s] { return describe(*s->address()) + " (TLS)"; });
+      watch_server(*s, addr, [s, addr, fd] {
+        return (fd >= 0 ? sluice_tools::systemd::describe_passed(addr, *s->address()) : describe(*s->address())) + " (TLS)";
+      });
       // A connection in its handshake is no subscriber yet: kept here so
       // that the end of the input does not wait for its handshake timeout.
       s->tcp().on_connection([this](sluice::net::socket& tcp) {
@@ -520,6 +536,7 @@ class fanout_tool {
         subscribe(ts, ts.tcp());
       });
       tls_servers_.push_back(std::move(srv));
+      tls_where_.emplace_back(addr, fd);
     }
     return true;
   }
@@ -530,7 +547,7 @@ class fanout_tool {
   void close_servers() {
     if (servers_closing_) return;
     servers_closing_ = true;
-    if (server_) server_->close();
+    for (auto& s : servers_plain_) s->close();
 #if SLUICE_TOOL_TLS
     for (auto& s : tls_servers_) s->close();
     std::vector<sluice::net::socket*> hs(handshaking_.begin(), handshaking_.end());
@@ -642,6 +659,7 @@ class fanout_tool {
   void shut_down() {
     if (stopping_) return;
     stopping_ = true;
+    notify_.stopping();
     if (in_ && !in_->destroyed()) in_->destroy();
 #if SLUICE_TOOL_TLS
     std::vector<sluice::net::socket*> hs(handshaking_.begin(), handshaking_.end());
@@ -729,9 +747,10 @@ class fanout_tool {
 
   const options& o_;
   sluice::fanout hub_;
-  std::unique_ptr<sluice::net::server> server_;  // --listen
+  std::vector<std::unique_ptr<sluice::net::server>> servers_plain_;  // --listen: one, or each socket of fd:NAME
 #if SLUICE_TOOL_TLS
   std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;  // --listen-tls
+  std::vector<std::pair<std::string, int>> tls_where_;  // each one's address, and fd when passed (else -1)
   std::unordered_set<sluice::net::socket*> handshaking_;  // TLS connections not yet secure
 #endif
   sluice_tools::rate_limited_note tls_note_;
@@ -755,6 +774,10 @@ class fanout_tool {
   bool stopping_ = false;  // end of input, a signal or an error: no more lines
   bool servers_closing_ = false;
   std::error_code read_error_;
+  sluice_tools::systemd::notifier notify_{[this] {
+    return std::to_string(hub_.messages_in()) + " lines in, " + std::to_string(hub_.messages_sent()) + " sent, " +
+           std::to_string(hub_.messages_dropped()) + " dropped; " + std::to_string(subs_.size()) + " subscribers";
+  }};
 };
 
 }  // namespace

@@ -24,6 +24,7 @@ namespace {
 constexpr const char* usage_text = R"(usage: sluice-lines [OPTION]... [FILE]...
 Counts the lines of each FILE, or prints the lines that contain TEXT.
 
+Options:
   (no -F)       print the number of lines, like wc -l; with several FILEs,
                 one 'COUNT FILE' line each and a 'COUNT total' line
   -F TEXT       print the lines that contain TEXT (bytes, no pattern), like

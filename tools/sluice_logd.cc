@@ -42,6 +42,7 @@
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
+#include "systemd.h"
 #include "tls_server_args.h"
 #include "sluice/sluice.h"
 #include "sluice/syslog/relp_session.h"
@@ -59,8 +60,9 @@ sluice-fanout and sluice-log).
 
 Options:
   --listen ADDR     where to accept senders, once or more: HOST:PORT (an IP
-                    address or localhost; port 0 picks a free port) or
-                    unix:PATH. Each address is printed on standard error as
+                    address or localhost; port 0 picks a free port),
+                    unix:PATH, or fd:NAME (sockets systemd passed, see
+                    systemd). Each address is printed on standard error as
                     'sluice-logd: listening on ADDR' once it listens.
   --listen-relp HOST:PORT
                     where to accept RELP senders (rsyslog's omrelp,
@@ -221,6 +223,15 @@ exit status 1 (a message being written then may be cut short in FILE).
 Writing waits for the disk: while FILE cannot keep up, no connection is
 read, so the senders are held back by TCP and memory stays bounded.
 
+systemd: --listen, --listen-relp and --listen-tls take fd:NAME, the sockets
+a socket unit passes under FileDescriptorName=NAME (LISTEN_FDS), each served
+(printed as 'listening on fd:NAME (ADDR)'); a NAME not passed, or a socket
+that is not a listening stream socket (Accept=yes), is bad usage. With
+NOTIFY_SOCKET set (Type=notify), sluice-logd says READY=1 once every address
+listens and FILE is open, STATUS= with its counts (every 2 s when they
+change), STOPPING=1 at SIGTERM, and WATCHDOG=1 every WATCHDOG_USEC/2 when
+WatchdogSec= is set. Both need libsystemd at build time.
+
 Accepting: when the process is out of file descriptors (EMFILE, ENFILE) or
 memory, accepting pauses for 100 ms at a time and the connections go on;
 said on standard error at most once every 10 s, with a count.
@@ -302,12 +313,14 @@ options parse_args(int argc, char** argv) {
     switch (c) {
       case listen:
         if (arg == "unix:") this_tool.usage_error("--listen unix: wants a path");
-        if (arg.rfind("unix:", 0) != 0) host_port(arg, "--listen");
+        if (sluice_tools::systemd::is_passed(arg)) sluice_tools::systemd::check_passed(this_tool, "--listen", arg);
+        else if (arg.rfind("unix:", 0) != 0) host_port(arg, "--listen");
         o.listen.push_back(arg);
         break;
       case listen_relp:
         if (arg.rfind("unix:", 0) == 0) this_tool.usage_error("--listen-relp wants HOST:PORT, not a Unix socket, got '" + arg + "'");
-        host_port(arg, "--listen-relp");
+        if (sluice_tools::systemd::is_passed(arg)) sluice_tools::systemd::check_passed(this_tool, "--listen-relp", arg);
+        else host_port(arg, "--listen-relp");
         o.listen_relp.push_back(arg);
         break;
       case listen_tls: sluice_tools::add_listen_tls(this_tool, o.tls, arg); break;
@@ -542,8 +555,8 @@ class logd {
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] { set_paused(false); });
 
-    for (const std::string& addr : o_.listen) listen(addr, false);
-    for (const std::string& addr : o_.listen_relp) listen(addr, true);
+    for (const auto& [addr, fd] : sluice_tools::systemd::listeners(o_.listen)) listen(addr, false, fd);
+    for (const auto& [addr, fd] : sluice_tools::systemd::listeners(o_.listen_relp)) listen(addr, true, fd);
 #if SLUICE_TOOL_TLS
     if (o_.tls.enabled() && !listen_tls()) return 2;
 #endif
@@ -562,7 +575,9 @@ class logd {
  private:
   static void say_listening(const std::string& addr, const std::optional<sluice::net::address_info>& a,
                             const char* kind) {
-    if (addr.rfind("unix:", 0) == 0)
+    if (sluice_tools::systemd::is_passed(addr))
+      std::fprintf(stderr, "sluice-logd: listening on %s%s\n", sluice_tools::systemd::describe_passed(addr, *a).c_str(), kind);
+    else if (addr.rfind("unix:", 0) == 0)
       std::fprintf(stderr, "sluice-logd: listening on %s%s\n", addr.c_str(), kind);
     else if (a->family == "IPv6")
       std::fprintf(stderr, "sluice-logd: listening on [%s]:%u%s\n", a->address.c_str(), a->port, kind);
@@ -570,25 +585,45 @@ class logd {
       std::fprintf(stderr, "sluice-logd: listening on %s:%u%s\n", a->address.c_str(), a->port, kind);
   }
 
-  void listen(const std::string& addr, bool relp) {
+  // `fd`: a socket passed by systemd (addr is fd:NAME), or -1.
+  void listen(const std::string& addr, bool relp, int fd) {
     sluice::net::server_options so = o_.server;
     so.max_connections = o_.max_connections;
     auto srv = std::make_unique<sluice::net::server>(so);
     sluice::net::server* s = srv.get();
     auto up = std::make_shared<bool>(false);
-    s->on(sluice::event::listening, [s, addr, up, relp] {
+    s->on(sluice::event::listening, [this, s, addr, up, relp] {
       *up = true;
       say_listening(addr, s->address(), relp ? " (RELP)" : "");
+      listener_up();
     });
     on_server_error(*s, addr, up);
     s->on_connection([this, relp](sluice::net::socket& sock) { accept(sock, sock, relp); });
-    if (addr.rfind("unix:", 0) == 0) {
+    if (fd >= 0) {
+      s->listen(sluice::net::handle{fd});
+    } else if (addr.rfind("unix:", 0) == 0) {
       s->listen(std::string_view(addr).substr(5));
     } else {
       const auto [host, port] = host_port(addr, relp ? "--listen-relp" : "--listen");
       s->listen(port, host);
     }
     servers_.push_back(std::move(srv));
+  }
+
+  // READY=1 once every listener listens (FILE is open before any).
+  void listener_up() {
+    std::size_t all = servers_.size();
+#if SLUICE_TOOL_TLS
+    all += tls_servers_.size();
+#endif
+    if (++listeners_up_ == all) notify_.ready();
+  }
+
+  // STATUS=: what `systemctl status` shows.
+  std::string status_line() const {
+    return std::to_string(messages_) + " messages, " + std::to_string(written_) + " written, " +
+           std::to_string(connections_) + " connections (" + std::to_string(conns_.size()) + " open), " +
+           std::to_string(malformed_) + " malformed";
   }
 
   void on_server_error(sluice::emitter& s, const std::string& addr, const std::shared_ptr<bool>& up) {
@@ -611,7 +646,7 @@ class logd {
     sluice::net::server_options listener = o_.server;
     listener.max_connections = o_.max_connections;
     const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, listener, o_.idle_timeout);
-    for (const std::string& addr : o_.tls.listen) {
+    for (const auto& [addr, fd] : sluice_tools::systemd::listeners(o_.tls.listen)) {
       std::unique_ptr<sluice::tls::server> srv;
       try {
         srv = std::make_unique<sluice::tls::server>(to);
@@ -622,9 +657,10 @@ class logd {
       }
       sluice::tls::server* s = srv.get();
       auto up = std::make_shared<bool>(false);
-      s->on(sluice::event::listening, [s, addr, up] {
+      s->on(sluice::event::listening, [this, s, addr, up] {
         *up = true;
         say_listening(addr, s->address(), " (TLS)");
+        listener_up();
       });
       on_server_error(*s, addr, up);
       // A connection in its handshake is not one of conns_ yet: kept here
@@ -647,8 +683,12 @@ class logd {
         handshaking_.erase(&ts.tcp());
         accept(ts, ts.tcp(), false);
       });
-      const auto [host, port] = host_port(addr, "--listen-tls");
-      s->listen(port, host);
+      if (fd >= 0) {
+        s->listen(sluice::net::handle{fd});
+      } else {
+        const auto [host, port] = host_port(addr, "--listen-tls");
+        s->listen(port, host);
+      }
       tls_servers_.push_back(std::move(srv));
     }
     return true;
@@ -961,6 +1001,7 @@ class logd {
   // say_serverclose()).
   void stop() {
     if (stopping_) return;
+    notify_.stopping();
     for (auto& [sock, c] : conns_)
       if (sock->readable_length() > 0) sock->read();
     stopping_ = true;
@@ -1093,6 +1134,8 @@ class logd {
   rate_limited_note accept_note_, truncated_note_, tls_note_;
   std::unique_ptr<sluice_tools::metrics_server> metrics_;  // --metrics
   std::size_t trim_mark_ = 0;  // the most connections since the last malloc_trim()
+  std::size_t listeners_up_ = 0;
+  sluice_tools::systemd::notifier notify_{[this] { return status_line(); }};
   int status_ = 0;
   bool paused_ = false;
   bool stopping_ = false;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "args.h"
+#include "systemd.h"
 #include "tls_files.h"
 #include "tool.h"
 #if SLUICE_TOOL_TLS
@@ -31,14 +32,15 @@
 namespace sluice_tools {
 
 struct tls_server_args {
-  std::vector<std::string> listen;  // --listen-tls, HOST:PORT each
+  std::vector<std::string> listen;  // --listen-tls, HOST:PORT or fd:NAME each
   std::string cert, key, client_ca;
 
   bool enabled() const noexcept { return !listen.empty(); }
 };
 
 // --listen-tls ARG: HOST:PORT (the port itself is the tool's to check, as
-// for its --listen); bad usage in a build without TLS.
+// for its --listen), or fd:NAME, a socket systemd passed (systemd.h); bad
+// usage in a build without TLS.
 inline void add_listen_tls(const tool& t, tls_server_args& a, const std::string& arg) {
 #if !SLUICE_TOOL_TLS
   (void)a;
@@ -46,6 +48,11 @@ inline void add_listen_tls(const tool& t, tls_server_args& a, const std::string&
   t.usage_error("--listen-tls: not built with TLS (it needs OpenSSL at build time: libssl-dev, -Dtls)");
 #else
   if (arg.rfind("unix:", 0) == 0) t.usage_error("--listen-tls wants HOST:PORT, not a Unix socket, got '" + arg + "'");
+  if (systemd::is_passed(arg)) {
+    systemd::check_passed(t, "--listen-tls", arg);
+    a.listen.push_back(arg);
+    return;
+  }
   std::string host, why;
   std::uint16_t port = 0;
   if (!parse_host_port("--listen-tls", arg, host, port, 0, why)) t.usage_error(why);

@@ -66,21 +66,6 @@ std::string listen_outcome(world& w, net::server& srv, const std::string& path) 
   return outcome;
 }
 
-// A connection to the server that is echoed back.
-bool echoes(world& w, net::server& srv, const std::string& path) {
-  srv.on_connection([](net::socket& s) {
-    s.on(event::data, [&s](std::string_view c) { s.write(c); });
-    s.on(event::end, [&s] { s.end(); });
-  });
-  auto c = net::connect(path, w.socket_opts());
-  std::string got;
-  bool closed = false;
-  c->on(event::data, [&](std::string_view d) { got += d; });
-  c->on(event::close, [&] { closed = true; });
-  c->end("ping");
-  return spin(w.loop, [&] { return closed; }) && got == "ping";
-}
-
 TEST_CASE("a socket file nobody accepts on (a listener that was killed) is removed and listened on again") {
   world w;
   temp_dir dir;
@@ -93,7 +78,7 @@ TEST_CASE("a socket file nobody accepts on (a listener that was killed) is remov
   }()));
   net::server srv(w.server_opts());
   CHECK(listen_outcome(w, srv, path) == "listening");
-  CHECK(echoes(w, srv, path));
+  CHECK(echoes(w, srv, net::connect(path, w.socket_opts())));
   srv.close();
   CHECK_FALSE(std::filesystem::exists(path));
 }
@@ -190,7 +175,7 @@ TEST_CASE("unix_mode and unix_group are the socket's before listen() returns, so
     REQUIRE(::lstat(path.c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == mode);
     CHECK(st.st_gid == ::getgid());
-    CHECK(echoes(w, srv, path));
+    CHECK(echoes(w, srv, net::connect(path, w.socket_opts())));
     srv.close();
   }
 }

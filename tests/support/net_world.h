@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
+#include "support/spin.h"
 
 namespace sluice::test {
 
@@ -55,6 +58,21 @@ template <class Server>
 std::uint16_t port_of(const Server& s) {
   REQUIRE(s.address());
   return s.address()->port;
+}
+
+/// Whether `srv` echoes what `client` (connecting to it) sends: "ping",
+/// back before the close. Sets an echoing 'connection' listener on `srv`.
+inline bool echoes(net_world& w, net::server& srv, std::unique_ptr<net::socket> client) {
+  srv.on_connection([](net::socket& s) {
+    s.on(event::data, [&s](std::string_view c) { s.write(c); });
+    s.on(event::end, [&s] { s.end(); });
+  });
+  std::string got;
+  bool closed = false;
+  client->on(event::data, [&](std::string_view d) { got += d; });
+  client->on(event::close, [&] { closed = true; });
+  client->end("ping");
+  return spin(w.loop, [&] { return closed; }) && got == "ping";
 }
 
 }  // namespace sluice::test

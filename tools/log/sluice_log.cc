@@ -54,6 +54,7 @@
 #include "log_net_output.h"
 #include "metrics_server.h"
 #include "shutdown_signals.h"
+#include "systemd.h"
 #include "sluice/sluice.h"
 #include "tls_files.h"
 #if SLUICE_LOG_TLS
@@ -381,6 +382,11 @@ one that kept it all.
 Kafka: kafka:// needs sluice-log built with librdkafka (meson -Dkafka=auto
 or enabled, Debian's librdkafka-dev); without it, kafka:// is an error
 (exit 2).
+
+systemd: with NOTIFY_SOCKET set (Type=notify), sluice-log says READY=1 once
+DEST is open, STATUS= with its counts (every 2 s when they change),
+STOPPING=1 at SIGTERM or SIGINT, and WATCHDOG=1 every WATCHDOG_USEC/2 when
+WatchdogSec= is set (with libsystemd at build time).
 
 Exit status: 0 at the end of the input or on SIGTERM/SIGINT, with every line
 read in the file, sent, or (relp://) acknowledged; 1 when FILE cannot be opened or written (reported
@@ -760,6 +766,7 @@ class log_tool {
     const bool opened = out_->open();
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     if (!opened) return 1;
+    notify_.ready();  // sd_notify under systemd (Type=notify): the output is open
     out().on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out().on(sluice::event::drain, [this] {
       if (!waiting_ || !in_ || stopping_) return;
@@ -843,6 +850,7 @@ class log_tool {
   // A network DEST has --grace to take it all; a second signal ends the
   // wait.
   void stop_signal() {
+    notify_.stopping();
     if (network() && !finished_) {
       if (grace_timer_ != 0) return give_up("a second signal ended the wait");
       grace_timer_ = sluice::loop::current().set_timeout(o_.grace, [this] {
@@ -939,6 +947,10 @@ class log_tool {
   bool gave_up_ = false;   // the network stream was destroyed: what it held is dropped
   std::string reason_;     // why messages were not sent
   std::error_code read_error_;
+  sluice_tools::systemd::notifier notify_{[this] {
+    return std::to_string(n_.lines) + " lines, " + std::to_string(n_.written) + " written, " +
+           std::to_string(n_.unsent) + " not sent";
+  }};
 };
 
 }  // namespace

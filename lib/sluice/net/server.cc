@@ -2,6 +2,7 @@
 // _emitCloseIfDrained, over the loop's public API.
 #include "sluice/net/server.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -53,6 +54,38 @@ server& server::listen(std::string_view path) {
   return *this;
 }
 
+// Node: listenInCluster() with a handle: libuv's uv_tcp_open() or
+// uv_pipe_open() on the fd, then uv_listen(), which calls listen(2) again.
+// Differs from Node: on a socket that listens already that call would only
+// set the backlog, so it is skipped, and a socket passed by systemd keeps
+// its own Backlog= (docs/differences-from-node.md).
+server& server::listen(handle h) {
+  event_ticks_ = 1;
+  closing_ = false;
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(h.fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
+    const std::error_code ec = type != 0 && type != SOCK_STREAM ? std::error_code(EPROTOTYPE, std::system_category())
+                                                                 : last_error();
+    if (ec.value() != EBADF) ::close(h.fd);
+    fail_soon(ec, event_ticks_);
+    return *this;
+  }
+  int accepting = 0;
+  len = sizeof accepting;
+  const int flags = ::fcntl(h.fd, F_GETFL);
+  if (::getsockopt(h.fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || flags < 0 ||
+      ::fcntl(h.fd, F_SETFL, flags | O_NONBLOCK) != 0 || ::fcntl(h.fd, F_SETFD, FD_CLOEXEC) != 0 ||
+      (!accepting && ::listen(h.fd, options_.backlog) != 0)) {
+    const std::error_code ec = last_error();
+    ::close(h.fd);
+    fail_soon(ec, event_ticks_);
+    return *this;
+  }
+  start_listening(h.fd);
+  return *this;
+}
+
 server& server::listen_at(std::error_code bad_address, const detail::sockaddr_any& at) {
   if (bad_address)
     fail_soon(bad_address, event_ticks_);
@@ -89,6 +122,11 @@ void server::bind_and_listen(const detail::sockaddr_any& at) {
     fail_soon(ec, event_ticks_);
     return;
   }
+  start_listening(fd);
+}
+
+// The fd listens: accept on it, and say 'listening' after event_ticks_.
+void server::start_listening(int fd) {
   fd_ = fd;
   wait_for_connection();
   const auto emit_listening = [this] {

@@ -50,6 +50,13 @@ struct server_options {
   loop* event_loop = nullptr;
 };
 
+/// Node's `{fd}` handle for server.listen(handle): a stream socket that
+/// another process made and passed down (systemd's socket activation, an
+/// inetd, a parent that bound a privileged port), TCP or Unix.
+struct handle {
+  int fd = -1;
+};
+
 /// Node's net.Server. Events: 'listening'; 'connection', whose
 /// event_arg::source is the new net::socket* (on_connection() adds a
 /// listener that takes a socket&); 'error' (a failed listen, or an accept
@@ -89,6 +96,16 @@ class server : public emitter {
   /// gone (a connect() to it is refused) is removed and bound again; any
   /// other file there, or a live listener, is EADDRINUSE.
   server& listen(std::string_view path);
+  /// Node: server.listen({fd}): serves a stream socket that is already
+  /// open, TCP or Unix. The server owns `h.fd` from here (close() and the
+  /// destructor close it), makes it non-blocking and close-on-exec, and
+  /// calls listen(2) on it with options' backlog when it is not listening
+  /// yet, as libuv's uv_listen() does for Node. A Unix socket's path is not
+  /// the server's: close() leaves it, as whoever bound it owns it.
+  /// 'listening' or 'error' on the next tick, as for a path: EBADF when
+  /// `h.fd` is no open fd, ENOTSOCK when it is not a socket, EPROTOTYPE when
+  /// it is not a stream socket (the fd is closed then too).
+  server& listen(handle h);
   /// Node: server.close(): stops accepting now; 'close' follows once every
   /// connection has closed. Open connections are not touched. As in Node,
   /// every call made once the server is drained emits 'close' again.
@@ -141,6 +158,7 @@ class server : public emitter {
   friend class socket;
 
   server& listen_at(std::error_code bad_address, const detail::sockaddr_any& at);
+  void start_listening(int fd);
   void bind_and_listen(const detail::sockaddr_any& at);
   void fail_soon(std::error_code ec, int ticks);
   void emit_error(std::error_code ec) noexcept;

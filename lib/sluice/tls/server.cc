@@ -95,6 +95,11 @@ server& server::listen(std::string_view path) {
   return *this;
 }
 
+server& server::listen(net::handle h) {
+  tcp_.listen(h);
+  return *this;
+}
+
 server& server::close() {
   tcp_.close();
   return *this;

@@ -101,6 +101,9 @@ class server : public emitter {
 
   server& listen(std::uint16_t port, std::string_view host = "0.0.0.0");
   server& listen(std::string_view path);
+  /// Node: server.listen({fd}): a stream socket already open (see
+  /// net::server::listen(handle)).
+  server& listen(net::handle h);
   /// Node: server.close(): stops accepting; 'close' once every connection closed.
   server& close();
 
