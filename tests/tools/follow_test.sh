@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# sluice-log --follow as a service meets it: a writer appends numbered
+# lines while a real logrotate (private config and state) rotates the file,
+# once in `create` mode and once in `copytruncate` mode, and sluice-log is
+# SIGKILLed (with a rotation while it is down) and started again on the
+# same --state, sending into sluice-logd --listen-relp --fsync ack: every
+# line the files held arrives, duplicates only within the bound and counted
+# (--stats re-read). Also: deletion and recreation, a file whose inode came
+# back under another content (the fingerprint), a last line waiting for its
+# newline, standard input not read, a line too long, and bad input: a
+# directory or FIFO as PATH, options without --follow, a --state DIR that
+# is a symbolic link, one that cannot be saved into (said once, following
+# goes on, the last save kept), a symbolic link planted in it (not
+# followed), a state file that is not one. Loopback only; every wait is
+# bounded.
+#
+#   tests/tools/follow_test.sh SLUICE_LOG SLUICE_LOGD
+set -euo pipefail
+slog=$(realpath "${1:?usage: follow_test.sh SLUICE_LOG SLUICE_LOGD}")
+logd=$(realpath "${2:?usage: follow_test.sh SLUICE_LOG SLUICE_LOGD}")
+listen_kind=RELP
+. "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
+logrotate=$(command -v logrotate || echo /usr/sbin/logrotate)
+[ -x "$logrotate" ] || fail "logrotate is not installed (.ci/install-deps installs it)"
+
+# Waits (up to 30 s, scaled) until FILE has at least N lines.
+wait_lines() {
+  for _ in $(seq $((600 * scale))); do
+    [ "$(cat "$1" 2>/dev/null | wc -l)" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "${3:-$1}: $(cat "$1" 2>/dev/null | wc -l) lines, waited for $2"
+}
+# SIGTERM to PID, then at most 30 s (scaled) for it to exit; its status
+# in $st.
+term() {
+  kill -TERM "$1"
+  for _ in $(seq $((600 * scale))); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+  st=0
+  wait "$1" || st=$?
+}
+# A JSON field of the last --stats --json object in FILE.
+stat_of() { python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
+# Appends lines FROM..TO ("line NNNNNN" and padding) to FILE, ten at a time
+# (each batch opening FILE anew, as a program that reopens after a
+# rotation), 10 ms apart.
+writer() {
+  python3 - "$@" <<'PY'
+import sys, time
+path, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+i = first
+while i <= last:
+    with open(path, "a") as f:
+        for _ in range(10):
+            if i > last:
+                break
+            f.write("line %06d %s\n" % (i, "x" * 40))
+            i += 1
+    time.sleep(0.01)
+PY
+}
+
+# ---- bad input: exit 2 with one message and the pointer to --help
+mkdir "$dir/adir"
+mkfifo "$dir/fifo"
+usage() {
+  local want=$1; shift
+  local st=0
+  "$slog" "$@" "$dir/never.log" </dev/null 2>"$dir/usage.err" || st=$?
+  [ "$st" -eq 2 ] || fail "$*: exit $st, want 2: $(cat "$dir/usage.err")"
+  grep -qF -- "$want" "$dir/usage.err" || fail "$*: no '$want' in: $(cat "$dir/usage.err")"
+  grep -qF "Try 'sluice-log --help'" "$dir/usage.err" || fail "$*: no pointer to --help"
+}
+usage "--follow $dir/adir: a directory" --follow "$dir/adir"
+usage "--follow $dir/fifo: a FIFO" --follow "$dir/fifo"
+usage "--follow $dir/x.log is given twice" --follow "$dir/x.log" --follow "$dir/x.log"
+usage "--state goes with --follow PATH" --state "$dir/st"
+usage "--poll-interval goes with --follow PATH" --poll-interval 1s
+usage "--poll-interval wants a time above 0" --follow "$dir/x.log" --poll-interval 0
+"$slog" --help >"$dir/help"
+grep -q -- "--follow PATH" "$dir/help" || fail "--help has no --follow"
+grep -q -- "--state DIR" "$dir/help" || fail "--help has no --state"
+ok "bad usage: a directory, a FIFO, twice, --state and --poll-interval alone, --poll-interval 0"
+
+# A --state DIR that is a symbolic link: refused, exit 1.
+mkdir "$dir/real_state"
+ln -s "$dir/real_state" "$dir/link_state"
+st=0
+timeout $((20 * scale)) "$slog" --follow "$dir/x.log" --state "$dir/link_state" "$dir/out0.log" 2>"$dir/err" || st=$?
+[ "$st" -eq 1 ] || fail "--state a symbolic link: exit $st"
+grep -q "link_state: a symbolic link" "$dir/err" || fail "--state a symbolic link: $(cat "$dir/err")"
+ok "a --state DIR that is a symbolic link is refused"
+
+# ---- rotation under a writer, SIGKILL and restart, into a RELP receiver
+rotation_run() {
+  local mode=$1 d="$dir/$1"
+  mkdir "$d"
+  cat >"$d/lr.conf" <<CONF
+$d/app.log {
+  rotate 20
+  $mode
+  missingok
+  nocompress
+}
+CONF
+  ERR="$d/logd.err" start --listen-relp 127.0.0.1:0 --fsync ack "$d/recv.log"
+  local lines=3000
+  writer "$d/app.log" 1 $lines &
+  local wp=$!
+  pids+=("$wp")
+  local args=(--follow "$d/app.log" --state "$d/state" --poll-interval 200ms --stats --json "relp://127.0.0.1:$port")
+  "$slog" "${args[@]}" 2>"$d/err1" &
+  local sp=$!
+  pids+=("$sp")
+  wait_lines "$d/recv.log" 400 "$mode: first run"
+  "$logrotate" -s "$d/lr.state" -f "$d/lr.conf"  # rotated while it runs
+  wait_lines "$d/recv.log" 900 "$mode: after the first rotation"
+  kill -9 "$sp"
+  wait "$sp" 2>/dev/null || true
+  sleep 0.2
+  "$logrotate" -s "$d/lr.state" -f "$d/lr.conf"  # rotated while it is down
+  sleep 0.2
+  "$slog" "${args[@]}" 2>"$d/err2" &
+  sp=$!
+  pids+=("$sp")
+  wait_lines "$d/recv.log" 1800 "$mode: second run"
+  "$logrotate" -s "$d/lr.state" -f "$d/lr.conf"  # and again while it runs
+  wait "$wp"
+  # What the files hold is what must arrive (copytruncate loses the lines
+  # written between its copy and its truncation: logrotate's, not ours).
+  cat "$d"/app.log* | grep -o '^line [0-9]*' | sort -u >"$d/want"
+  local want
+  want=$(wc -l <"$d/want")
+  for _ in $(seq $((600 * scale))); do
+    [ "$(grep -o 'line [0-9]*' "$d/recv.log" | sort -u | comm -23 "$d/want" - | wc -l)" -eq 0 ] && break
+    sleep 0.05
+  done
+  local st
+  term "$sp"
+  [ "$st" -eq 0 ] || fail "$mode: sluice-log exited $st: $(cat "$d/err2")"
+  stop
+  grep -o 'line [0-9]*' "$d/recv.log" | sort >"$d/got"
+  local missing dups extra reread
+  missing=$(sort -u "$d/got" | comm -23 "$d/want" - | wc -l)
+  extra=$(sort -u "$d/got" | comm -13 "$d/want" - | wc -l)
+  dups=$(( $(wc -l <"$d/got") - $(sort -u "$d/got" | wc -l) ))
+  reread=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["reread"])' "$d/err2")
+  [ "$missing" -eq 0 ] || fail "$mode: $missing of $want lines missing, e.g. $(sort -u "$d/got" | comm -23 "$d/want" - | head -3 | tr '\n' ' ')"
+  # Lines sent that no file holds any more: copytruncate's lost window
+  # only; with create, none.
+  [ "$mode" = copytruncate ] || [ "$extra" -eq 0 ] || fail "$mode: $extra lines not in any file"
+  # The duplicates: what the first run had sent and not saved as
+  # acknowledged, each counted (re-read: the lines read again that the
+  # first run had read, so at most a read's 64 KiB, 1260 of these lines,
+  # and the RELP window, 1024, more than the duplicates).
+  [ "$dups" -le "$reread" ] || fail "$mode: $dups duplicates, $reread counted re-read"
+  [ "$reread" -le $((dups + 1260 + 1024)) ] || fail "$mode: $reread re-read for $dups duplicates"
+  local rotations
+  rotations=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["'"$([ "$mode" = create ] && echo rotations || echo truncations)"'"])' "$d/err2")
+  [ "$rotations" -ge 1 ] || fail "$mode: the second run saw no rotation: $(cat "$d/err2")"
+  ok "$mode: $want lines in the files, all arrived; SIGKILL and a rotation while down: $dups duplicates, $reread counted re-read"
+}
+rotation_run create
+rotation_run copytruncate
+
+# ---- into a FILE: deletion and recreation, a partial line, stdin not read
+d="$dir/plain"
+mkdir "$d"
+printf 'one\ntwo\n' >"$d/a.log"
+echo "from stdin" | "$slog" --follow "$d/a.log" --state "$d/state" --poll-interval 100ms "$d/out.log" 2>"$d/err" &
+sp=$!
+pids+=("$sp")
+wait_lines "$d/out.log" 2
+rm "$d/a.log"
+sleep 0.3
+printf 'three\n' >"$d/a.log"
+wait_lines "$d/out.log" 3
+printf 'four without' >>"$d/a.log"
+sleep 0.5
+printf ' its end\n' >>"$d/a.log"
+wait_lines "$d/out.log" 4
+term "$sp"
+[ "$st" -eq 0 ] || fail "deletion: exit $st: $(cat "$d/err")"
+printf 'one\ntwo\nthree\nfour without its end\n' | cmp - "$d/out.log" || fail "deletion: got $(cat "$d/out.log")"
+ok "deleted and created again: read to its end, then the new one; a last line waits for its newline; stdin not read"
+
+# The inode of a file gone may come back for a new one: the fingerprint
+# tells them apart, and the new one is read from its start.
+cp "$d/state/positions" "$d/positions.kept"
+rm "$d/a.log"
+printf 'another file %s\n' a b c >"$d/a.log"
+"$slog" --follow "$d/a.log" --state "$d/state" "$d/out.log" 2>"$d/err" </dev/null &
+sp=$!
+pids+=("$sp")
+wait_lines "$d/out.log" 7
+term "$sp"
+[ "$st" -eq 0 ] || fail "new file: exit $st: $(cat "$d/err")"
+tail -3 "$d/out.log" | cmp - <(printf 'another file %s\n' a b c) || fail "new file: got $(cat "$d/out.log")"
+ok "a new file at PATH (inode $(stat -c %i "$d/a.log"), was $(awk 'NR == 2 { print $3 }' "$d/positions.kept")) is read from its start"
+
+# Restarted with nothing new: nothing sent again.
+printf 'another file d\n' >>"$d/a.log"
+"$slog" --follow "$d/a.log" --state "$d/state" --stats "$d/out.log" 2>"$d/err" </dev/null &
+sp=$!
+pids+=("$sp")
+wait_lines "$d/out.log" 8
+term "$sp"
+[ "$st" -eq 0 ] || fail "resume: exit $st"
+[ "$(grep -c 'another file' "$d/out.log")" -eq 4 ] || fail "resume: sent again: $(cat "$d/out.log")"
+ok "a restart goes on after the last acknowledged line"
+
+# ---- the state DIR cannot be saved into: said once, following goes on,
+# the last save kept; a symbolic link planted there is not followed.
+cp "$d/state/positions" "$d/positions.kept"
+mkdir "$d/state/positions.tmp"
+"$slog" --follow "$d/a.log" --state "$d/state" --poll-interval 100ms "$d/out.log" 2>"$d/err" </dev/null &
+sp=$!
+pids+=("$sp")
+for i in 1 2 3; do echo "unsaved $i" >>"$d/a.log"; sleep 0.4; done
+wait_lines "$d/out.log" 11
+term "$sp"
+[ "$st" -eq 0 ] || fail "unsavable state: exit $st"
+[ "$(grep -c 'cannot save the positions' "$d/err")" -eq 1 ] || fail "unsavable state: said $(grep -c 'cannot save' "$d/err") times: $(cat "$d/err")"
+cmp "$d/positions.kept" "$d/state/positions" || fail "unsavable state: the last save changed"
+rmdir "$d/state/positions.tmp"
+ln -s "$d/victim" "$d/state/positions.tmp"
+"$slog" --follow "$d/a.log" --state "$d/state" "$d/out.log" 2>"$d/err" </dev/null &
+sp=$!
+pids+=("$sp")
+echo "linked" >>"$d/a.log"
+wait_lines "$d/out.log" 12
+term "$sp"
+[ ! -e "$d/victim" ] || fail "a symbolic link in the state DIR was followed"
+grep -q 'positions.tmp: Too many levels of symbolic links' "$d/err" || fail "planted link: $(cat "$d/err")"
+rm "$d/state/positions.tmp"
+ok "a state DIR that cannot be saved into: said once, lines go on, the last save kept; a planted link not followed"
+
+# A state file that is not one: said, every file read from its start.
+echo garbage >"$d/state/positions"
+"$slog" --follow "$d/a.log" --state "$d/state" "$d/out2.log" 2>"$d/err" </dev/null &
+sp=$!
+pids+=("$sp")
+wait_lines "$d/out2.log" 8
+term "$sp"
+grep -q 'not a sluice-log state file: every file is read from its start' "$d/err" || fail "garbage state: $(cat "$d/err")"
+ok "a state file that is not one: said, read from the start"
+
+# A line too long ends the run as on standard input.
+printf 'short\n%s\n' "$(head -c 100 /dev/zero | tr '\0' y)" >"$d/long.log"
+st=0
+timeout $((20 * scale)) "$slog" --follow "$d/long.log" --max-line-length 50 "$d/out3.log" 2>"$d/err" </dev/null || st=$?
+[ "$st" -eq 1 ] || fail "line too long: exit $st"
+grep -q 'is longer than 50 bytes' "$d/err" || fail "line too long: $(cat "$d/err")"
+printf 'short\n' | cmp - "$d/out3.log" || fail "line too long: the line before it"
+ok "a line longer than --max-line-length: the lines before it, exit 1"
+
+echo "follow: $pass passed"
