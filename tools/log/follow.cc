@@ -455,20 +455,19 @@ bool follower::emit(file& f, std::string_view line, std::uint64_t end) {
   pending_.push_back({&f, end});
   ++f.in_flight;
   f.sent = end;
-  const std::uint64_t ticket = first_ticket_ + pending_.size() - 1;
+  const std::uint64_t ticket = first_ticket_ + (pending_.size() - head_) - 1;
   if (write_(line, ticket)) return true;
   waiting_ = true;
   return false;
 }
 
 void follower::acked(std::uint64_t ticket, bool ok) {
-  if (ticket < first_ticket_ || ticket - first_ticket_ >= pending_.size()) return;
-  pending& p = pending_[ticket - first_ticket_];
+  if (ticket < first_ticket_ || ticket - first_ticket_ >= pending_.size() - head_) return;
+  pending& p = pending_[head_ + (ticket - first_ticket_)];
   p.done = true;
   p.ok = ok;
-  while (!pending_.empty() && pending_.front().done) {
-    const pending front = pending_.front();
-    pending_.pop_front();
+  while (head_ < pending_.size() && pending_[head_].done) {
+    const pending front = pending_[head_++];
     ++first_ticket_;
     // A line given up (--give-up-after, a refusal) is not acknowledged:
     // the positions stay before it, and a restart sends it again.
@@ -478,6 +477,14 @@ void follower::acked(std::uint64_t ticket, bool ok) {
       dirty_ = true;
     }
     --front.f->in_flight;
+  }
+  // The settled front goes once it is half the vector (amortised O(1)).
+  if (head_ == pending_.size()) {
+    pending_.clear();
+    head_ = 0;
+  } else if (head_ >= 1024 && head_ * 2 >= pending_.size()) {
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
   }
   if (dirty_) schedule_save();
 }

@@ -29,7 +29,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -143,8 +142,9 @@ class follower {
     bool done = false;
     bool ok = false;
   };
-  std::deque<pending> pending_;
-  std::uint64_t first_ticket_ = 0;
+  std::vector<pending> pending_;  // from head_ on: not yet settled, or after one that is not
+  std::size_t head_ = 0;
+  std::uint64_t first_ticket_ = 0;  // pending_[head_]'s ticket
   bool gave_up_line_ = false;  // a line was given up: positions are not advanced past it
   int inotify_fd_ = -1;
   sluice::timer_id poll_timer_ = 0, save_timer_ = 0;
