@@ -163,6 +163,24 @@ CONF
 rotation_run create
 rotation_run copytruncate
 
+# ---- through --spool into syslog:// (sluice-logd --listen)
+d="$dir/spool"
+mkdir "$d"
+seq -f 'spooled %.0f' 1 500 >"$d/s.log"
+listen_kind="" ERR="$d/logd.err" start --listen 127.0.0.1:0 "$d/recv.log"
+"$slog" --follow "$d/s.log" --state "$d/state" --spool "$d/spool" --stats "syslog://127.0.0.1:$port" 2>"$d/err" </dev/null &
+sp=$!
+pids+=("$sp")
+wait_lines "$d/recv.log" 500 "through --spool"
+term "$sp"
+[ "$st" -eq 0 ] || fail "--spool: exit $st: $(cat "$d/err")"
+stop
+[ "$(grep -c 'spooled [0-9]*$' "$d/recv.log")" -eq 500 ] || fail "--spool: $(grep -c spooled "$d/recv.log") of 500"
+# Fields: current, device, inode, fingerprint's length and hash, acknowledged, sent, PATH.
+awk -v size="$(stat -c %s "$d/s.log")" 'NR == 2 && $6 == size { found = 1 } END { exit !found }' "$d/state/positions" ||
+  fail "--spool: the position saved is not the end: $(cat "$d/state/positions")"
+ok "through --spool into syslog://: every line, the position saved at the end"
+
 # ---- into a FILE: deletion and recreation, a partial line, stdin not read
 d="$dir/plain"
 mkdir "$d"
@@ -183,6 +201,23 @@ term "$sp"
 [ "$st" -eq 0 ] || fail "deletion: exit $st: $(cat "$d/err")"
 printf 'one\ntwo\nthree\nfour without its end\n' | cmp - "$d/out.log" || fail "deletion: got $(cat "$d/out.log")"
 ok "deleted and created again: read to its end, then the new one; a last line waits for its newline; stdin not read"
+
+# A rotated file moved to another directory, and written there: inotify on
+# PATH's directory says nothing of it; the --poll-interval look reads it.
+mkdir "$d/elsewhere"
+printf 'p1\n' >"$d/b.log"
+"$slog" --follow "$d/b.log" --poll-interval 100ms "$d/out_poll.log" 2>"$d/err" </dev/null &
+sp=$!
+pids+=("$sp")
+wait_lines "$d/out_poll.log" 1
+mv "$d/b.log" "$d/elsewhere/b.log"
+sleep 0.3
+printf 'p2\np3\n' >>"$d/elsewhere/b.log"
+wait_lines "$d/out_poll.log" 3 "a rotated file moved away"
+term "$sp"
+[ "$st" -eq 0 ] || fail "poll: exit $st: $(cat "$d/err")"
+printf 'p1\np2\np3\n' | cmp - "$d/out_poll.log" || fail "poll: got $(cat "$d/out_poll.log")"
+ok "a rotated file moved to another directory and written there: seen by the --poll-interval look"
 
 # The inode of a file gone may come back for a new one: the fingerprint
 # tells them apart, and the new one is read from its start.
