@@ -17,6 +17,50 @@ namespace sluice_tools {
 
 using steady = std::chrono::steady_clock;
 
+namespace {
+
+constexpr std::size_t read_size = 64 * 1024;
+
+// A file's bytes read and not yet handed over: read into directly (a
+// std::string would be zero-filled, or copied into, for each read).
+class read_buffer {
+ public:
+  char* data() noexcept { return p_.get(); }
+  std::size_t size() const noexcept { return len_; }
+  bool empty() const noexcept { return len_ == 0; }
+  void clear() noexcept { len_ = 0; }
+  // Room for `n` more bytes at the end; commit(k) keeps k of them.
+  char* tail(std::size_t n) {
+    if (len_ + n > cap_) {
+      const std::size_t cap = std::max(len_ + n, cap_ * 2);
+      auto p = std::make_unique_for_overwrite<char[]>(cap);
+      if (len_ != 0) std::memcpy(p.get(), p_.get(), len_);
+      p_ = std::move(p);
+      cap_ = cap;
+    }
+    return p_.get() + len_;
+  }
+  void commit(std::size_t k) noexcept { len_ += k; }
+  // Drops the first `n` bytes (handed over).
+  void consume(std::size_t n) noexcept {
+    if (n == 0) return;
+    std::memmove(p_.get(), p_.get() + n, len_ - n);
+    len_ -= n;
+  }
+  std::string_view view(std::size_t from, std::size_t n) const noexcept { return {p_.get() + from, n}; }
+  // The first newline at or after `from`, or npos.
+  std::size_t find_newline(std::size_t from) const noexcept {
+    const void* nl = len_ > from ? std::memchr(p_.get() + from, '\n', len_ - from) : nullptr;
+    return nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - p_.get()) : std::string::npos;
+  }
+
+ private:
+  std::unique_ptr<char[]> p_;
+  std::size_t cap_ = 0, len_ = 0;
+};
+
+}  // namespace
+
 // One file being read: what PATH names now, or named before.
 struct follower::file {
   std::uint64_t id = 0;
@@ -24,7 +68,7 @@ struct follower::file {
   dev_t dev = 0;
   ino_t ino = 0;
   follow_fingerprint fp;
-  std::string buf;             // read from buf_off on, not yet handed over as lines
+  read_buffer buf;             // read from buf_off on, not yet handed over as lines
   std::size_t used = 0;        // of buf, handed over
   std::size_t scanned = 0;     // of buf, looked at for a newline
   std::uint64_t buf_off = 0;   // the file offset of buf[0]
@@ -389,30 +433,29 @@ void follower::check_path(watched& w) {
 // file, the budget, or backpressure (false: the pass stops).
 bool follower::read_file(watched& w, file& f, std::size_t& budget) {
   if (f.fd < 0) return true;
-  char chunk[64 * 1024];
   for (;;) {
     if (stopped_ || waiting_) return false;
     while (f.used < f.buf.size()) {
-      const std::size_t nl = f.buf.find('\n', f.scanned);
+      const std::size_t nl = f.buf.find_newline(f.scanned);
       if (nl == std::string::npos) {
         f.scanned = f.buf.size();
         break;
       }
       std::size_t len = nl - f.used;
-      if (len > 0 && f.buf[nl - 1] == '\r') --len;
+      if (len > 0 && f.buf.data()[nl - 1] == '\r') --len;
       const std::uint64_t start = f.buf_off + f.used, end = f.buf_off + nl + 1;
-      const std::string_view line(f.buf.data() + f.used, len);
+      const std::string_view line = f.buf.view(f.used, len);
       f.used = f.scanned = nl + 1;
       if (len > o_.max_line_length) return too_long(w, start);
       if (!emit(f, line, end)) return false;
     }
     if (f.buf.size() - f.used > o_.max_line_length) return too_long(w, f.buf_off + f.used);
-    f.buf.erase(0, f.used);
+    f.buf.consume(f.used);
     f.buf_off += f.used;
     f.scanned -= f.used;
     f.used = 0;
     if (budget == 0) return false;
-    const ssize_t n = ::pread(f.fd, chunk, sizeof chunk, static_cast<off_t>(f.read_pos()));
+    const ssize_t n = ::pread(f.fd, f.buf.tail(read_size), read_size, static_cast<off_t>(f.read_pos()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       std::string more;
@@ -427,7 +470,7 @@ bool follower::read_file(watched& w, file& f, std::size_t& budget) {
       if (!f.buf.empty() && steady::now() - f.grew >= o_.partial_wait) {
         ++n_.partial;
         const std::uint64_t end = f.read_pos();
-        const bool more = emit(f, f.buf, end);
+        const bool more = emit(f, f.buf.view(0, f.buf.size()), end);
         f.buf_off = end;
         f.buf.clear();
         f.scanned = 0;
@@ -437,7 +480,7 @@ bool follower::read_file(watched& w, file& f, std::size_t& budget) {
     }
     f.at_eof = false;
     f.grew = steady::now();
-    f.buf.append(chunk, static_cast<std::size_t>(n));
+    f.buf.commit(static_cast<std::size_t>(n));
     budget -= std::min(budget, static_cast<std::size_t>(n));
     mark_read();
   }
@@ -498,7 +541,7 @@ bool follower::close_if_done(file& f) {
   if (!f.buf.empty()) {
     ++n_.partial;
     const std::uint64_t end = f.read_pos();
-    std::string rest = std::move(f.buf);
+    const std::string rest(f.buf.view(0, f.buf.size()));
     f.buf.clear();
     f.buf_off = end;
     f.scanned = 0;
