@@ -7,7 +7,9 @@
 # line the files held arrives, duplicates only within the bound and counted
 # (--stats re-read). Also: deletion and recreation, a file whose inode came
 # back under another content (the fingerprint), a last line waiting for its
-# newline, standard input not read, a line too long, and bad input: a
+# newline, and one sent as it is after 5 s in a rotated file, a rotated
+# file moved away (seen by the poll), --spool, standard input not read, a
+# line too long, and bad input: a
 # directory or FIFO as PATH, options without --follow, a --state DIR that
 # is a symbolic link, one that cannot be saved into (said once, following
 # goes on, the last save kept), a symbolic link planted in it (not
@@ -90,6 +92,19 @@ timeout $((20 * scale)) "$slog" --follow "$dir/x.log" --state "$dir/link_state" 
 [ "$st" -eq 1 ] || fail "--state a symbolic link: exit $st"
 grep -q "link_state: a symbolic link" "$dir/err" || fail "--state a symbolic link: $(cat "$dir/err")"
 ok "a --state DIR that is a symbolic link is refused"
+
+# In the background while the rest runs: a last line without its newline,
+# in a file then rotated away: sent as it is once that file has been quiet
+# for 5 s (the documented bound), after the new file's line; checked at
+# the end.
+mkdir "$dir/partial"
+printf 'a tail without its newline' >"$dir/partial/c.log"
+"$slog" --follow "$dir/partial/c.log" --stats --json "$dir/partial/out.log" 2>"$dir/partial/err" </dev/null &
+partial_pid=$!
+pids+=("$partial_pid")
+sleep 0.5
+mv "$dir/partial/c.log" "$dir/partial/c.log.1"
+printf 'next\n' >"$dir/partial/c.log"
 
 # ---- rotation under a writer, SIGKILL and restart, into a RELP receiver
 rotation_run() {
@@ -288,5 +303,12 @@ timeout $((20 * scale)) "$slog" --follow "$d/long.log" --max-line-length 50 "$d/
 grep -q 'is longer than 50 bytes' "$d/err" || fail "line too long: $(cat "$d/err")"
 printf 'short\n' | cmp - "$d/out3.log" || fail "line too long: the line before it"
 ok "a line longer than --max-line-length: the lines before it, exit 1"
+
+wait_lines "$dir/partial/out.log" 2 "the partial line"
+term "$partial_pid"
+[ "$st" -eq 0 ] || fail "partial: exit $st: $(cat "$dir/partial/err")"
+printf 'next\na tail without its newline\n' | cmp - "$dir/partial/out.log" || fail "partial: got $(cat "$dir/partial/out.log")"
+[ "$(stat_of "$dir/partial/err" partial_lines)" -eq 1 ] || fail "partial: not counted: $(cat "$dir/partial/err")"
+ok "a last line without its newline, its file rotated away: sent as it is after 5 s quiet, counted"
 
 echo "follow: $pass passed"
