@@ -8,7 +8,9 @@
 # (--stats re-read). Also: deletion and recreation, a file whose inode came
 # back under another content (the fingerprint), a last line waiting for its
 # newline, and one sent as it is after 5 s in a rotated file, a rotated
-# file moved away (seen by the poll), --spool, standard input not read, a
+# file moved away (seen by the poll), a copytruncate while sluice-log is
+# held back (the unread part read from the copy), --spool, standard input
+# not read, a
 # line too long, and bad input: a
 # directory or FIFO as PATH, options without --follow, a --state DIR that
 # is a symbolic link, one that cannot be saved into (said once, following
@@ -177,6 +179,35 @@ CONF
 }
 rotation_run create
 rotation_run copytruncate
+
+# ---- copytruncate while sluice-log is held back (no receiver yet): what it
+# had not read is read from the copy, found by its fingerprint.
+d="$dir/held"
+mkdir "$d"
+cat >"$d/lr.conf" <<CONF
+$d/app.log {
+  rotate 5
+  copytruncate
+  nocompress
+}
+CONF
+hport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# At once: far more than the RELP window and the stream's buffer hold.
+python3 -c 'import sys; open(sys.argv[1], "w").write("".join("line %06d %s\n" % (i, "x" * 40) for i in range(1, 5001)))' "$d/app.log"
+"$slog" --follow "$d/app.log" --stats --json "relp://127.0.0.1:$hport" 2>"$d/err" &
+sp=$!
+pids+=("$sp")
+sleep 0.5
+"$logrotate" -s "$d/lr.state" -f "$d/lr.conf"
+writer "$d/app.log" 5001 5010
+ERR="$d/logd.err" start --listen-relp "127.0.0.1:$hport" --fsync ack "$d/recv.log"
+wait_lines "$d/recv.log" 5010 "held back, then the copy"
+term "$sp"
+[ "$st" -eq 0 ] || fail "held: exit $st: $(cat "$d/err")"
+stop
+[ "$(grep -o 'line [0-9]*' "$d/recv.log" | sort -u | wc -l)" -eq 5010 ] || fail "held: $(grep -o 'line [0-9]*' "$d/recv.log" | sort -u | wc -l) of 5010 distinct lines"
+[ "$(stat_of "$d/err" truncations)" -eq 1 ] || fail "held: truncations: $(cat "$d/err")"
+ok "copytruncate while held back: the unread part read from the copy, then the new lines"
 
 # ---- through --spool into syslog:// (sluice-logd --listen)
 d="$dir/spool"
