@@ -10,13 +10,11 @@
 # newline, and one sent as it is after 5 s in a rotated file, a rotated
 # file moved away (seen by the poll), a copytruncate while sluice-log is
 # held back (the unread part read from the copy), --spool, standard input
-# not read, a
-# line too long, and bad input: a
-# directory or FIFO as PATH, options without --follow, a --state DIR that
-# is a symbolic link, one that cannot be saved into (said once, following
-# goes on, the last save kept), a symbolic link planted in it (not
-# followed), a state file that is not one. Loopback only; every wait is
-# bounded.
+# not read, a line too long, and bad input: a directory or FIFO as PATH,
+# options without --follow, a --state DIR that is a symbolic link, one that
+# cannot be saved into (said once, following goes on, the last save kept),
+# a symbolic link planted in it (not followed), a state file that is not
+# one. Loopback only; every wait is bounded.
 #
 #   tests/tools/follow_test.sh SLUICE_LOG SLUICE_LOGD
 set -euo pipefail
