@@ -79,10 +79,11 @@ usage "--follow $dir/x.log is given twice" --follow "$dir/x.log" --follow "$dir/
 usage "--state goes with --follow PATH" --state "$dir/st"
 usage "--poll-interval goes with --follow PATH" --poll-interval 1s
 usage "--poll-interval wants a time above 0" --follow "$dir/x.log" --poll-interval 0
+usage "--follow $dir/never.log is DEST itself" --follow "$dir/never.log"
 "$slog" --help >"$dir/help"
 grep -q -- "--follow PATH" "$dir/help" || fail "--help has no --follow"
 grep -q -- "--state DIR" "$dir/help" || fail "--help has no --state"
-ok "bad usage: a directory, a FIFO, twice, --state and --poll-interval alone, --poll-interval 0"
+ok "bad usage: a directory, a FIFO, twice, --state and --poll-interval alone, --poll-interval 0, DEST itself"
 
 # A --state DIR that is a symbolic link: refused, exit 1.
 mkdir "$dir/real_state"
@@ -233,6 +234,11 @@ echo "from stdin" | "$slog" --follow "$d/a.log" --state "$d/state" --poll-interv
 sp=$!
 pids+=("$sp")
 wait_lines "$d/out.log" 2
+# One sluice-log a state DIR.
+st=0
+timeout $((20 * scale)) "$slog" --follow "$d/a.log" --state "$d/state" "$d/other.log" </dev/null 2>"$d/err2" || st=$?
+[ "$st" -eq 1 ] || fail "a second sluice-log on one --state: exit $st"
+grep -q "another sluice-log follows with it" "$d/err2" || fail "a second sluice-log on one --state: $(cat "$d/err2")"
 rm "$d/a.log"
 sleep 0.3
 printf 'three\n' >"$d/a.log"
@@ -244,7 +250,7 @@ wait_lines "$d/out.log" 4
 term "$sp"
 [ "$st" -eq 0 ] || fail "deletion: exit $st: $(cat "$d/err")"
 printf 'one\ntwo\nthree\nfour without its end\n' | cmp - "$d/out.log" || fail "deletion: got $(cat "$d/out.log")"
-ok "deleted and created again: read to its end, then the new one; a last line waits for its newline; stdin not read"
+ok "deleted and created again: read to its end, then the new one; a last line waits for its newline; stdin not read; one sluice-log a state DIR"
 
 # A rotated file moved to another directory, and written there: inotify on
 # PATH's directory says nothing of it; the --poll-interval look reads it.

@@ -140,6 +140,16 @@ std::string check_follow_path(const tool& t, const char* arg, const std::vector<
   return path;
 }
 
+void check_not_followed(const tool& t, const std::string& dest, const std::vector<std::string>& paths) {
+  struct stat d {};
+  const bool dest_there = ::stat(dest.c_str(), &d) == 0;
+  for (const std::string& p : paths) {
+    struct stat st {};
+    if (p == dest || (dest_there && ::stat(p.c_str(), &st) == 0 && st.st_dev == d.st_dev && st.st_ino == d.st_ino))
+      t.usage_error("--follow " + p + " is DEST itself: its lines would come back for ever");
+  }
+}
+
 follower::follower(const follow_options& o, write_fn write, fail_fn fail)
     : o_(o), write_(std::move(write)), fail_(std::move(fail)) {}
 

@@ -71,6 +71,10 @@ struct follow_counts {
 /// standard input). A PATH not there yet is waited for.
 std::string check_follow_path(const tool& t, const char* arg, const std::vector<std::string>& seen);
 
+/// A FILE DEST that is one of the followed files would read its own lines
+/// back for ever: bad usage.
+void check_not_followed(const tool& t, const std::string& dest, const std::vector<std::string>& paths);
+
 class follower {
  public:
   /// Hands one line (without its newline) to the destination; the line's

@@ -54,8 +54,9 @@ Following files (instead of standard input, which is then not read):
                     deleted: its file is read to its end, and PATH waited
                     for. A file is known by its device, inode and a
                     fingerprint of its first 256 bytes. A directory, FIFO,
-                    device or socket as PATH is bad usage. Runs until
-                    SIGTERM or SIGINT, then exits as at the end of input.
+                    device or socket as PATH, or FILE DEST itself, is bad
+                    usage. Runs until SIGTERM or SIGINT, then exits as at
+                    the end of input.
   --state DIR       save each file's position in DIR (made 0700; refused if a
                     symbolic link, another user's or writable by others; one
                     sluice-log a DIR), so that a restart, even after SIGKILL,

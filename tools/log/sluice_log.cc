@@ -348,6 +348,7 @@ options parse_args(int argc, char** argv) {
   if (k != kind::relp_tcp && k != kind::relp_tls) only(relp_option, "relp:// and relp+tls://");
   if (k != kind::kafka) only(kafka_option, "kafka://");
   if (k == kind::file) only(network_option, "a network DEST (syslog://, syslog+unix:, relp://, kafka://)");
+  if (k == kind::file) sluice_tools::check_not_followed(this_tool, o.dest.file, o.follow.paths);
 #if !SLUICE_LOG_KAFKA
   if (k == kind::kafka)
     this_tool.usage_error("kafka:// needs Kafka support, and this sluice-log was built without it (build it with "
