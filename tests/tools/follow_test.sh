@@ -294,6 +294,28 @@ term "$sp"
 [ "$(grep -c 'another file' "$d/out.log")" -eq 4 ] || fail "resume: sent again: $(cat "$d/out.log")"
 ok "a restart goes on after the last acknowledged line"
 
+# PATH a symbolic link (as /var/log/app.log may be): followed, and found
+# again by a restart.
+mkdir "$d/real"
+printf 'l1\nl2\n' >"$d/real/app.log"
+ln -s real/app.log "$d/link.log"
+for more in l3 l4; do
+  "$slog" --follow "$d/link.log" --state "$d/link_state" "$d/out_link.log" 2>"$d/err" </dev/null &
+  sp=$!
+  pids+=("$sp")
+  wait_lines "$d/out_link.log" $(( $(wc -l <"$d/real/app.log") ))
+  term "$sp"
+  [ "$st" -eq 0 ] || fail "link: exit $st: $(cat "$d/err")"
+  echo "$more" >>"$d/real/app.log"
+done
+"$slog" --follow "$d/link.log" --state "$d/link_state" "$d/out_link.log" 2>"$d/err" </dev/null &
+sp=$!
+pids+=("$sp")
+wait_lines "$d/out_link.log" 4
+term "$sp"
+printf 'l1\nl2\nl3\nl4\n' | cmp - "$d/out_link.log" || fail "link: got $(tr '\n' ' ' <"$d/out_link.log")"
+ok "PATH a symbolic link: followed, and found again by each restart"
+
 # ---- the state DIR cannot be saved into: said once, following goes on,
 # the last save kept; a symbolic link planted there is not followed.
 cp "$d/state/positions" "$d/positions.kept"

@@ -198,9 +198,12 @@ bool follower::start() {
 // are passed over.
 int follower::find_file(const watched& w, const follow_entry& e, bool by_fingerprint,
                         const std::vector<std::pair<dev_t, ino_t>>& taken, struct stat& st) {
-  auto try_file = [&](const std::string& name, bool fp_only) {
+  // PATH is followed through a symbolic link, as tail -F does; the links
+  // in its directory are not (their targets are found by their own names,
+  // or are not rotated files of PATH).
+  auto try_file = [&](const std::string& name, bool fp_only, bool is_path) {
     struct stat lst {};
-    if (::lstat(name.c_str(), &lst) != 0 || !S_ISREG(lst.st_mode)) return -1;
+    if ((is_path ? ::stat(name.c_str(), &lst) : ::lstat(name.c_str(), &lst)) != 0 || !S_ISREG(lst.st_mode)) return -1;
     for (auto& t : taken)
       if (t.first == lst.st_dev && t.second == lst.st_ino) return -1;
     if (!fp_only && (lst.st_dev != e.dev || lst.st_ino != e.ino)) return -1;
@@ -212,7 +215,7 @@ int follower::find_file(const watched& w, const follow_entry& e, bool by_fingerp
     ::close(fd);
     return -1;
   };
-  int fd = try_file(w.path, false);
+  int fd = try_file(w.path, false, true);
   // A fingerprint of a few bytes says too little to tell files apart.
   const int tries = by_fingerprint && e.fp.length >= 64 ? 2 : 1;
   for (int fp_only = 0; fd < 0 && fp_only < tries; ++fp_only) {
@@ -221,7 +224,7 @@ int follower::find_file(const watched& w, const follow_entry& e, bool by_fingerp
     while (const dirent* de = ::readdir(d)) {
       const std::string_view name = de->d_name;
       if (name == "." || name == "..") continue;
-      if ((fd = try_file(w.dir + "/" + de->d_name, fp_only != 0)) >= 0) break;
+      if ((fd = try_file(w.dir + "/" + de->d_name, fp_only != 0, false)) >= 0) break;
     }
     ::closedir(d);
   }
