@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -171,7 +172,11 @@ bool follower::start() {
   for (const std::string& p : o_.paths) {
     auto w = std::make_unique<watched>();
     w->path = p;
-    w->dir = dir_of(p);
+    // The directory the file is in, where its rotations and its writes
+    // happen: through a symbolic link, the target's (as it is at start).
+    char* real = ::realpath(p.c_str(), nullptr);
+    w->dir = dir_of(real ? std::string(real) : p);
+    std::free(real);
     std::vector<follow_entry> mine;
     for (const follow_entry& e : saved)
       if (e.path == p) mine.push_back(e);
