@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -83,6 +84,7 @@ class follow_state {
   int dir_fd_ = -1;
   int lock_fd_ = -1;
   int read_fd_ = -1;  // `read`; -1 when it could not be opened
+  std::size_t read_len_ = SIZE_MAX;  // its length as last written (unknown at first: truncated then)
   std::size_t saves_ = 0;
   std::size_t failures_ = 0;
 };
