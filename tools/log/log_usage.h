@@ -14,7 +14,7 @@
 #endif
 
 constexpr const char* usage_text = R"(usage: sluice-log [OPTION]... DEST
-       sluice-log --follow PATH [--follow PATH]... [--state DIR] [OPTION]... DEST
+       sluice-log --follow PATH... [--state DIR] [OPTION]... DEST
 Appends the lines of standard input to a file, rotating it by size, like
 rotatelogs or multilog, or sends each line as one message to a syslog
 receiver or a Kafka topic.
@@ -50,13 +50,16 @@ Following files (instead of standard input, which is then not read):
                     once it has not grown for 5 s, then the new PATH is read
                     from its start. Through a copy and truncate (logrotate's
                     'copytruncate'): a file smaller than the position, or
-                    whose first bytes changed, is read again from 0. PATH
-                    deleted: its file is read to its end, and PATH waited
-                    for. A file is known by its device, inode and a
-                    fingerprint of its first 256 bytes. A directory, FIFO,
-                    device or socket as PATH, or FILE DEST itself, is bad
-                    usage. Runs until SIGTERM or SIGINT, then exits as at
-                    the end of input.
+                    whose first bytes changed, is read again from 0, and
+                    what was not read yet from the copy (found in PATH's
+                    directory by its first bytes). PATH deleted: its file
+                    is read to its end, and PATH waited for. A file is
+                    known by its device, inode and a fingerprint of its
+                    first 256 bytes. A symbolic link as PATH is followed
+                    (its target's directory is watched). A directory,
+                    FIFO, device or socket as PATH, or FILE DEST itself,
+                    is bad usage. Runs until SIGTERM or SIGINT, then exits
+                    as at the end of input.
   --state DIR       save each file's position in DIR (made 0700; refused if a
                     symbolic link, another user's or writable by others; one
                     sluice-log a DIR), so that a restart, even after SIGKILL,
@@ -80,7 +83,8 @@ Following files (instead of standard input, which is then not read):
   lose what is in flight); relp://: answered 200 by the receiver; kafka://:
   acknowledged by the broker; with --spool: written into the spool. After a
   SIGKILL, what was sent and not yet saved as acknowledged is sent again:
-  at most 200 ms of acknowledged lines plus what was in flight (--window).
+  at most 200 ms of acknowledged lines plus what was in flight (--window),
+  counted as re-read in --stats (an upper bound: see docs/tools.md).
 
 Options for every DEST:
   --timestamp       start each line with the time it was read, RFC 3339 in
@@ -367,7 +371,8 @@ a message the RELP receiver refused fails alone, the others go on), or when mess
 the receiver broke C connections with messages in flight'); 2 on bad usage.
 
 Example: my-server 2>&1 | sluice-log --max-size 100M --keep 5 --timestamp server.log
-         sluice-log --follow /var/log/app.log --state /var/lib/sluice-log relp://10.0.0.5:2514
+         sluice-log --follow /var/log/app.log --state /var/lib/sluice-log \
+                    relp://10.0.0.5:2514
          my-server 2>&1 | sluice-log --app-name my-server syslog://10.0.0.5:514
          my-server 2>&1 | sluice-log --app-name my-server relp://10.0.0.5:2514
          my-server 2>&1 | sluice-log --tls-ca ca.crt --tls-cert me.crt --tls-key me.key \
