@@ -12,7 +12,8 @@
 # held back (the unread part read from the copy), --spool, standard input
 # not read, a line too long, and bad input: a directory or FIFO as PATH,
 # options without --follow, a --state DIR that is a symbolic link, one that
-# cannot be saved into (said once, following goes on, the last save kept),
+# cannot be saved into or is on a full disk (said once, following goes on,
+# the last save kept),
 # a symbolic link planted in it (not followed), a state file that is not
 # one. Loopback only; every wait is bounded.
 #
@@ -341,6 +342,36 @@ term "$sp"
 grep -q 'positions.tmp: Too many levels of symbolic links' "$d/err" || fail "planted link: $(cat "$d/err")"
 rm "$d/state/positions.tmp"
 ok "a state DIR that cannot be saved into: said once, lines go on, the last save kept; a planted link not followed"
+
+# A full disk under the state DIR (a small tmpfs, filled; needs root):
+# ENOSPC said once, following goes on, the last save kept.
+mkdir "$d/full"
+if mount -t tmpfs -o size=256k tmpfs "$d/full" 2>/dev/null; then
+  full_mount="$d/full"
+  cleanup_more() { umount "$full_mount" 2>/dev/null || true; }
+  printf 'f1\n' >"$d/f.log"
+  "$slog" --follow "$d/f.log" --state "$d/full/state" "$d/out_full.log" 2>"$d/err" </dev/null &
+  sp=$!
+  pids+=("$sp")
+  wait_lines "$d/out_full.log" 1
+  term "$sp"
+  cp "$d/full/state/positions" "$d/positions.full"
+  head -c $((1024 * 1024)) /dev/zero >"$d/full/ballast" 2>/dev/null || true
+  "$slog" --follow "$d/f.log" --state "$d/full/state" "$d/out_full.log" 2>"$d/err" </dev/null &
+  sp=$!
+  pids+=("$sp")
+  for i in 2 3 4; do echo "f$i" >>"$d/f.log"; sleep 0.3; done
+  wait_lines "$d/out_full.log" 4 "a full state DIR"
+  term "$sp"
+  [ "$st" -eq 0 ] || fail "full state DIR: exit $st: $(cat "$d/err")"
+  [ "$(grep -c 'cannot save the positions (positions.tmp: write: No space left on device)' "$d/err")" -eq 1 ] ||
+    fail "full state DIR: $(cat "$d/err")"
+  cmp "$d/positions.full" "$d/full/state/positions" || fail "full state DIR: the last save changed"
+  umount "$d/full"
+  ok "a full state DIR (ENOSPC): said once, following goes on, the last save kept"
+else
+  echo "SKIP a full state DIR: mount -t tmpfs needs root"
+fi
 
 # A state file that is not one: said, every file read from its start.
 echo garbage >"$d/state/positions"
