@@ -13,9 +13,9 @@
 # not read, a line too long, and bad input: a directory or FIFO as PATH,
 # options without --follow, a --state DIR that is a symbolic link, one that
 # cannot be saved into or is on a full disk (said once, following goes on,
-# the last save kept),
-# a symbolic link planted in it (not followed), a state file that is not
-# one. Loopback only; every wait is bounded.
+# the last save kept), a symbolic link planted in it (not followed), a
+# state file that is not one, a PATH that is a symbolic link. Loopback
+# only; every wait is bounded.
 #
 #   tests/tools/follow_test.sh SLUICE_LOG SLUICE_LOGD
 set -euo pipefail
