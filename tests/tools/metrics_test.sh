@@ -301,6 +301,31 @@ age=$(sed -n 's/^sluice_log_oldest_pending_age_seconds //p' "$dir/away.metrics")
 python3 -c 'import sys; sys.exit(0 if 0.9 <= float(sys.argv[1]) < 60 else 1)' "$age" || fail "the oldest line's age after 1 s: '$age'"
 ok "sluice-log: the oldest unsent line's age while the receiver is away ($age s)"
 
+# --- the same with --spool: the lines wait in the spool, whose rows and
+# gauges promtool accepts too
+mkfifo "$dir/spool.in"
+: > "$dir/spool.err"
+"$slog" --metrics 127.0.0.1:0 --grace 0 --spool "$dir/spool" "syslog://127.0.0.1:$dead" < "$dir/spool.in" 2>> "$dir/spool.err" &
+sp2=$!
+pids+=("$sp2")
+exec 9> "$dir/spool.in"
+smport=$(metrics_port "$dir/spool.err")
+seq 5 >&9
+for _ in $(seq $((200 * scale))); do
+  scrape "$smport" > "$dir/spool.metrics"
+  grep -qx 'sluice_log_spooled_total 5' "$dir/spool.metrics" && break
+  sleep 0.05
+done
+kill -TERM "$sp2"
+exec 9>&-
+st=0
+wait "$sp2" || st=$?
+[ "$st" -eq 1 ] || fail "sluice-log --spool, its lines left in the spool: exit $st: $(cat "$dir/spool.err")"
+grep -qx 'sluice_log_spooled_total 5' "$dir/spool.metrics" || fail "--spool: $(grep spool "$dir/spool.metrics")"
+grep -qx 'sluice_log_spool_segments 1' "$dir/spool.metrics" || fail "--spool segments: $(grep spool "$dir/spool.metrics")"
+promtool check metrics < "$dir/spool.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (--spool): $(cat "$dir/promtool.out")"
+ok "sluice-log --spool: the spool's counters and gauges, promtool passes"
+
 # --- the request that never ended: closed after 10 s, counted; then
 # sluice-logd's exit: its --stats --json against the last scrape
 wait "$slow" || fail "the slow request's client failed"
