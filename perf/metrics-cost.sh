@@ -2,8 +2,8 @@
 # metrics-cost.sh: what serving --metrics costs sluice-logd's data path.
 # sluice-logd's rate receiving LINES LF-framed syslog messages (about 40
 # bytes each) from one TCP sender into a file, without --metrics and with
-# --metrics scraped every 100 ms by curl, the two runs alternating, REPS
-# times each; the rate is the messages over the time from the sender's
+# --metrics scraped every 100 ms by curl (and without, curl refused every
+# 100 ms), the two runs alternating (ABBA), REPS times each; the rate is the messages over the time from the sender's
 # connect until FILE holds every byte of them.
 #
 #   perf/metrics-cost.sh [LINES]
@@ -38,11 +38,11 @@ run() {
   for _ in $(seq 200); do grep -q 'listening on' "$work/err" && break; sleep 0.05; done
   port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$work/err")
   mport=$(sed -n 's|^sluice-logd: serving metrics on http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$work/err")
-  if [ -n "$mport" ]; then
-    (while :; do curl -s -o /dev/null "http://127.0.0.1:$mport/metrics"; sleep 0.1; done) &
-    sp=$!
-    pids+=("$sp")
-  fi
+  # The run without --metrics has the same curl loop, refused (port 1), so
+  # that both runs share the machine with it: what differs is the serving.
+  (while :; do curl -s -o /dev/null "http://127.0.0.1:${mport:-1}/metrics"; sleep 0.1; done) &
+  sp=$!
+  pids+=("$sp")
   python3 -c 'import socket, sys, time
 data = open(sys.argv[1], "rb").read()
 size, path = int(sys.argv[3]), sys.argv[4]
@@ -59,7 +59,8 @@ while True:
     time.sleep(0.002)
 print("%.3f" % (time.monotonic() - t0))
 s.close()' "$work/in" "$port" "$size" "$work/out.log"
-  [ -z "$sp" ] || { kill "$sp"; wait "$sp" 2>/dev/null || true; }
+  kill "$sp"
+  wait "$sp" 2>/dev/null || true
   kill -TERM "$lp"
   wait "$lp" || { echo "metrics-cost: sluice-logd exited $?: $(cat "$work/err")" >&2; exit 1; }
 }
@@ -68,7 +69,10 @@ echo "sluice-logd, $lines messages ($size bytes) over one TCP connection, $reps 
 printf '%-34s %s\n' "run" "seconds  messages/s"
 declare -A times=([plain]="" [metrics]="")
 for i in $(seq "$reps"); do
-  for variant in plain metrics; do
+  # ABBA: each variant first in every other round.
+  order="plain metrics"
+  [ $((i % 2)) -eq 1 ] || order="metrics plain"
+  for variant in $order; do
     if [ "$variant" = plain ]; then t=$(run); else t=$(run --metrics 127.0.0.1:0); fi
     times[$variant]+=" $t"
     printf '%-34s %7s  %.2fM\n' "$i: $([ "$variant" = plain ] && echo "without --metrics" || echo "--metrics, scraped every 100 ms")" \

@@ -5,7 +5,9 @@
 # text; a real prometheus, started here on a loopback port with its own
 # config and data directory, scrapes sluice-logd (up == 1, and the count
 # of messages); 404 for another path, 405 for another method; a 1 MiB
-# request is closed and counted; a port in use is bad usage (exit 2).
+# request, a 17th connection at once and a request not whole within 10 s
+# are closed and counted; sluice-log's oldest waiting line's age; a port in
+# use is bad usage (exit 2).
 #
 #   tests/tools/metrics_test.sh SLUICE_LOGD SLUICE_FANOUT SLUICE_LOG
 set -euo pipefail
@@ -167,6 +169,23 @@ grep -qx 'sluice_logd_metrics_requests_closed_total{reason="too_many"} 1' "$dir/
   fail "too_many: $(grep closed "$dir/after.metrics")"
 ok "past 16 connections at once: closed, counted, and served again after"
 
+# A request that never ends (no blank line): closed 10 s after it began,
+# and counted. Its wait runs beside the rest of the test; it is checked at
+# the end.
+python3 -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+t0 = time.monotonic()
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+s.settimeout(60)
+try:
+    while s.recv(65536):
+        pass
+except ConnectionResetError:
+    pass
+open(sys.argv[2], "w").write("%.1f" % (time.monotonic() - t0))' "$mport" "$dir/slow.took" &
+slow=$!
+pids+=("$slow")
+
 # --- a real prometheus scrapes it: up == 1, and the count of messages
 pport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat > "$dir/prometheus.yml" <<EOF
@@ -200,21 +219,6 @@ got=$(query sluice_logd_messages_received_total)
 ok "prometheus scrapes sluice-logd: up == 1, $n messages"
 kill -TERM "$pp"
 wait "$pp" 2>/dev/null || true
-
-# The exit's --stats --json against the last scrape: every counter equal.
-scrape "$mport" > "$dir/last.metrics"
-kill -TERM "$lp"
-wait "$lp" || fail "sluice-logd exited $?: $(cat "$dir/logd.err")"
-python3 "$dir/same.py" "$dir/logd.err" "$dir/last.metrics" messages=sluice_logd_messages_received_total \
-  bytes=sluice_logd_received_bytes_total connections=sluice_logd_connections_total \
-  malformed=sluice_logd_malformed_total rotations=sluice_logd_rotations_total reopens=sluice_logd_reopens_total \
-  written=sluice_logd_messages_written_total not_written=sluice_logd_messages_not_written \
-  truncated=sluice_logd_messages_truncated_total idle_closed=sluice_logd_idle_closed_total \
-  refused=sluice_logd_connections_refused_total accept_errors=sluice_logd_accept_errors_total \
-  space_waits=sluice_logd_space_waits_total fsyncs=sluice_logd_fsyncs_total \
-  relp_answered=sluice_logd_relp_answered_total tls_refused=sluice_logd_tls_refused_total > "$dir/same.out" 2>&1 ||
-  fail "sluice-logd: $(cat "$dir/same.out")"
-ok "sluice-logd: every --stats --json count equals its metric"
 
 # --- sluice-fanout: a subscriber, N lines, then the scrape before the end
 mkfifo "$dir/fan.in"
@@ -296,6 +300,56 @@ grep -qx 'sluice_log_messages_sent_total 0' "$dir/away.metrics" || fail "sent wh
 age=$(sed -n 's/^sluice_log_oldest_pending_age_seconds //p' "$dir/away.metrics")
 python3 -c 'import sys; sys.exit(0 if 0.9 <= float(sys.argv[1]) < 60 else 1)' "$age" || fail "the oldest line's age after 1 s: '$age'"
 ok "sluice-log: the oldest unsent line's age while the receiver is away ($age s)"
+
+# --- the same with --spool: the lines wait in the spool, whose rows and
+# gauges promtool accepts too
+mkfifo "$dir/spool.in"
+: > "$dir/spool.err"
+"$slog" --metrics 127.0.0.1:0 --grace 0 --spool "$dir/spool" "syslog://127.0.0.1:$dead" < "$dir/spool.in" 2>> "$dir/spool.err" &
+sp2=$!
+pids+=("$sp2")
+exec 9> "$dir/spool.in"
+smport=$(metrics_port "$dir/spool.err")
+seq 5 >&9
+for _ in $(seq $((200 * scale))); do
+  scrape "$smport" > "$dir/spool.metrics"
+  grep -qx 'sluice_log_spooled_total 5' "$dir/spool.metrics" && break
+  sleep 0.05
+done
+kill -TERM "$sp2"
+exec 9>&-
+st=0
+wait "$sp2" || st=$?
+[ "$st" -eq 1 ] || fail "sluice-log --spool, its lines left in the spool: exit $st: $(cat "$dir/spool.err")"
+grep -qx 'sluice_log_spooled_total 5' "$dir/spool.metrics" || fail "--spool: $(grep spool "$dir/spool.metrics")"
+grep -qx 'sluice_log_spool_segments 1' "$dir/spool.metrics" || fail "--spool segments: $(grep spool "$dir/spool.metrics")"
+promtool check metrics < "$dir/spool.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (--spool): $(cat "$dir/promtool.out")"
+ok "sluice-log --spool: the spool's counters and gauges, promtool passes"
+
+# --- the request that never ended: closed after 10 s, counted; then
+# sluice-logd's exit: its --stats --json against the last scrape
+wait "$slow" || fail "the slow request's client failed"
+python3 -c 'import sys; sys.exit(0 if 9.5 <= float(open(sys.argv[1]).read()) < 30 else 1)' "$dir/slow.took" ||
+  fail "a request that never ends was closed after $(cat "$dir/slow.took") s, not 10"
+scrape "$mport" > "$dir/slow.metrics"
+grep -qx 'sluice_logd_metrics_requests_closed_total{reason="timeout"} 1' "$dir/slow.metrics" ||
+  fail "timeout: $(grep closed "$dir/slow.metrics")"
+ok "a request not whole within 10 s: closed after $(cat "$dir/slow.took") s, and counted"
+
+# The exit's --stats --json against the last scrape: every counter equal.
+scrape "$mport" > "$dir/last.metrics"
+kill -TERM "$lp"
+wait "$lp" || fail "sluice-logd exited $?: $(cat "$dir/logd.err")"
+python3 "$dir/same.py" "$dir/logd.err" "$dir/last.metrics" messages=sluice_logd_messages_received_total \
+  bytes=sluice_logd_received_bytes_total connections=sluice_logd_connections_total \
+  malformed=sluice_logd_malformed_total rotations=sluice_logd_rotations_total reopens=sluice_logd_reopens_total \
+  written=sluice_logd_messages_written_total not_written=sluice_logd_messages_not_written \
+  truncated=sluice_logd_messages_truncated_total idle_closed=sluice_logd_idle_closed_total \
+  refused=sluice_logd_connections_refused_total accept_errors=sluice_logd_accept_errors_total \
+  space_waits=sluice_logd_space_waits_total fsyncs=sluice_logd_fsyncs_total \
+  relp_answered=sluice_logd_relp_answered_total tls_refused=sluice_logd_tls_refused_total > "$dir/same.out" 2>&1 ||
+  fail "sluice-logd: $(cat "$dir/same.out")"
+ok "sluice-logd: every --stats --json count equals its metric"
 
 # Under the sanitizers a report may come with an exit status the test
 # expected (sluice-log's 1): none in any tool's standard error.
