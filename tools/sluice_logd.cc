@@ -37,6 +37,7 @@
 #include "tool.h"
 #include "args.h"
 #include "compress_problems.h"
+#include "logd/relay_output.h"
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
@@ -49,6 +50,7 @@ namespace {
 constexpr const char* usage_text = R"(usage: sluice-logd --listen ADDR [--listen ADDR]... [OPTION]... FILE
        sluice-logd --listen-relp HOST:PORT [--listen-relp HOST:PORT]... [OPTION]... FILE
        sluice-logd --listen-tls HOST:PORT... --tls-cert FILE --tls-key FILE [--tls-client-ca FILE] [OPTION]... FILE
+       sluice-logd --listen-relp HOST:PORT... --forward relp://HOST:PORT [--forward ...]... [OPTION]...
 Receives syslog messages over TCP and Unix stream sockets, and over RELP,
 and appends each as one line to FILE, rotating it by size, like rsyslog's
 imptcp, imrelp and omfile. HOST:PORT takes [::1]:PORT for IPv6. A time T is
@@ -163,6 +165,42 @@ Options:
                     process must be root or a member of it)
   -h, --help        show this help
 
+Relay (--forward, instead of FILE): each message goes on to the next hop
+over RELP as it was received (not escaped), and a RELP sender's message is
+answered only once the next hop answered it; so through any number of
+relays, the first sender's answer means the last receiver has it (on its
+disk when that one runs --fsync ack). A relay killed loses nothing that was
+answered: its senders send the unanswered rest again. --listen and
+--listen-tls senders are forwarded too, but get no answers (a relay killed
+may lose what they sent). FILE's options (--fsync, --max-size, --keep,
+--compress, --on-full) do not go with it. See docs/shipping.md.
+  --forward relp://HOST:PORT
+                    the next hop (sluice-logd --listen-relp, rsyslog's
+                    imrelp); given more than once, the next ones are tried
+                    in turn while one cannot be reached (its connect fails
+                    or it does not open the session). relp+tls://HOST:PORT:
+                    over TLS, the hop's certificate verified (every
+                    --forward the same scheme)
+  --forward-tls-ca FILE
+                    the CA certificates (PEM) the next hop's certificate
+                    must chain to; default: the system's store
+  --forward-tls-name NAME
+                    the name its certificate must carry; default: HOST
+  --window N        the most messages sent to the next hop and not yet
+                    answered (default 1024, as sluice-log's); N more wait
+                    in memory, and past that the senders are not read
+                    (backpressure). After a reconnect up to N are sent
+                    again: the most the next hop may store twice.
+  --give-up-after T once messages have waited T for a session with a next
+                    hop: the relay gives up, its senders are cut off (RELP
+                    senders send their unanswered messages again elsewhere
+                    or later), 'K of N messages not written', exit 1.
+                    Default: wait as long as it takes (the senders held
+                    back).
+  With --stats the totals add 'F forwarded, S resent, R reconnects, D
+  refused by the next hop'; there 'written' counts the messages the next
+  hop answered.
+
 Lines: each message is written as one line. So that a line is always one
 message, shows no control character to a terminal, and the escaping can be
 undone: a backslash is written '\\', LF '\n', CR '\r', TAB '\t', and every
@@ -226,6 +264,7 @@ status 2).
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M --compress zstd app.log
          sluice-logd --listen-relp 127.0.0.1:2514 --fsync ack app.log
          sluice-logd --listen-tls 0.0.0.0:6514 --tls-cert logd.crt --tls-key logd.key --tls-client-ca ca.crt app.log
+         sluice-logd --listen-relp 0.0.0.0:2514 --forward relp://store1:2514 --forward relp://store2:2514
 )";
 
 constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text};
@@ -236,7 +275,8 @@ struct options {
   sluice_tools::tls_server_args tls;     // --listen-tls, --tls-*
   sluice::syslog_frame_reader::mode framing = sluice::syslog_frame_reader::mode::automatic;
   std::size_t max_message = sluice_tools::default_max_message;
-  std::string file;
+  std::string file;  // FILE; on a relay the first --forward (the name messages give)
+  sluice_tools::relay_settings relay;  // --forward, --window, --give-up-after, --forward-tls-*
   sluice::log_options log;
   bool stats = false;
   bool json = false;
@@ -261,7 +301,8 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const c
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
-         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress };
+         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress,
+         forward, window, give_up_after, forward_tls_ca, forward_tls_name };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -279,11 +320,17 @@ options parse_args(int argc, char** argv) {
       {"tls-key", required_argument, nullptr, tls_key},
       {"tls-client-ca", required_argument, nullptr, tls_client_ca},
       {"compress", required_argument, nullptr, compress},
+      {"forward", required_argument, nullptr, forward},
+      {"window", required_argument, nullptr, window},
+      {"give-up-after", required_argument, nullptr, give_up_after},
+      {"forward-tls-ca", required_argument, nullptr, forward_tls_ca},
+      {"forward-tls-name", required_argument, nullptr, forward_tls_name},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
   int c;
   std::uint64_t v = 0;
+  const char* file_option = nullptr;  // the first of FILE's options, which a relay refuses
   while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
     const std::string arg = optarg ? optarg : "";
     switch (c) {
@@ -301,6 +348,11 @@ options parse_args(int argc, char** argv) {
       case tls_cert: o.tls.cert = arg; break;
       case tls_key: o.tls.key = arg; break;
       case tls_client_ca: o.tls.client_ca = arg; break;
+      case forward: sluice_tools::add_forward(this_tool, o.relay, arg); break;
+      case window: sluice_tools::set_forward_window(this_tool, o.relay, arg); break;
+      case give_up_after: sluice_tools::set_forward_give_up(this_tool, o.relay, arg); break;
+      case forward_tls_ca: o.relay.tls_ca = arg; break;
+      case forward_tls_name: o.relay.tls_name = arg; break;
       case framing:
         if (arg == "auto") o.framing = sluice::syslog_frame_reader::mode::automatic;
         else if (arg == "octet") o.framing = sluice::syslog_frame_reader::mode::octet_counting;
@@ -313,22 +365,26 @@ options parse_args(int argc, char** argv) {
         o.max_message = static_cast<std::size_t>(v);
         break;
       case max_size:
+        if (!file_option) file_option = "--max-size";
         if (!sluice_tools::parse_size(optarg, true, UINT64_MAX >> 1, v))
           this_tool.usage_error("--max-size wants a number of bytes, with K, M or G or none, got '" + arg + "'");
         o.log.max_size = v;
         break;
       case keep:
+        if (!file_option) file_option = "--keep";
         if (!sluice_tools::parse_size(optarg, false, 100'000, v))
           this_tool.usage_error("--keep wants a whole number from 0 to 100000, got '" + arg + "'");
         o.log.keep = static_cast<unsigned>(v);
         break;
       case compress:
+        if (!file_option) file_option = "--compress";
         if (!sluice_tools::parse_compress(arg, o.log))
           this_tool.usage_error("--compress wants none, gzip[:1-9] or zstd[:1-22], got '" + arg + "'");
         if (!sluice::log_compression_available(o.log.compress))
           this_tool.usage_error("--compress " + arg + ": this sluice-logd was built without it");
         break;
       case fsync:
+        if (!file_option) file_option = "--fsync";
         if (arg == "ack") {
           // A sync whenever any byte is unsynced: the worker checks after
           // each batch, so each batch is synced once, before its callbacks.
@@ -349,6 +405,7 @@ options parse_args(int argc, char** argv) {
           this_tool.usage_error("--socket-group wants a group name or number, got '" + arg + "'");
         break;
       case on_full:
+        if (!file_option) file_option = "--on-full";
         if (arg != "wait" && arg != "exit") this_tool.usage_error("--on-full wants wait or exit, got '" + arg + "'");
         o.exit_on_full = arg == "exit";
         break;
@@ -388,7 +445,12 @@ options parse_args(int argc, char** argv) {
     this_tool.usage_error("--compress goes with --max-size (without rotation there is nothing to compress)");
   if (o.log.compress != sluice::log_options::compression::none && o.log.keep == 0)
     this_tool.usage_error("--compress goes with a --keep above 0 (--keep 0 keeps no rotated file to compress)");
-  if (optind == argc) this_tool.usage_error("missing FILE");
+  sluice_tools::check_relay_args(this_tool, o.relay, optind < argc, file_option);
+  if (o.relay.enabled()) {
+    o.file = o.relay.forward.front();
+    return o;
+  }
+  if (optind == argc) this_tool.usage_error("missing FILE (or --forward relp://HOST:PORT)");
   if (argc - optind > 1) this_tool.usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   o.file = argv[optind];
   if (o.file.empty()) this_tool.usage_error("FILE is empty");
@@ -511,19 +573,9 @@ class logd {
       return 1;
     }
 
-    sluice::log_options log = o_.log;
-    sluice_tools::say_compress_problems(log, "sluice-logd");
-    worker_ = sluice::log_worker::open(o_.file, log, ec);
+    const bool opened = o_.relay.enabled() ? open_relay() : open_file();
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-    if (!worker_) {
-      std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
-      return 1;
-    }
-    // With --fsync ack a batch is what comes while the last one is synced:
-    // the more it may hold, the fewer fsyncs a message (1 MiB: about 6,000
-    // messages of 180 bytes, one fsync of a few ms).
-    const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
-    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 1024 * 1024 : 256 * 1024});
+    if (!opened) return 1;
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] { set_paused(false); });
 
@@ -533,7 +585,8 @@ class logd {
     if (o_.tls.enabled() && !listen_tls()) return 2;
 #endif
     loop.run();
-    if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
+    if (const std::error_code closed = worker_ ? worker_->close() : std::error_code(); closed && !failed_)
+      output_failed(closed);
     // Every write's callback has come: each message is written or not.
     if (written_ != messages_) {
       std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written\n", o_.file.c_str(),
@@ -545,6 +598,33 @@ class logd {
   }
 
  private:
+  bool open_file() {
+    sluice::log_options log = o_.log;
+    sluice_tools::say_compress_problems(log, "sluice-logd");
+    std::error_code ec;
+    worker_ = sluice::log_worker::open(o_.file, log, ec);
+    if (!worker_) {
+      std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
+      return false;
+    }
+    // With --fsync ack a batch is what comes while the last one is synced:
+    // the more it may hold, the fewer fsyncs a message (1 MiB: about 6,000
+    // messages of 180 bytes, one fsync of a few ms).
+    const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
+    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 1024 * 1024 : 256 * 1024});
+    return true;
+  }
+
+  // --forward: the RELP writable to the next hop is the output; its write
+  // callbacks come with the next hop's answers (relay_output.h).
+  bool open_relay() {
+    relay_ = std::make_unique<sluice_tools::relay_output>(o_.relay);
+    std::string why;
+    out_ = relay_->open(o_.max_message, why);
+    if (!out_) std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), why.c_str());
+    return out_ != nullptr;
+  }
+
   static void say_listening(const std::string& addr, const std::optional<sluice::net::address_info>& a,
                             const char* kind) {
     if (addr.rfind("unix:", 0) == 0)
@@ -779,10 +859,11 @@ class logd {
       });
     }
     if (!more && !out_->errored()) set_paused(true);
-    if (space_timer_ == 0 && !quitting_) watch_space();
+    if (space_timer_ == 0 && !quitting_ && worker_) watch_space();
   }
 
   bool put(std::string_view msg, sluice::write_cb landed) {
+    if (relay_) return out_->write(msg, std::move(landed));  // on as it came, not as a line
     if (!needs_escape(msg)) return out_->vprint("{}\n", fmt::make_format_args(msg), std::move(landed));
     escape_into(msg, line_);
     return out_->write(std::string_view(line_), std::move(landed));
@@ -1003,7 +1084,7 @@ class logd {
     // The messages of a batch that waits for space (--on-full wait) which
     // landed before the disk was full are in FILE, though their callbacks
     // will never come: the worker counts them.
-    written_ = std::max(written_, worker_->chunks_written());
+    if (worker_) written_ = std::max(written_, worker_->chunks_written());
     std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written: %s\n", o_.file.c_str(),
                  messages_ - written_, messages_, why.c_str());
     if (o_.stats) print_totals();
@@ -1044,6 +1125,11 @@ class logd {
 #if SLUICE_TOOL_TLS
     for (const auto& s : tls_servers_) refused += s->dropped();
 #endif
+    // FILE's counts; a relay has none (0).
+    const auto w = [this](std::size_t (sluice::log_worker::*count)() const noexcept) {
+      return worker_ ? (worker_.get()->*count)() : std::size_t{0};
+    };
+    const std::string more = compress_counts(o_.json) + (relay_ ? relay_->stats(o_.json) : "");
     if (o_.json)
       std::fprintf(stderr,
                    "{\"messages\":%zu,\"bytes\":%llu,\"written\":%zu,\"not_written\":%zu,\"connections\":%zu,"
@@ -1051,16 +1137,18 @@ class logd {
                    "\"rotations\":%zu,\"reopens\":%zu,\"space_waits\":%zu,\"fsyncs\":%zu,\"relp_answered\":%zu,"
                    "\"tls_refused\":%zu%s}\n",
                    messages_, b, written_, messages_ - written_, connections_, malformed_, truncated_, idle_closed_,
-                   refused, accept_errors_, worker_->rotations(), worker_->reopens(), worker_->space_waits(),
-                   worker_->fsyncs(), answered_, tls_refused_, compress_counts(true).c_str());
+                   refused, accept_errors_, w(&sluice::log_worker::rotations), w(&sluice::log_worker::reopens),
+                   w(&sluice::log_worker::space_waits), w(&sluice::log_worker::fsyncs), answered_, tls_refused_,
+                   more.c_str());
     else
       std::fprintf(stderr,
                    "sluice-logd: %zu messages, %llu bytes, %zu connections, %zu malformed, %zu rotations, %zu reopens; "
                    "%zu written, %zu not written; %zu truncated, %zu idle closed, %zu refused, %zu accept errors, "
                    "%zu waits for space; %zu fsyncs, %zu RELP answered, %zu TLS refused%s\n",
-                   messages_, b, connections_, malformed_, worker_->rotations(), worker_->reopens(), written_,
-                   messages_ - written_, truncated_, idle_closed_, refused, accept_errors_, worker_->space_waits(),
-                   worker_->fsyncs(), answered_, tls_refused_, compress_counts(false).c_str());
+                   messages_, b, connections_, malformed_, w(&sluice::log_worker::rotations),
+                   w(&sluice::log_worker::reopens), written_, messages_ - written_, truncated_, idle_closed_, refused,
+                   accept_errors_, w(&sluice::log_worker::space_waits), w(&sluice::log_worker::fsyncs), answered_,
+                   tls_refused_, more.c_str());
   }
 
   // With --compress: the rotated files compressed and the tries that failed.
@@ -1075,6 +1163,7 @@ class logd {
   const options& o_;
   std::unique_ptr<sluice::log_worker> worker_;
   std::unique_ptr<sluice::writable> out_;
+  std::unique_ptr<sluice_tools::relay_output> relay_;  // --forward: out_ goes to the next hop
   std::vector<std::unique_ptr<sluice::net::server>> servers_;
 #if SLUICE_TOOL_TLS
   std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;

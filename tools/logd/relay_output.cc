@@ -1,0 +1,107 @@
+// sluice-logd's relay: see relay_output.h.
+#include "logd/relay_output.h"
+
+#include <cstdio>
+
+#include "args.h"
+#if SLUICE_TOOL_TLS
+#include "sluice/syslog/syslog_tls.h"
+#endif
+
+namespace sluice_tools {
+
+void add_forward(const tool& t, relay_settings& r, const std::string& url) {
+  log_destination d;
+  std::string why;
+  if (!parse_log_destination(url, d, why)) t.usage_error("--forward: " + why);
+  if (d.type != log_destination::kind::relp_tcp && d.type != log_destination::kind::relp_tls)
+    t.usage_error("--forward wants relp://HOST:PORT or relp+tls://HOST:PORT, got '" + url + "'");
+#if !SLUICE_TOOL_TLS
+  if (d.type == log_destination::kind::relp_tls)
+    t.usage_error("--forward relp+tls://: this sluice-logd was built without TLS");
+#endif
+  r.forward.push_back(url);
+  r.hops.push_back(d);
+}
+
+void set_forward_window(const tool& t, relay_settings& r, const std::string& arg) {
+  std::uint64_t v = 0;
+  if (!parse_size(arg.c_str(), false, 1'000'000, v) || v < 1)
+    t.usage_error("--window wants a whole number of messages from 1 to 1000000, got '" + arg + "'");
+  r.window = static_cast<std::size_t>(v);
+}
+
+void set_forward_give_up(const tool& t, relay_settings& r, const std::string& arg) {
+  std::chrono::milliseconds v{};
+  if (!parse_duration(arg, v) || v.count() == 0)
+    t.usage_error("--give-up-after wants a time above 0, e.g. 30s, 500ms or 2m, got '" + arg + "'");
+  r.give_up_after = v;
+}
+
+void check_relay_args(const tool& t, const relay_settings& r, bool has_file, const char* file_option) {
+  if (!r.enabled()) {
+    const char* relay_option = r.window ? "--window" : r.give_up_after ? "--give-up-after"
+                               : !r.tls_ca.empty() ? "--forward-tls-ca" : !r.tls_name.empty() ? "--forward-tls-name"
+                                                                                                : nullptr;
+    if (relay_option) t.usage_error(std::string(relay_option) + " goes with --forward");
+    return;
+  }
+  if (has_file) t.usage_error("FILE and --forward exclude each other: a relay writes no FILE of its own");
+  if (file_option) t.usage_error(std::string(file_option) + " is FILE's, and a relay (--forward) has no FILE");
+  for (const log_destination& d : r.hops)
+    if (d.type != r.hops.front().type)
+      t.usage_error("--forward: relp:// and relp+tls:// together; give every next hop the same scheme");
+  const bool tls = r.hops.front().type == log_destination::kind::relp_tls;
+  if (!tls && (!r.tls_ca.empty() || !r.tls_name.empty()))
+    t.usage_error(std::string(r.tls_ca.empty() ? "--forward-tls-name" : "--forward-tls-ca") +
+                  " goes with --forward relp+tls://");
+}
+
+std::unique_ptr<sluice::writable> relay_output::open(std::size_t max_message, std::string& why) {
+  sluice::relp_options o;
+  o.host = s_.hops.front().host;
+  o.port = s_.hops.front().port;
+  for (std::size_t i = 1; i < s_.hops.size(); ++i) o.alternates.emplace_back(s_.hops[i].host, s_.hops[i].port);
+  // The message goes on as it came, and no longer than this relay took it.
+  o.as_is = true;
+  o.max_message = max_message;
+  if (s_.window) o.window = *s_.window;
+  o.give_up_after = s_.give_up_after;
+#if SLUICE_TOOL_TLS
+  if (s_.hops.front().type == log_destination::kind::relp_tls) {
+    sluice::tls::socket_options t;
+    t.context.ca_file = s_.tls_ca;
+    t.servername = s_.tls_name;
+    t.reject_unauthorized = true;
+    // A next hop that accepts TCP and says nothing does not hold the
+    // connection forever.
+    t.handshake_timeout = std::chrono::seconds(30);
+    try {
+      sluice::tls::use_tls(o, t);
+    } catch (const sluice::stream_error& e) {
+      why = std::string("--forward-tls-ca ") + s_.tls_ca + ": " + e.what();
+      return nullptr;
+    }
+  }
+#endif
+  std::error_code ec;
+  auto w = sluice::make_relp_writable(o, ec);
+  if (!w) {
+    why = ec.message();
+    return nullptr;
+  }
+  relp_ = w.get();
+  return w;
+}
+
+std::string relay_output::stats(bool json) const {
+  if (!relp_) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                json ? ",\"forwarded\":%zu,\"resent\":%zu,\"reconnects\":%zu,\"refused_next_hop\":%zu"
+                     : "; %zu forwarded, %zu resent, %zu reconnects, %zu refused by the next hop",
+                relp_->acked(), relp_->resent(), relp_->reconnects(), relp_->refused());
+  return buf;
+}
+
+}  // namespace sluice_tools

@@ -1,0 +1,63 @@
+// sluice-logd's relay (--forward): instead of a FILE, each message goes on
+// to the next hop over RELP, as it was received, and its write's callback
+// (which answers a RELP sender) comes only once that hop answered it. So an
+// answer means what the last hop's answer means, however many relays are
+// in between. The options here are sluice-log's where it has them
+// (--window, --give-up-after).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "log/log_dest.h"
+#include "sluice/syslog/relp_writable.h"
+#include "tool.h"
+
+namespace sluice_tools {
+
+// What --forward and the options that go with it say.
+struct relay_settings {
+  std::vector<std::string> forward;  // each --forward as given
+  std::vector<log_destination> hops;  // parsed, the first tried first
+  std::optional<std::size_t> window;  // --window
+  std::optional<std::chrono::milliseconds> give_up_after;  // --give-up-after
+  std::string tls_ca, tls_name;  // --forward-tls-ca, --forward-tls-name
+  bool enabled() const noexcept { return !forward.empty(); }
+};
+
+// One --forward URL (relp://HOST:PORT or relp+tls://HOST:PORT); bad usage
+// otherwise.
+void add_forward(const tool& t, relay_settings& r, const std::string& url);
+// --window N: 1 to 1000000.
+void set_forward_window(const tool& t, relay_settings& r, const std::string& arg);
+// --give-up-after T: a time above 0.
+void set_forward_give_up(const tool& t, relay_settings& r, const std::string& arg);
+// After every option: the relay's options without --forward, or --forward
+// with a FILE or FILE's options (`file_option`: the first given, or null),
+// are bad usage; so are --forward URLs of both schemes.
+void check_relay_args(const tool& t, const relay_settings& r, bool has_file, const char* file_option);
+
+// The RELP writable to the next hops, and its counters for --stats.
+class relay_output {
+ public:
+  explicit relay_output(const relay_settings& s) : s_(s) {}
+
+  // The writable, connecting now; null with `why` (a --forward-tls-* file
+  // that cannot be loaded) .
+  std::unique_ptr<sluice::writable> open(std::size_t max_message, std::string& why);
+  // The first --forward, the name in messages.
+  const std::string& name() const noexcept { return s_.forward.front(); }
+  // What --stats adds to the totals: "; F forwarded, S resent, R reconnects,
+  // D refused by the next hop" (or its JSON fields).
+  std::string stats(bool json) const;
+
+ private:
+  const relay_settings& s_;
+  sluice::relp_writable* relp_ = nullptr;
+};
+
+}  // namespace sluice_tools
