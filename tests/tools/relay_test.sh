@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# sluice-logd --forward, a relay: sluice-log relp:// -> relay -> a final
+# sluice-logd --listen-relp --fsync ack FILE. Every line once, as sent; the
+# final stopped (SIGSTOP), then the relay and the final SIGKILLed together
+# and restarted mid-stream: 0 lost, the duplicates counted and within the
+# sender's window (this is what fails when a relay answers before its next
+# hop did); two relays in a row, one SIGKILLed twice: 0 lost; a --forward
+# that is down and the next one tried; a --listen sender's lines forwarded;
+# rsyslog's omrelp as the sender (skipped without rsyslog-relp); usage.
+# Loopback only; every wait is bounded.
+#
+#   tests/tools/relay_test.sh SLUICE_LOGD SLUICE_LOG
+set -euo pipefail
+logd=$1
+log=$2
+listen_kind=RELP
+. "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# Waits (bounded) until FILE has at least N lines.
+wait_lines() {
+  for _ in $(seq $((600 * scale))); do [ "$(cat "$1" 2>/dev/null | wc -l)" -ge "$2" ] && return 0; sleep 0.02; done
+  fail "$1 has $(cat "$1" 2>/dev/null | wc -l) lines, not $2"
+}
+# Waits (bounded) for pid $1 to exit, and fails unless it exits 0.
+wait_exit0() {
+  for _ in $(seq $((1200 * scale))); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$1" 2>/dev/null && fail "$2 still running: $(tail -3 "$3")"
+  local st=0
+  wait "$1" || st=$?
+  [ "$st" -eq 0 ] || fail "$2 exited $st: $(tail -5 "$3")"
+}
+# A feeder of N numbered lines at about R lines a second into sluice-log's
+# stdin, so that the kills below come mid-stream.
+feed() {
+  python3 - "$1" "$2" <<'PY'
+import sys, time
+n, rate = int(sys.argv[1]), int(sys.argv[2])
+step = max(1, rate // 50)
+for i in range(0, n, step):
+    sys.stdout.write("".join("line %06d\n" % j for j in range(i, min(n, i + step))))
+    sys.stdout.flush()
+    time.sleep(0.02)
+PY
+}
+# FILE has every line 0..N-1 of feed() at least once (a torn line, the end
+# of a write(2) cut by a SIGKILL, is allowed once a kill); the duplicates at
+# most MAX. Prints the counts.
+check_all() {
+  python3 - "$@" <<'PY'
+import collections, re, sys
+out, total, kills, most, what = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+seen = collections.Counter()
+torn = 0
+for line in open(out, "rb"):
+    # The message as sluice-log sent it: one RFC 5424 header, not a
+    # relay's around it.
+    m = re.fullmatch(rb"<14>1 \S+ \S+ - \d+ - - line (\d{6})\n", line)
+    if not m:
+        m = re.search(rb"<14>1 \S+ \S+ - \d+ - - line (\d{6})\n$", line)
+        assert m and not line.startswith(m[0]), line
+        torn += 1
+    seen[int(m[1])] += 1
+missing = [i for i in range(total) if i not in seen]
+dups = sum(c - 1 for c in seen.values())
+print("  %s: %d of %d in the file, %d missing, %d duplicates, %d torn lines" % (what, len(seen), total, len(missing), dups, torn))
+assert torn <= kills, torn
+assert not missing, missing[:10]
+assert dups <= most, (dups, most)
+PY
+}
+
+# --- usage
+bad() {
+  local st=0
+  "$logd" "$@" 2> "$dir/usage" || st=$?
+  [ "$st" -eq 2 ] || fail "$*: exit $st"
+  [ "$(wc -l < "$dir/usage")" -eq 2 ] && grep -q -- "--help" "$dir/usage" || fail "$*: $(cat "$dir/usage")"
+}
+bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 "$dir/out.log"
+bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --fsync ack
+bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --max-size 1M
+bad --listen-relp 127.0.0.1:0 --forward syslog://127.0.0.1:1
+bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1
+bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --window 0
+bad --listen-relp 127.0.0.1:0 --window 10 "$dir/out.log"
+bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --forward-tls-ca x
+bad --listen-relp 127.0.0.1:0
+"$logd" --help > "$dir/help"
+grep -q -- '--forward relp://HOST:PORT' "$dir/help" || fail "--help has no --forward"
+ok "usage"
+
+final_log=$dir/final.log
+window=1024
+
+# --- all lines once, in order, as sent (one header); --stats counts them
+ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
+fp=$port final=$lp
+ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --stats
+rp=$port relay=$lp
+feed 20000 1000000 | "$log" "relp://127.0.0.1:$rp" 2> "$dir/log.err" || fail "sluice-log: $(cat "$dir/log.err")"
+lp=$relay ERR=$dir/relay.err stop
+grep -q "20000 RELP answered, .*; 20000 forwarded, 0 resent" "$dir/relay.err" || fail "relay --stats: $(tail -1 "$dir/relay.err")"
+lp=$final ERR=$dir/final.err stop
+check_all "$final_log" 20000 0 0 "20000 lines" || fail "a relay lost or doubled lines"
+python3 - "$final_log" <<'PY' || fail "not in order"
+import re, sys
+n = [int(l.rsplit(b" ", 1)[1]) for l in open(sys.argv[1], "rb")]
+assert n == list(range(20000))
+PY
+ok "sluice-log -> relay -> sluice-logd --fsync ack: 20000 lines once, in order, as sent"
+rm -f "$final_log"
+
+# --- the final stopped (SIGSTOP) while the relay holds a full window for
+# it; then both SIGKILLed and restarted on their ports: what the relay had
+# answered is in the final's FILE, the rest comes again from sluice-log.
+total=50000
+ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
+fp=$port final=$lp
+ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
+rp=$port relay=$lp
+(feed $total 10000 | "$log" --window $window --stats "relp://127.0.0.1:$rp" 2> "$dir/log.err") &
+sender=$!
+pids+=("$sender")
+wait_lines "$final_log" 10000
+kill -STOP "$final"
+sleep 1  # the relay's window to the final fills, then what it holds
+kill -9 "$relay" "$final"
+kill -CONT "$final" 2>/dev/null || true
+wait "$relay" 2>/dev/null || true
+wait "$final" 2>/dev/null || true
+echo "  SIGSTOP, SIGKILL at $(wc -l < "$final_log") lines"
+ERR=$dir/final.err start --listen-relp "127.0.0.1:$fp" --fsync ack "$final_log"
+final=$lp
+ERR=$dir/relay.err start --listen-relp "127.0.0.1:$rp" --forward "relp://127.0.0.1:$fp" --window $window
+relay=$lp
+wait_exit0 "$sender" sluice-log "$dir/log.err"
+grep -q "^sluice-log: $total lines, $total acked" "$dir/log.err" || fail "sluice-log: $(cat "$dir/log.err")"
+lp=$relay ERR=$dir/relay.err stop
+lp=$final ERR=$dir/final.err stop
+# What may come twice: what sluice-log had unanswered at the kill (its window).
+check_all "$final_log" $total 1 $window "final SIGSTOPped, relay and final SIGKILLed" || fail "lost lines through a relay"
+ok "relay and final SIGKILLed together (the final stopped first): 0 lost, duplicates within the window"
+rm -f "$final_log"
+
+# --- two relays in a row, the second SIGKILLed and restarted twice
+ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
+fp=$port final=$lp
+ERR=$dir/relay2.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
+r2p=$port relay2=$lp
+ERR=$dir/relay1.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$r2p" --window $window
+r1p=$port relay1=$lp
+(feed $total 10000 | "$log" --window $window "relp://127.0.0.1:$r1p" 2> "$dir/log.err") &
+sender=$!
+pids+=("$sender")
+for k in 1 2; do
+  wait_lines "$final_log" $((k * total / 3))
+  kill -9 "$relay2"; wait "$relay2" 2>/dev/null || true
+  echo "  SIGKILL $k of the second relay at $(wc -l < "$final_log") lines"
+  ERR=$dir/relay2.err start --listen-relp "127.0.0.1:$r2p" --forward "relp://127.0.0.1:$fp" --window $window
+  relay2=$lp
+done
+wait_exit0 "$sender" sluice-log "$dir/log.err"
+for p in "$relay1" "$relay2" "$final"; do lp=$p stop; done
+# Each kill may bring again what the first relay had unanswered.
+check_all "$final_log" $total 0 $((2 * window)) "two relays, the second SIGKILLed twice" || fail "lost lines through two relays"
+ok "two relays in a row, one SIGKILLed twice: 0 lost, duplicates within the windows"
+rm -f "$final_log"
+
+# --- several --forward: the first down, the next one takes the messages;
+# and a --listen sender's lines are forwarded too (unanswered)
+ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
+fp=$port final=$lp
+ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --listen 127.0.0.1:0 \
+  --forward "relp://127.0.0.1:$(free_port)" --forward "relp://127.0.0.1:$fp"
+rp=$port relay=$lp
+sp=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/relay.err")
+feed 1000 1000000 | "$log" "relp://127.0.0.1:$rp" 2> "$dir/log.err" || fail "sluice-log: $(cat "$dir/log.err")"
+echo "<13>1 - h plain - - - over TCP" | "$log" --framing octet "syslog://127.0.0.1:$sp" 2> "$dir/log.err" ||
+  fail "sluice-log syslog://: $(cat "$dir/log.err")"
+lp=$relay ERR=$dir/relay.err stop
+lp=$final ERR=$dir/final.err stop
+[ "$(grep -c ' line ' "$final_log")" -eq 1000 ] || fail "failover: $(grep -c ' line ' "$final_log") lines"
+grep -q '<13>1 - h plain - - - over TCP$' "$final_log" || fail "the --listen sender's line was not forwarded"
+ok "a --forward that is down: the next one takes the messages; a --listen sender's line forwarded"
+rm -f "$final_log"
+
+echo "relay: $pass passed"
