@@ -55,9 +55,9 @@ torn = 0
 for line in open(out, "rb"):
     # The message as sluice-log sent it: one RFC 5424 header, not a
     # relay's around it.
-    m = re.fullmatch(rb"<14>1 \S+ \S+ - \d+ - - line (\d{6})\n", line)
+    m = re.fullmatch(rb"<14>1 \S+ \S+ \S+ \S+ \S+ - (?:line|relp) (\d{6})\n", line)
     if not m:
-        m = re.search(rb"<14>1 \S+ \S+ - \d+ - - line (\d{6})\n$", line)
+        m = re.search(rb"<14>1 \S+ \S+ \S+ \S+ \S+ - (?:line|relp) (\d{6})\n$", line)
         assert m and not line.startswith(m[0]), line
         torn += 1
     seen[int(m[1])] += 1
@@ -184,5 +184,67 @@ lp=$final ERR=$dir/final.err stop
 grep -q '<13>1 - h plain - - - over TCP$' "$final_log" || fail "the --listen sender's line was not forwarded"
 ok "a --forward that is down: the next one takes the messages; a --listen sender's line forwarded"
 rm -f "$final_log"
+
+# --- rsyslog's omrelp as the sender into a relay, which is SIGKILLed and
+# restarted mid-stream: every message in the final's FILE, as rsyslog sent
+# it; the duplicates within omrelp's window and rsyslog's batch (see
+# logd_relp_test.sh).
+if [ -x /usr/sbin/rsyslogd ] && { [ -e /usr/lib/x86_64-linux-gnu/rsyslog/omrelp.so ] || [ -e /usr/lib/rsyslog/omrelp.so ]; }; then
+  total=30000 rwindow=512 batch=128
+  ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
+  fp=$port final=$lp
+  ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
+  rp=$port relay=$lp
+  tport=$(free_port)
+  cat > "$dir/rs.conf" <<CONF
+global(workDirectory="$dir")
+main_queue(queue.dequeueBatchSize="$batch")
+module(load="imptcp")
+module(load="omrelp")
+template(name="fwd" type="string" string="%rawmsg%")
+ruleset(name="r") {
+  action(type="omrelp" target="127.0.0.1" port="$rp" template="fwd" windowSize="$rwindow"
+         action.resumeRetryCount="-1" action.resumeInterval="1" conn.timeout="2" timeout="5")
+}
+input(type="imptcp" address="127.0.0.1" port="$tport" ruleset="r")
+CONF
+  # rsyslogd signals its parent: a subshell of its own takes it.
+  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rs.conf" -i "$dir/rs.pid") 2> "$dir/rs.err" &
+  rs=$!
+  pids+=("$rs")
+  python3 - "$tport" "$total" <<'PY' &
+import socket, sys, time
+port, total = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(400):
+    try:
+        s = socket.create_connection(("127.0.0.1", port)); break
+    except OSError:
+        time.sleep(0.05)
+for i in range(0, total, 200):
+    s.sendall(b"".join(b"%d %s" % (len(m), m) for m in
+              (b"<14>1 2026-12-01T00:00:00.000001Z h app - - - relp %06d" % j for j in range(i, i + 200))))
+    time.sleep(0.02)
+s.close()
+PY
+  feeder=$!
+  pids+=("$feeder")
+  wait_lines "$final_log" $((total / 3))
+  kill -9 "$relay"; wait "$relay" 2>/dev/null || true
+  echo "  SIGKILL of the relay at $(wc -l < "$final_log") lines"
+  ERR=$dir/relay.err start --listen-relp "127.0.0.1:$rp" --forward "relp://127.0.0.1:$fp" --window $window
+  relay=$lp
+  wait "$feeder" || fail "the feeder failed"
+  wait_lines "$final_log" $total
+  sleep 0.5  # duplicates, if any, come with the last of them
+  check_all "$final_log" $total 0 $((rwindow + batch)) "omrelp -> relay, SIGKILLed once" ||
+    fail "omrelp through a relay: $(tail -3 "$dir/rs.err")"
+  kill -TERM "$rs"; wait "$rs" || true
+  lp=$relay ERR=$dir/relay.err stop
+  lp=$final ERR=$dir/final.err stop
+  ok "rsyslog omrelp -> relay (SIGKILLed once) -> sluice-logd --fsync ack: 0 lost, duplicates within omrelp's window"
+  rm -f "$final_log"
+else
+  echo "skip: rsyslog omrelp (apt-get install rsyslog rsyslog-relp)"
+fi
 
 echo "relay: $pass passed"
