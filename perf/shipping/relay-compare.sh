@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# sluice-log relp:// into a relay (sluice-logd --listen-relp --forward
+# relp://) into a final sluice-logd --listen-relp --fsync ack, against
+# sluice-log relp:// straight into such a final: N lines of 80 bytes, RUNS
+# runs side by side, each timed until sluice-log exits (every line answered
+# end to end, so fsynced by the final). Prints lines/s for both, the ratio
+# (the relay's rate / the direct one; goal 0.7x) and the relay's CPU a line.
+#   perf/shipping/relay-compare.sh [BUILD] [N] [RUNS] [WINDOW]
+. "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
+build=${1:-build} n=${2:-500000} runs=${3:-3} window=${4:-4096}
+tools=$build/tools
+tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+python3 - "$tmp/in.txt" "$n" <<'PY'
+import sys
+with open(sys.argv[1], 'w') as f:
+    for i in range(int(sys.argv[2])):
+        f.write('line %07d the quick brown fox jumps over the lazy dog and some padding text here\n' % i)
+PY
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+listening() { for _ in $(seq 100); do grep -q listening "$1" && return; sleep 0.05; done; echo "no listening line in $1" >&2; exit 1; }
+for r in $(seq "$runs"); do
+  rm -f "$tmp"/out-*.log
+  pd=$(free_port) pf=$(free_port) pr=$(free_port)
+  "$tools/sluice-logd" --listen-relp "127.0.0.1:$pd" --fsync ack "$tmp/out-direct.log" 2>"$tmp/direct.err" & ld=$!
+  "$tools/sluice-logd" --listen-relp "127.0.0.1:$pf" --fsync ack "$tmp/out-final.log" 2>"$tmp/final.err" & lf=$!
+  "$tools/sluice-logd" --listen-relp "127.0.0.1:$pr" --forward "relp://127.0.0.1:$pf" --window "$window" \
+    2>"$tmp/relay.err" & lr=$!
+  listening "$tmp/direct.err"; listening "$tmp/final.err"; listening "$tmp/relay.err"
+  t0=$(date +%s.%N)
+  "$tools/sluice-log" --window "$window" "relp://127.0.0.1:$pd" <"$tmp/in.txt"
+  t1=$(date +%s.%N)
+  "$tools/sluice-log" --window "$window" "relp://127.0.0.1:$pr" <"$tmp/in.txt"
+  t2=$(date +%s.%N)
+  cr=$(ticks $lr)
+  kill $ld $lf $lr; wait $ld $lf $lr 2>/dev/null || true
+  [ "$(wc -l <"$tmp/out-direct.log")" -eq "$n" ] && [ "$(wc -l <"$tmp/out-final.log")" -eq "$n" ] ||
+    { echo "not every line in the files" >&2; exit 1; }
+  python3 - "$n" "$t0" "$t1" "$t2" "$cr" "$(getconf CLK_TCK)" <<'PY'
+import sys
+n, t0, t1, t2, cr, hz = int(sys.argv[1]), *map(float, sys.argv[2:5]), int(sys.argv[5]), int(sys.argv[6])
+direct, relay = n / (t1 - t0), n / (t2 - t1)
+print(f"direct into --fsync ack: {direct:,.0f} lines/s; through a relay: {relay:,.0f} lines/s, "
+      f"relay CPU {cr / hz / n * 1e6:.2f} us a line; ratio {relay / direct:.2f}x")
+PY
+done
