@@ -275,7 +275,7 @@ struct options {
   sluice_tools::tls_server_args tls;     // --listen-tls, --tls-*
   sluice::syslog_frame_reader::mode framing = sluice::syslog_frame_reader::mode::automatic;
   std::size_t max_message = sluice_tools::default_max_message;
-  std::string file;  // FILE; on a relay the first --forward (the name messages give)
+  std::string file;  // FILE; on a relay the next hops' name (relay_name()), which messages give
   sluice_tools::relay_settings relay;  // --forward, --window, --give-up-after, --forward-tls-*
   sluice::log_options log;
   bool stats = false;
@@ -447,7 +447,7 @@ options parse_args(int argc, char** argv) {
     this_tool.usage_error("--compress goes with a --keep above 0 (--keep 0 keeps no rotated file to compress)");
   sluice_tools::check_relay_args(this_tool, o.relay, optind < argc, file_option);
   if (o.relay.enabled()) {
-    o.file = o.relay.forward.front();
+    o.file = sluice_tools::relay_name(o.relay);
     return o;
   }
   if (optind == argc) this_tool.usage_error("missing FILE (or --forward relp://HOST:PORT)");

@@ -119,7 +119,7 @@ ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
 fp=$port final=$lp
 ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
 rp=$port relay=$lp
-(feed $total 10000 | "$log" --window $window --stats "relp://127.0.0.1:$rp" 2> "$dir/log.err") &
+(feed $total 20000 | "$log" --window $window --stats "relp://127.0.0.1:$rp" 2> "$dir/log.err") &
 sender=$!
 pids+=("$sender")
 wait_lines "$final_log" 10000
@@ -150,7 +150,7 @@ ERR=$dir/relay2.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:
 r2p=$port relay2=$lp
 ERR=$dir/relay1.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$r2p" --window $window
 r1p=$port relay1=$lp
-(feed $total 10000 | "$log" --window $window "relp://127.0.0.1:$r1p" 2> "$dir/log.err") &
+(feed $total 20000 | "$log" --window $window "relp://127.0.0.1:$r1p" 2> "$dir/log.err") &
 sender=$!
 pids+=("$sender")
 for k in 1 2; do
@@ -184,6 +184,20 @@ lp=$final ERR=$dir/final.err stop
 grep -q '<13>1 - h plain - - - over TCP$' "$final_log" || fail "the --listen sender's line was not forwarded"
 ok "a --forward that is down: the next one takes the messages; a --listen sender's line forwarded"
 rm -f "$final_log"
+
+# --- --give-up-after with every next hop down: the relay says so and exits
+# 1; its RELP sender was never answered (it keeps the messages)
+dead1=$(free_port) dead2=$(free_port)
+ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$dead1" \
+  --forward "relp://127.0.0.1:$dead2" --give-up-after 1s
+rp=$port relay=$lp
+st=0; seq 10 | "$log" --give-up-after $((3 * scale))s "relp://127.0.0.1:$rp" 2> "$dir/log.err" || st=$?
+[ "$st" -eq 1 ] && grep -q "10 of 10 messages not acknowledged" "$dir/log.err" || fail "sluice-log: exit $st: $(cat "$dir/log.err")"
+st=0; wait "$relay" || st=$?
+[ "$st" -eq 1 ] || fail "the relay gave up: exit $st"
+grep -q "^sluice-logd: next hops relp://127.0.0.1:$dead1, relp://127.0.0.1:$dead2: Connection refused$" "$dir/relay.err" &&
+  grep -q ": 10 of 10 messages not written$" "$dir/relay.err" || fail "the relay's give-up: $(cat "$dir/relay.err")"
+ok "--give-up-after with every next hop down: said, exit 1, nothing answered"
 
 # --- rsyslog's omrelp as the sender into a relay, which is SIGKILLed and
 # restarted mid-stream: every message in the final's FILE, as rsyslog sent

@@ -57,6 +57,12 @@ void check_relay_args(const tool& t, const relay_settings& r, bool has_file, con
                   " goes with --forward relp+tls://");
 }
 
+std::string relay_name(const relay_settings& r) {
+  std::string name = r.forward.size() == 1 ? "next hop " : "next hops ";
+  for (std::size_t i = 0; i < r.forward.size(); ++i) name += (i ? ", " : "") + r.forward[i];
+  return name;
+}
+
 std::unique_ptr<sluice::writable> relay_output::open(std::size_t max_message, std::string& why) {
   sluice::relp_options o;
   o.host = s_.hops.front().host;

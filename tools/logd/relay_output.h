@@ -41,16 +41,18 @@ void set_forward_give_up(const tool& t, relay_settings& r, const std::string& ar
 // are bad usage; so are --forward URLs of both schemes.
 void check_relay_args(const tool& t, const relay_settings& r, bool has_file, const char* file_option);
 
+// The name messages give the output: "next hop relp://HOST:PORT", or
+// "next hops URL, URL".
+std::string relay_name(const relay_settings& r);
+
 // The RELP writable to the next hops, and its counters for --stats.
 class relay_output {
  public:
   explicit relay_output(const relay_settings& s) : s_(s) {}
 
   // The writable, connecting now; null with `why` (a --forward-tls-* file
-  // that cannot be loaded) .
+  // that cannot be loaded).
   std::unique_ptr<sluice::writable> open(std::size_t max_message, std::string& why);
-  // The first --forward, the name in messages.
-  const std::string& name() const noexcept { return s_.forward.front(); }
   // What --stats adds to the totals: "; F forwarded, S resent, R reconnects,
   // D refused by the next hop" (or its JSON fields).
   std::string stats(bool json) const;
