@@ -15,6 +15,7 @@ logd=$1
 fsync_log=$(realpath "$2")
 listen_kind=RELP
 . "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog_sender.sh"
 
 # A small RELP sender for the cases below: frames, a reader of answers.
 cat > "$dir/relp.py" <<'PY'
@@ -306,44 +307,16 @@ rm -f "$dir"/out.log*
 # they are within what rsyslog may send again a break: omrelp's window
 # (windowSize, unanswered) and the batch rsyslog runs the action again with
 # once it resumes (queue.dequeueBatchSize, pinned below).
-if [ -x /usr/sbin/rsyslogd ] && { [ -e /usr/lib/x86_64-linux-gnu/rsyslog/omrelp.so ] || [ -e /usr/lib/rsyslog/omrelp.so ]; }; then
+if have_omrelp; then
   total=200000
   window=512
   batch=128
   ERR=$dir/err0 start --listen-relp 127.0.0.1:0 --fsync ack "$dir/out.log"
   relp_port=$port
-  rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  # omrelp retries for ever (resumeRetryCount -1) every 100 ms; its
-  # window bounds what is unanswered, so what may come twice a break.
-  cat > "$dir/rs.conf" <<CONF
-global(workDirectory="$dir")
-main_queue(queue.dequeueBatchSize="$batch")
-module(load="imptcp")
-module(load="omrelp")
-template(name="fwd" type="string" string="%rawmsg%")
-ruleset(name="r") {
-  action(type="omrelp" target="127.0.0.1" port="$relp_port" template="fwd" windowSize="$window"
-         action.resumeRetryCount="-1" action.resumeInterval="1" conn.timeout="2" timeout="5")
-}
-input(type="imptcp" address="127.0.0.1" port="$rport" ruleset="r")
-CONF
-  # rsyslogd signals its parent: a subshell of its own takes it.
-  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rs.conf" -i "$dir/rs.pid") 2> "$dir/rs.err" &
-  rp=$!
-  pids+=("$rp")
-  python3 - "$rport" "$total" <<'PY' &
-import socket, sys, time
-port, total = int(sys.argv[1]), int(sys.argv[2])
-for _ in range(400):
-    try:
-        s = socket.create_connection(("127.0.0.1", port)); break
-    except OSError:
-        time.sleep(0.05)
-# As fast as rsyslog takes them: omrelp's window is full when a kill comes.
-s.sendall(b"".join(b"%d %s" % (len(m), m) for m in
-          (b"<14>1 2026-12-01T00:00:00.000001Z h app - - - relp %06d" % i for i in range(total))))
-s.close()
-PY
+  start_omrelp "$relp_port" $window $batch
+  rp=$rs
+  # As fast as rsyslog takes them: omrelp's window is full when a kill comes.
+  send_octet "$tport" $total relp &
   feeder=$!
   pids+=("$feeder")
   lines() { cat "$dir/out.log" 2>/dev/null | wc -l; }

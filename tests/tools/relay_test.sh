@@ -15,6 +15,7 @@ logd=$1
 log=$2
 listen_kind=RELP
 . "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog_sender.sh"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # Waits (bounded) until FILE has at least N lines.
@@ -203,43 +204,14 @@ ok "--give-up-after with every next hop down: said, exit 1, nothing answered"
 # restarted mid-stream: every message in the final's FILE, as rsyslog sent
 # it; the duplicates within omrelp's window and rsyslog's batch (see
 # logd_relp_test.sh).
-if [ -x /usr/sbin/rsyslogd ] && { [ -e /usr/lib/x86_64-linux-gnu/rsyslog/omrelp.so ] || [ -e /usr/lib/rsyslog/omrelp.so ]; }; then
+if have_omrelp; then
   total=30000 rwindow=512 batch=128
   ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
   fp=$port final=$lp
   ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
   rp=$port relay=$lp
-  tport=$(free_port)
-  cat > "$dir/rs.conf" <<CONF
-global(workDirectory="$dir")
-main_queue(queue.dequeueBatchSize="$batch")
-module(load="imptcp")
-module(load="omrelp")
-template(name="fwd" type="string" string="%rawmsg%")
-ruleset(name="r") {
-  action(type="omrelp" target="127.0.0.1" port="$rp" template="fwd" windowSize="$rwindow"
-         action.resumeRetryCount="-1" action.resumeInterval="1" conn.timeout="2" timeout="5")
-}
-input(type="imptcp" address="127.0.0.1" port="$tport" ruleset="r")
-CONF
-  # rsyslogd signals its parent: a subshell of its own takes it.
-  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rs.conf" -i "$dir/rs.pid") 2> "$dir/rs.err" &
-  rs=$!
-  pids+=("$rs")
-  python3 - "$tport" "$total" <<'PY' &
-import socket, sys, time
-port, total = int(sys.argv[1]), int(sys.argv[2])
-for _ in range(400):
-    try:
-        s = socket.create_connection(("127.0.0.1", port)); break
-    except OSError:
-        time.sleep(0.05)
-for i in range(0, total, 200):
-    s.sendall(b"".join(b"%d %s" % (len(m), m) for m in
-              (b"<14>1 2026-12-01T00:00:00.000001Z h app - - - relp %06d" % j for j in range(i, i + 200))))
-    time.sleep(0.02)
-s.close()
-PY
+  start_omrelp "$rp" $rwindow $batch
+  send_octet "$tport" $total relp 200 &
   feeder=$!
   pids+=("$feeder")
   wait_lines "$final_log" $((total / 3))
