@@ -9,7 +9,6 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 build=${1:-build} n=${2:-500000} runs=${3:-3} window=${4:-4096}
 tools=$build/tools
-tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 . "$here/shipping.sh"
 make_lines "$tmp/in.txt" "$n"
 listening() { for _ in $(seq 100); do grep -q listening "$1" && return; sleep 0.05; done; echo "no listening line in $1" >&2; exit 1; }

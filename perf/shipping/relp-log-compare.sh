@@ -8,7 +8,6 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 build=${1:-build} n=${2:-500000} runs=${3:-3} window=${4:-4096}
 tools=$build/tools
-tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 . "$here/shipping.sh"
 make_lines "$tmp/in.txt" "$n"
 for r in $(seq "$runs"); do

@@ -1,7 +1,11 @@
 # What the shipping compare scripts share, sourced after perf/prologue.sh:
 #   . "$here/shipping.sh"
+# It sets `tmp`, a folder removed at the exit (when the background jobs,
+# the receivers, are killed too).
 # make_lines FILE N: N lines of 80 bytes, numbered; free_port: a free TCP
 # port on 127.0.0.1; ticks PID: its CPU (user + system) in clock ticks.
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 make_lines() {
   python3 - "$1" "$2" <<'PY'
 import sys

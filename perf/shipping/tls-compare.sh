@@ -11,9 +11,8 @@
 build=${1:-build} n=${2:-500000} runs=${3:-3}
 tools=$build/tools
 # here: from the prologue
-tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
-sh "$here/../../tests/tls/make_ca.sh" "$tmp" && chmod 600 "$tmp"/*.key
 . "$here/shipping.sh"
+sh "$here/../../tests/tls/make_ca.sh" "$tmp" && chmod 600 "$tmp"/*.key
 make_lines "$tmp/in.txt" "$n"
 # One sluice-log into one sluice-logd; prints "SECONDS SENDER_TICKS RECEIVER_TICKS".
 run() {  # name, logd args, DEST scheme, sluice-log args...

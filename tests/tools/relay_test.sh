@@ -47,29 +47,7 @@ PY
 # FILE has every line 0..N-1 of feed() at least once (a torn line, the end
 # of a write(2) cut by a SIGKILL, is allowed once a kill); the duplicates at
 # most MAX. Prints the counts.
-check_all() {
-  python3 - "$@" <<'PY'
-import collections, re, sys
-out, total, kills, most, what = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-seen = collections.Counter()
-torn = 0
-for line in open(out, "rb"):
-    # The message as sluice-log sent it: one RFC 5424 header, not a
-    # relay's around it.
-    m = re.fullmatch(rb"<14>1 \S+ \S+ \S+ \S+ \S+ - (?:line|relp) (\d{6})\n", line)
-    if not m:
-        m = re.search(rb"<14>1 \S+ \S+ \S+ \S+ \S+ - (?:line|relp) (\d{6})\n$", line)
-        assert m and not line.startswith(m[0]), line
-        torn += 1
-    seen[int(m[1])] += 1
-missing = [i for i in range(total) if i not in seen]
-dups = sum(c - 1 for c in seen.values())
-print("  %s: %d of %d in the file, %d missing, %d duplicates, %d torn lines" % (what, len(seen), total, len(missing), dups, torn))
-assert torn <= kills, torn
-assert not missing, missing[:10]
-assert dups <= most, (dups, most)
-PY
-}
+check_all() { python3 "$(dirname "${BASH_SOURCE[0]}")/count_delivered.py" "$@"; }
 
 # --- usage
 bad() {
