@@ -197,9 +197,21 @@ may lose what they sent). FILE's options (--fsync, --max-size, --keep,
                     or later), 'K of N messages not written', exit 1.
                     Default: wait as long as it takes (the senders held
                     back).
+  --spool DIR       a durable spool in front of the next hop, as
+                    sluice-log's --spool: a message is answered once it is
+                    in a segment file in DIR and fsynced (not once the next
+                    hop has it), and is sent on from there; what the next
+                    hop has not answered when the relay stops or dies is
+                    sent first by the next relay on DIR. Lets senders go on
+                    while the next hop is away. With --grace, a relay still
+                    waiting for its next hop at the end of it exits 1
+                    leaving the rest in DIR (said).
+  --spool-max SIZE  the most the spool holds on disk (default 1G, at least
+                    64K); when full, the senders are held back
   With --stats the totals add 'F forwarded, S resent, R reconnects, D
-  refused by the next hop'; there 'written' counts the messages the next
-  hop answered.
+  refused by the next hop' (and the spool's counts, as sluice-log's);
+  there 'written' counts the messages the next hop answered (with
+  --spool: the messages in the spool).
 
 Lines: each message is written as one line. So that a line is always one
 message, shows no control character to a terminal, and the escaping can be
@@ -302,7 +314,7 @@ options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
          socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress,
-         forward, window, give_up_after, forward_tls_ca, forward_tls_name };
+         forward, window, give_up_after, forward_tls_ca, forward_tls_name, spool, spool_max };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -325,6 +337,8 @@ options parse_args(int argc, char** argv) {
       {"give-up-after", required_argument, nullptr, give_up_after},
       {"forward-tls-ca", required_argument, nullptr, forward_tls_ca},
       {"forward-tls-name", required_argument, nullptr, forward_tls_name},
+      {"spool", required_argument, nullptr, spool},
+      {"spool-max", required_argument, nullptr, spool_max},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -353,6 +367,11 @@ options parse_args(int argc, char** argv) {
       case give_up_after: sluice_tools::set_forward_give_up(this_tool, o.relay, arg); break;
       case forward_tls_ca: o.relay.tls_ca = arg; break;
       case forward_tls_name: o.relay.tls_name = arg; break;
+      case spool:
+        if (arg.empty()) this_tool.usage_error("--spool wants a directory");
+        o.relay.spool.dir = arg;
+        break;
+      case spool_max: sluice_tools::set_forward_spool_max(this_tool, o.relay, arg); break;
       case framing:
         if (arg == "auto") o.framing = sluice::syslog_frame_reader::mode::automatic;
         else if (arg == "octet") o.framing = sluice::syslog_frame_reader::mode::octet_counting;
@@ -593,6 +612,7 @@ class logd {
                    messages_ - written_, messages_);
       status_ = 1;
     }
+    if (relay_) relay_->report(failed_ ? "the next hop failed" : "");
     if (o_.stats) print_totals();
     return status_;
   }
@@ -1011,8 +1031,10 @@ class logd {
     if (o_.grace)
       grace_timer_ = sluice::loop::current().set_timeout(*o_.grace, [this] {
         grace_timer_ = 0;
-        // Every message written: only FILE's close is left, and it is let be.
-        if (written_ == messages_) return;
+        // Every message written: only FILE's close is left, and it is let be
+        // (a relay's is bounded: RELP's close; with --spool it waits for the
+        // next hop, and what is left stays in the spool).
+        if (written_ == messages_ && !(relay_ && relay_->spooling())) return;
         give_up("FILE did not take them within --grace " + o_.grace_text + " of the signal");
       });
   }
@@ -1087,6 +1109,7 @@ class logd {
     if (worker_) written_ = std::max(written_, worker_->chunks_written());
     std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written: %s\n", o_.file.c_str(),
                  messages_ - written_, messages_, why.c_str());
+    if (relay_) relay_->report(why);
     if (o_.stats) print_totals();
     std::fflush(stderr);
     std::_Exit(1);

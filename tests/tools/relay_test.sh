@@ -6,6 +6,8 @@
 # sender's window (this is what fails when a relay answers before its next
 # hop did); two relays in a row, one SIGKILLed twice: 0 lost; a --forward
 # that is down and the next one tried; a --listen sender's lines forwarded;
+# --give-up-after with every next hop down; --spool DIR answering while the
+# next hop is away, and a relay SIGKILLed then restarted on DIR: 0 lost;
 # rsyslog's omrelp as the sender (skipped without rsyslog-relp); usage.
 # Loopback only; every wait is bounded.
 #
@@ -123,6 +125,7 @@ ok "relay and final SIGKILLed together (the final stopped first): 0 lost, duplic
 rm -f "$final_log"
 
 # --- two relays in a row, the second SIGKILLed and restarted twice
+total=30000
 ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
 fp=$port final=$lp
 ERR=$dir/relay2.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
@@ -177,6 +180,29 @@ st=0; wait "$relay" || st=$?
 grep -q "^sluice-logd: next hops relp://127.0.0.1:$dead1, relp://127.0.0.1:$dead2: Connection refused$" "$dir/relay.err" &&
   grep -q ": 10 of 10 messages not written$" "$dir/relay.err" || fail "the relay's give-up: $(cat "$dir/relay.err")"
 ok "--give-up-after with every next hop down: said, exit 1, nothing answered"
+
+# --- --spool DIR: with the next hop away, the relay answers from its spool
+# (sluice-log ends, every line acknowledged); SIGKILLed, a relay on the same
+# DIR sends it all on once the next hop is there
+fp=$(free_port)
+ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --spool "$dir/spool" --stats
+rp=$port relay=$lp
+feed 20000 1000000 | "$log" --stats "relp://127.0.0.1:$rp" 2> "$dir/log.err" || fail "sluice-log into a spooling relay: $(cat "$dir/log.err")"
+grep -q "^sluice-log: 20000 lines, 20000 acked" "$dir/log.err" || fail "sluice-log: $(cat "$dir/log.err")"
+kill -9 "$relay"; wait "$relay" 2>/dev/null || true
+ERR=$dir/final.err start --listen-relp "127.0.0.1:$fp" --fsync ack "$final_log"
+final=$lp
+ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --spool "$dir/spool" --stats
+relay=$lp
+wait_lines "$final_log" 20000
+lp=$relay ERR=$dir/relay.err stop
+grep -q "20000 acked and 0 refused of earlier runs" "$dir/relay.err" || fail "the spool's counts: $(tail -1 "$dir/relay.err")"
+lp=$final ERR=$dir/final.err stop
+check_all "$final_log" 20000 0 0 "relay --spool, SIGKILLed before the next hop came" || fail "lost lines through a spooling relay"
+ok "--spool: answered from the spool while the next hop is away; a relay SIGKILLed, then one on the same DIR: 0 lost"
+rm -f "$final_log"
+bad --listen-relp 127.0.0.1:0 --spool "$dir/spool" "$dir/out.log"
+bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --spool-max 1M
 
 # --- rsyslog's omrelp as the sender into a relay, which is SIGKILLed and
 # restarted mid-stream: every message in the final's FILE, as rsyslog sent

@@ -38,14 +38,23 @@ void set_forward_give_up(const tool& t, relay_settings& r, const std::string& ar
   r.give_up_after = v;
 }
 
+void set_forward_spool_max(const tool& t, relay_settings& r, const std::string& arg) {
+  std::uint64_t v = 0;
+  if (!parse_size(arg.c_str(), true, UINT64_MAX >> 1, v) || v < 64 * 1024)
+    t.usage_error("--spool-max wants a number of bytes from 64K, with K, M or G or none, got '" + arg + "'");
+  r.spool.max_bytes = v;
+  r.spool_max_given = true;
+}
+
 void check_relay_args(const tool& t, const relay_settings& r, bool has_file, const char* file_option) {
   if (!r.enabled()) {
     const char* relay_option = r.window ? "--window" : r.give_up_after ? "--give-up-after"
                                : !r.tls_ca.empty() ? "--forward-tls-ca" : !r.tls_name.empty() ? "--forward-tls-name"
-                                                                                                : nullptr;
+                               : !r.spool.dir.empty() ? "--spool" : r.spool_max_given ? "--spool-max" : nullptr;
     if (relay_option) t.usage_error(std::string(relay_option) + " goes with --forward");
     return;
   }
+  if (r.spool_max_given && r.spool.dir.empty()) t.usage_error("--spool-max goes with --spool DIR");
   if (has_file) t.usage_error("FILE and --forward exclude each other: a relay writes no FILE of its own");
   if (file_option) t.usage_error(std::string(file_option) + " is FILE's, and a relay (--forward) has no FILE");
   for (const log_destination& d : r.hops)
@@ -97,7 +106,11 @@ std::unique_ptr<sluice::writable> relay_output::open(std::size_t max_message, st
     return nullptr;
   }
   relp_ = w.get();
-  return w;
+  if (s_.spool.dir.empty()) return w;
+  // Each message answered once it is in the spool, fsynced; sent on from there.
+  auto spooled = spool_.wrap(std::move(w), s_.spool, relay_name(s_));
+  if (!spooled) why = "--spool " + s_.spool.dir + " refused";
+  return spooled;
 }
 
 std::string relay_output::stats(bool json) const {
@@ -107,7 +120,7 @@ std::string relay_output::stats(bool json) const {
                 json ? ",\"forwarded\":%zu,\"resent\":%zu,\"reconnects\":%zu,\"refused_next_hop\":%zu"
                      : "; %zu forwarded, %zu resent, %zu reconnects, %zu refused by the next hop",
                 relp_->acked(), relp_->resent(), relp_->reconnects(), relp_->refused());
-  return buf;
+  return buf + spool_.stats(json);
 }
 
 }  // namespace sluice_tools

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "log/log_dest.h"
+#include "log/log_spool.h"
 #include "sluice/syslog/relp_writable.h"
 #include "tool.h"
 
@@ -26,6 +27,8 @@ struct relay_settings {
   std::optional<std::size_t> window;  // --window
   std::optional<std::chrono::milliseconds> give_up_after;  // --give-up-after
   std::string tls_ca, tls_name;  // --forward-tls-ca, --forward-tls-name
+  log_spool_settings spool{.sync = true, .tool = "sluice-logd"};  // --spool DIR, --spool-max SIZE
+  bool spool_max_given = false;
   bool enabled() const noexcept { return !forward.empty(); }
 };
 
@@ -36,6 +39,8 @@ void add_forward(const tool& t, relay_settings& r, const std::string& url);
 void set_forward_window(const tool& t, relay_settings& r, const std::string& arg);
 // --give-up-after T: a time above 0.
 void set_forward_give_up(const tool& t, relay_settings& r, const std::string& arg);
+// --spool-max SIZE: K, M or G, at least 64K.
+void set_forward_spool_max(const tool& t, relay_settings& r, const std::string& arg);
 // After every option: the relay's options without --forward, or --forward
 // with a FILE or FILE's options (`file_option`: the first given, or null),
 // are bad usage; so are --forward URLs of both schemes.
@@ -54,12 +59,17 @@ class relay_output {
   // that cannot be loaded).
   std::unique_ptr<sluice::writable> open(std::size_t max_message, std::string& why);
   // What --stats adds to the totals: "; F forwarded, S resent, R reconnects,
-  // D refused by the next hop" (or its JSON fields).
+  // D refused by the next hop" (or its JSON fields), and the spool's counts.
   std::string stats(bool json) const;
+  // With --spool: whether its records wait for the next hop, and a line
+  // saying how much is left there for the next run (`why`: what ended it).
+  bool spooling() const noexcept { return static_cast<bool>(spool_); }
+  void report(const std::string& why) const { spool_.report(s_.spool.dir, why); }
 
  private:
   const relay_settings& s_;
   sluice::relp_writable* relp_ = nullptr;
+  log_spool spool_;  // with --spool: in front of relp_
 };
 
 }  // namespace sluice_tools
