@@ -186,6 +186,9 @@ may lose what they sent). FILE's options (--fsync, --max-size, --keep,
                     must chain to; default: the system's store
   --forward-tls-name NAME
                     the name its certificate must carry; default: HOST
+  --forward-tls-cert FILE, --forward-tls-key FILE
+                    this relay's certificate (PEM) and key, for a next hop
+                    that requires one (imrelp's tls.authMode="certvalid")
   --window N        the most messages sent to the next hop and not yet
                     answered (default 1024, as sluice-log's); N more wait
                     in memory, and past that the senders are not read
@@ -314,7 +317,8 @@ options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
          socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress,
-         forward, window, give_up_after, forward_tls_ca, forward_tls_name, spool, spool_max };
+         forward, window, give_up_after, forward_tls_ca, forward_tls_name, forward_tls_cert,
+         forward_tls_key, spool, spool_max };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -337,6 +341,8 @@ options parse_args(int argc, char** argv) {
       {"give-up-after", required_argument, nullptr, give_up_after},
       {"forward-tls-ca", required_argument, nullptr, forward_tls_ca},
       {"forward-tls-name", required_argument, nullptr, forward_tls_name},
+      {"forward-tls-cert", required_argument, nullptr, forward_tls_cert},
+      {"forward-tls-key", required_argument, nullptr, forward_tls_key},
       {"spool", required_argument, nullptr, spool},
       {"spool-max", required_argument, nullptr, spool_max},
       {nullptr, 0, nullptr, 0},
@@ -367,6 +373,8 @@ options parse_args(int argc, char** argv) {
       case give_up_after: sluice_tools::set_forward_give_up(this_tool, o.relay, arg); break;
       case forward_tls_ca: o.relay.tls_ca = arg; break;
       case forward_tls_name: o.relay.tls_name = arg; break;
+      case forward_tls_cert: o.relay.tls_cert = arg; break;
+      case forward_tls_key: o.relay.tls_key = arg; break;
       case spool:
         if (arg.empty()) this_tool.usage_error("--spool wants a directory");
         o.relay.spool.dir = arg;

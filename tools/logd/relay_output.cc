@@ -2,8 +2,10 @@
 #include "logd/relay_output.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "args.h"
+#include "tls_files.h"
 #if SLUICE_TOOL_TLS
 #include "sluice/syslog/syslog_tls.h"
 #endif
@@ -50,6 +52,7 @@ void check_relay_args(const tool& t, const relay_settings& r, bool has_file, con
   if (!r.enabled()) {
     const char* relay_option = r.window ? "--window" : r.give_up_after ? "--give-up-after"
                                : !r.tls_ca.empty() ? "--forward-tls-ca" : !r.tls_name.empty() ? "--forward-tls-name"
+                               : !r.tls_cert.empty() ? "--forward-tls-cert" : !r.tls_key.empty() ? "--forward-tls-key"
                                : !r.spool.dir.empty() ? "--spool" : r.spool_max_given ? "--spool-max" : nullptr;
     if (relay_option) t.usage_error(std::string(relay_option) + " goes with --forward");
     return;
@@ -61,9 +64,17 @@ void check_relay_args(const tool& t, const relay_settings& r, bool has_file, con
     if (d.type != r.hops.front().type)
       t.usage_error("--forward: relp:// and relp+tls:// together; give every next hop the same scheme");
   const bool tls = r.hops.front().type == log_destination::kind::relp_tls;
-  if (!tls && (!r.tls_ca.empty() || !r.tls_name.empty()))
-    t.usage_error(std::string(r.tls_ca.empty() ? "--forward-tls-name" : "--forward-tls-ca") +
-                  " goes with --forward relp+tls://");
+  if (!tls && (!r.tls_ca.empty() || !r.tls_name.empty() || !r.tls_cert.empty() || !r.tls_key.empty()))
+    t.usage_error("the --forward-tls-* options go with --forward relp+tls://");
+  if (r.tls_cert.empty() != r.tls_key.empty())
+    t.usage_error("--forward-tls-cert and --forward-tls-key go together");
+  // A file that is not there or cannot be read is bad usage, as the other
+  // --tls-* files of the tools are; one OpenSSL cannot load is said by open().
+  for (auto [opt, path] : {std::pair{"--forward-tls-ca", &r.tls_ca}, {"--forward-tls-cert", &r.tls_cert},
+                           {"--forward-tls-key", &r.tls_key}})
+    if (!path->empty())
+      if (const std::string why = tls_file_problem(opt, *path); !why.empty()) t.usage_error(why);
+  if (!r.tls_key.empty()) warn_if_key_shared("sluice-logd", "--forward-tls-key", r.tls_key);
 }
 
 std::string relay_name(const relay_settings& r) {
@@ -86,6 +97,8 @@ std::unique_ptr<sluice::writable> relay_output::open(std::size_t max_message, st
   if (s_.hops.front().type == log_destination::kind::relp_tls) {
     sluice::tls::socket_options t;
     t.context.ca_file = s_.tls_ca;
+    t.context.cert_file = s_.tls_cert;
+    t.context.key_file = s_.tls_key;
     t.servername = s_.tls_name;
     t.reject_unauthorized = true;
     // A next hop that accepts TCP and says nothing does not hold the
@@ -94,7 +107,7 @@ std::unique_ptr<sluice::writable> relay_output::open(std::size_t max_message, st
     try {
       sluice::tls::use_tls(o, t);
     } catch (const sluice::stream_error& e) {
-      why = std::string("--forward-tls-ca ") + s_.tls_ca + ": " + e.what();
+      why = std::string("--forward-tls-*: ") + e.what();
       return nullptr;
     }
   }
