@@ -15,7 +15,7 @@ logd=$1
 fsync_log=$(realpath "$2")
 listen_kind=RELP
 . "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
-. "$(dirname "${BASH_SOURCE[0]}")/rsyslog_sender.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog.sh"
 
 # A small RELP sender for the cases below: frames, a reader of answers.
 cat > "$dir/relp.py" <<'PY'

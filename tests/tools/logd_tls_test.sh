@@ -14,7 +14,7 @@ logd=$1
 make_ca=$(realpath "$2")
 listen_kind=TLS
 . "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
-. "$(dirname "${BASH_SOURCE[0]}")/rsyslog_sender.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/tls_check.sh"
 
 # --- usage: exit 2, with the reason

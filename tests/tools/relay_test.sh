@@ -17,7 +17,7 @@ logd=$1
 log=$2
 listen_kind=RELP
 . "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
-. "$(dirname "${BASH_SOURCE[0]}")/rsyslog_sender.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog.sh"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # Waits (bounded) until FILE has at least N lines.
@@ -51,13 +51,21 @@ PY
 # most MAX. Prints the counts.
 check_all() { python3 "$(dirname "${BASH_SOURCE[0]}")/count_delivered.py" "$@"; }
 
-# --- usage
-bad() {
-  local st=0
-  "$logd" "$@" 2> "$dir/usage" || st=$?
-  [ "$st" -eq 2 ] || fail "$*: exit $st"
-  [ "$(wc -l < "$dir/usage")" -eq 2 ] && grep -q -- "--help" "$dir/usage" || fail "$*: $(cat "$dir/usage")"
+# start_final [PORT]: the final receiver, --fsync ack into $final_log, on
+# PORT (default: any); sets $fp and $final.
+start_final() {
+  ERR=$dir/final.err start --listen-relp "127.0.0.1:${1:-0}" --fsync ack "$final_log"
+  fp=$port final=$lp
 }
+# start_relay NAME PORT NEXT [OPTION]...: a relay on PORT (0: any) forwarding
+# to 127.0.0.1:NEXT, its stderr in $dir/NAME.err; sets $port and $lp.
+start_relay() {
+  local name=$1 on=$2 next=$3
+  shift 3
+  ERR=$dir/$name.err start --listen-relp "127.0.0.1:$on" --forward "relp://127.0.0.1:$next" "$@"
+}
+
+# --- usage
 bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 "$dir/out.log"
 bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --fsync ack
 bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --max-size 1M
@@ -75,9 +83,8 @@ final_log=$dir/final.log
 window=1024
 
 # --- all lines once, in order, as sent (one header); --stats counts them
-ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
-fp=$port final=$lp
-ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --stats
+start_final
+start_relay relay 0 "$fp" --stats
 rp=$port relay=$lp
 feed 20000 1000000 | "$log" "relp://127.0.0.1:$rp" 2> "$dir/log.err" || fail "sluice-log: $(cat "$dir/log.err")"
 lp=$relay ERR=$dir/relay.err stop
@@ -96,9 +103,8 @@ rm -f "$final_log"
 # it; then both SIGKILLed and restarted on their ports: what the relay had
 # answered is in the final's FILE, the rest comes again from sluice-log.
 total=50000
-ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
-fp=$port final=$lp
-ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
+start_final
+start_relay relay 0 "$fp" --window $window
 rp=$port relay=$lp
 (feed $total 20000 | "$log" --window $window --stats "relp://127.0.0.1:$rp" 2> "$dir/log.err") &
 sender=$!
@@ -111,9 +117,8 @@ kill -CONT "$final" 2>/dev/null || true
 wait "$relay" 2>/dev/null || true
 wait "$final" 2>/dev/null || true
 echo "  SIGSTOP, SIGKILL at $(wc -l < "$final_log") lines"
-ERR=$dir/final.err start --listen-relp "127.0.0.1:$fp" --fsync ack "$final_log"
-final=$lp
-ERR=$dir/relay.err start --listen-relp "127.0.0.1:$rp" --forward "relp://127.0.0.1:$fp" --window $window
+start_final "$fp"
+start_relay relay "$rp" "$fp" --window $window
 relay=$lp
 wait_exit0 "$sender" sluice-log "$dir/log.err"
 grep -q "^sluice-log: $total lines, $total acked" "$dir/log.err" || fail "sluice-log: $(cat "$dir/log.err")"
@@ -126,11 +131,10 @@ rm -f "$final_log"
 
 # --- two relays in a row, the second SIGKILLed and restarted twice
 total=30000
-ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
-fp=$port final=$lp
-ERR=$dir/relay2.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
+start_final
+start_relay relay2 0 "$fp" --window $window
 r2p=$port relay2=$lp
-ERR=$dir/relay1.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$r2p" --window $window
+start_relay relay1 0 "$r2p" --window $window
 r1p=$port relay1=$lp
 (feed $total 20000 | "$log" --window $window "relp://127.0.0.1:$r1p" 2> "$dir/log.err") &
 sender=$!
@@ -139,7 +143,7 @@ for k in 1 2; do
   wait_lines "$final_log" $((k * total / 3))
   kill -9 "$relay2"; wait "$relay2" 2>/dev/null || true
   echo "  SIGKILL $k of the second relay at $(wc -l < "$final_log") lines"
-  ERR=$dir/relay2.err start --listen-relp "127.0.0.1:$r2p" --forward "relp://127.0.0.1:$fp" --window $window
+  start_relay relay2 "$r2p" "$fp" --window $window
   relay2=$lp
 done
 wait_exit0 "$sender" sluice-log "$dir/log.err"
@@ -151,8 +155,7 @@ rm -f "$final_log"
 
 # --- several --forward: the first down, the next one takes the messages;
 # and a --listen sender's lines are forwarded too (unanswered)
-ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
-fp=$port final=$lp
+start_final
 ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --listen 127.0.0.1:0 \
   --forward "relp://127.0.0.1:$(free_port)" --forward "relp://127.0.0.1:$fp"
 rp=$port relay=$lp
@@ -170,7 +173,7 @@ rm -f "$final_log"
 # --- --give-up-after with every next hop down: the relay says so and exits
 # 1; its RELP sender was never answered (it keeps the messages)
 dead1=$(free_port) dead2=$(free_port)
-ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$dead1" \
+start_relay relay 0 "$dead1" \
   --forward "relp://127.0.0.1:$dead2" --give-up-after 1s
 rp=$port relay=$lp
 st=0; seq 10 | "$log" --give-up-after $((3 * scale))s "relp://127.0.0.1:$rp" 2> "$dir/log.err" || st=$?
@@ -185,14 +188,13 @@ ok "--give-up-after with every next hop down: said, exit 1, nothing answered"
 # (sluice-log ends, every line acknowledged); SIGKILLed, a relay on the same
 # DIR sends it all on once the next hop is there
 fp=$(free_port)
-ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --spool "$dir/spool" --stats
+start_relay relay 0 "$fp" --spool "$dir/spool" --stats
 rp=$port relay=$lp
 feed 20000 1000000 | "$log" --stats "relp://127.0.0.1:$rp" 2> "$dir/log.err" || fail "sluice-log into a spooling relay: $(cat "$dir/log.err")"
 grep -q "^sluice-log: 20000 lines, 20000 acked" "$dir/log.err" || fail "sluice-log: $(cat "$dir/log.err")"
 kill -9 "$relay"; wait "$relay" 2>/dev/null || true
-ERR=$dir/final.err start --listen-relp "127.0.0.1:$fp" --fsync ack "$final_log"
-final=$lp
-ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --spool "$dir/spool" --stats
+start_final "$fp"
+start_relay relay 0 "$fp" --spool "$dir/spool" --stats
 relay=$lp
 wait_lines "$final_log" 20000
 lp=$relay ERR=$dir/relay.err stop
@@ -210,9 +212,8 @@ bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --spool-max 1M
 # logd_relp_test.sh).
 if have_omrelp; then
   total=30000 rwindow=512 batch=128
-  ERR=$dir/final.err start --listen-relp 127.0.0.1:0 --fsync ack "$final_log"
-  fp=$port final=$lp
-  ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp" --window $window
+  start_final
+  start_relay relay 0 "$fp" --window $window
   rp=$port relay=$lp
   start_omrelp "$rp" $rwindow $batch
   send_octet "$tport" $total relp 200 &
@@ -221,7 +222,7 @@ if have_omrelp; then
   wait_lines "$final_log" $((total / 3))
   kill -9 "$relay"; wait "$relay" 2>/dev/null || true
   echo "  SIGKILL of the relay at $(wc -l < "$final_log") lines"
-  ERR=$dir/relay.err start --listen-relp "127.0.0.1:$rp" --forward "relp://127.0.0.1:$fp" --window $window
+  start_relay relay "$rp" "$fp" --window $window
   relay=$lp
   wait "$feeder" || fail "the feeder failed"
   wait_lines "$final_log" $total

@@ -15,38 +15,18 @@ make_ca=$(realpath "$3")
 listen_kind=RELP
 . "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/tls_check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog.sh"
 
 # --- usage
-bad() {
-  local st=0
-  "$logd" "$@" 2> "$dir/usage" || st=$?
-  [ "$st" -eq 2 ] || fail "$*: exit $st"
-  [ "$(wc -l < "$dir/usage")" -eq 2 ] && grep -q -- "--help" "$dir/usage" || fail "$*: $(cat "$dir/usage")"
-}
 bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --forward-tls-ca "$pki/ca.crt"
 bad --listen-relp 127.0.0.1:0 --forward relp+tls://127.0.0.1:1 --forward-tls-ca "$dir/nope.crt"
 bad --listen-relp 127.0.0.1:0 --forward relp+tls://127.0.0.1:1 --forward-tls-cert "$pki/client.crt"
 bad --listen-relp 127.0.0.1:0 --forward relp+tls://127.0.0.1:1 --forward relp://127.0.0.1:2
 ok "usage"
 
-imrelp=
-for d in /usr/lib/x86_64-linux-gnu/rsyslog /usr/lib/rsyslog; do [ -e "$d/imrelp.so" ] && imrelp=1; done
-if [ -x /usr/sbin/rsyslogd ] && [ -n "$imrelp" ]; then
+if have_imrelp; then
   rout=$dir/rr.log
-  rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  # Direct: imrelp answers once omfile wrote the message.
-  cat > "$dir/rr.conf" <<CONF
-global(workDirectory="$dir")
-main_queue(queue.type="Direct")
-module(load="imrelp" tls.tlslib="openssl")
-template(name="m" type="string" string="%msg%\n")
-ruleset(name="r") { action(type="omfile" file="$rout" template="m") }
-input(type="imrelp" address="127.0.0.1" port="$rport" ruleset="r" tls="on" tls.caCert="$pki/ca.crt"
-      tls.myCert="$pki/server.crt" tls.myPrivKey="$pki/server.key" tls.authMode="certvalid")
-CONF
-  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rr.conf" -i "$dir/rr.pid") 2> "$dir/rr.err" &
-  rs=$!
-  pids+=("$rs")
+  start_imrelp_tls "$rout"
 
   # --- every line through the relay over TLS, acknowledged end to end
   ERR=$dir/relay.err start --listen-relp 127.0.0.1:0 --forward "relp+tls://127.0.0.1:$rport" \

@@ -1,10 +1,16 @@
-# rsyslogd as the sender of the tests that receive (sluice-logd, a relay),
-# and a feeder of octet-counted messages into it. Sourced after prelude.sh:
-#   . "$(dirname "${BASH_SOURCE[0]}")/rsyslog_sender.sh"
+# rsyslogd in the tools tests: as the sender of the tests that receive
+# (sluice-logd, a relay), a feeder of octet-counted messages into it, and as
+# a RELP-over-TLS receiver. Sourced after prelude.sh:
+#   . "$(dirname "${BASH_SOURCE[0]}")/rsyslog.sh"
 
 # Whether rsyslogd and its omrelp are installed (package rsyslog-relp).
 have_omrelp() {
   [ -x /usr/sbin/rsyslogd ] && { [ -e /usr/lib/x86_64-linux-gnu/rsyslog/omrelp.so ] || [ -e /usr/lib/rsyslog/omrelp.so ]; }
+}
+
+# Whether rsyslogd and its imrelp are installed (package rsyslog-relp).
+have_imrelp() {
+  [ -x /usr/sbin/rsyslogd ] && { [ -e /usr/lib/x86_64-linux-gnu/rsyslog/imrelp.so ] || [ -e /usr/lib/rsyslog/imrelp.so ]; }
 }
 
 # start_omrelp PORT WINDOW BATCH: rsyslogd reading octet-counted messages on
@@ -53,4 +59,31 @@ for i in range(0, total, step):
         time.sleep(0.02)
 s.close()
 PY
+}
+
+# start_imrelp_tls OUT: rsyslogd's imrelp with tls="on" on a free port
+# ($rport), the test CA's server certificate ($pki, tls_check.sh), and
+# tls.authMode="certvalid" (a client must present a certificate of that
+# CA); each message's MSG a line of OUT, through omfile with a Direct queue
+# (imrelp answers once omfile wrote it). Waits until it accepts a
+# connection; sets $rs, its pid (in pids); its stderr in $dir/rr.err.
+start_imrelp_tls() {
+  rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  cat > "$dir/rr.conf" <<CONF
+global(workDirectory="$dir")
+main_queue(queue.type="Direct")
+module(load="imrelp" tls.tlslib="openssl")
+template(name="m" type="string" string="%msg%\n")
+ruleset(name="r") { action(type="omfile" file="$1" template="m") }
+input(type="imrelp" address="127.0.0.1" port="$rport" ruleset="r" tls="on" tls.caCert="$pki/ca.crt"
+      tls.myCert="$pki/server.crt" tls.myPrivKey="$pki/server.key" tls.authMode="certvalid")
+CONF
+  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rr.conf" -i "$dir/rr.pid") 2> "$dir/rr.err" &
+  rs=$!
+  pids+=("$rs")
+  for _ in $(seq $((400 * scale))); do
+    python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$rport" \
+      2>/dev/null && break
+    sleep 0.05
+  done
 }
