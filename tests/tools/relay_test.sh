@@ -5,7 +5,8 @@
 # and restarted mid-stream: 0 lost, the duplicates counted and within the
 # sender's window (this is what fails when a relay answers before its next
 # hop did); two relays in a row, one SIGKILLed twice: 0 lost; a --forward
-# that is down and the next one tried; a --listen sender's lines forwarded;
+# that is down and the next one tried, the first SIGKILLed mid-stream and
+# the second taking the rest; a --listen sender's lines forwarded;
 # --give-up-after with every next hop down; --spool DIR answering while the
 # next hop is away, and a relay SIGKILLed then restarted on DIR: 0 lost;
 # rsyslog's omrelp as the sender (skipped without rsyslog-relp); usage.
@@ -169,6 +170,30 @@ lp=$final ERR=$dir/final.err stop
 grep -q '<13>1 - h plain - - - over TCP$' "$final_log" || fail "the --listen sender's line was not forwarded"
 ok "a --forward that is down: the next one takes the messages; a --listen sender's line forwarded"
 rm -f "$final_log"
+
+# --- the first --forward SIGKILLed mid-stream: the relay goes on to the
+# second, sending it what the first had not answered; every line is in one
+# of the two files
+total=20000
+first_log=$dir/first.log
+ERR=$dir/first.err start --listen-relp 127.0.0.1:0 --fsync ack "$first_log"
+p1=$port first=$lp
+start_final
+start_relay relay 0 "$p1" --forward "relp://127.0.0.1:$fp" --window $window
+rp=$port relay=$lp
+(feed $total 20000 | "$log" --window $window "relp://127.0.0.1:$rp" 2> "$dir/log.err") &
+sender=$!
+pids+=("$sender")
+wait_lines "$first_log" 5000
+kill -9 "$first"; wait "$first" 2>/dev/null || true
+wait_exit0 "$sender" sluice-log "$dir/log.err"
+lp=$relay ERR=$dir/relay.err stop
+lp=$final ERR=$dir/final.err stop
+[ "$(wc -l < "$final_log")" -gt 0 ] || fail "the second --forward got nothing"
+cat "$first_log" "$final_log" > "$dir/both.log"
+check_all "$dir/both.log" $total 1 $window "the first next hop SIGKILLed" || fail "lost lines in a failover"
+ok "the first --forward SIGKILLed mid-stream: the second takes the rest, 0 lost"
+rm -f "$final_log" "$first_log"
 
 # --- --give-up-after with every next hop down: the relay says so and exits
 # 1; its RELP sender was never answered (it keeps the messages)
