@@ -22,6 +22,7 @@ bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --forward-tls-ca "$pk
 bad --listen-relp 127.0.0.1:0 --forward relp+tls://127.0.0.1:1 --forward-tls-ca "$dir/nope.crt"
 bad --listen-relp 127.0.0.1:0 --forward relp+tls://127.0.0.1:1 --forward-tls-cert "$pki/client.crt"
 bad --listen-relp 127.0.0.1:0 --forward relp+tls://127.0.0.1:1 --forward relp://127.0.0.1:2
+bad --listen-relp 127.0.0.1:0 --forward relp+tls://127.0.0.1:1 --forward relp+tls://localhost:2
 ok "usage"
 
 if have_imrelp; then

@@ -66,6 +66,13 @@ void check_relay_args(const tool& t, const relay_settings& r, bool has_file, con
   const bool tls = r.hops.front().type == log_destination::kind::relp_tls;
   if (!tls && (!r.tls_ca.empty() || !r.tls_name.empty() || !r.tls_cert.empty() || !r.tls_key.empty()))
     t.usage_error("the --forward-tls-* options go with --forward relp+tls://");
+  // tls::use_tls() checks every connection's certificate against one name:
+  // hops on other hosts need it given.
+  if (tls && r.tls_name.empty())
+    for (const log_destination& d : r.hops)
+      if (d.host != r.hops.front().host)
+        t.usage_error("--forward relp+tls:// to more than one host: give --forward-tls-name, the name every next "
+                      "hop's certificate carries");
   if (r.tls_cert.empty() != r.tls_key.empty())
     t.usage_error("--forward-tls-cert and --forward-tls-key go together");
   // A file that is not there or cannot be read is bad usage, as the other
