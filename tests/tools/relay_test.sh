@@ -66,6 +66,17 @@ start_relay() {
   ERR=$dir/$name.err start --listen-relp "127.0.0.1:$on" --forward "relp://127.0.0.1:$next" "$@"
 }
 
+# send_bg PORT [OPTION]...: sluice-log sending $total lines of feed() at 20k
+# lines/s into 127.0.0.1:PORT, in the background (its stderr in
+# $dir/log.err); sets $sender.
+send_bg() {
+  local to=$1
+  shift
+  (feed $total 20000 | "$log" --window $window "$@" "relp://127.0.0.1:$to" 2> "$dir/log.err") &
+  sender=$!
+  pids+=("$sender")
+}
+
 # --- usage
 bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 "$dir/out.log"
 bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --fsync ack
@@ -107,9 +118,7 @@ total=50000
 start_final
 start_relay relay 0 "$fp" --window $window
 rp=$port relay=$lp
-(feed $total 20000 | "$log" --window $window --stats "relp://127.0.0.1:$rp" 2> "$dir/log.err") &
-sender=$!
-pids+=("$sender")
+send_bg "$rp" --stats
 wait_lines "$final_log" 10000
 kill -STOP "$final"
 sleep 1  # the relay's window to the final fills, then what it holds
@@ -137,9 +146,7 @@ start_relay relay2 0 "$fp" --window $window
 r2p=$port relay2=$lp
 start_relay relay1 0 "$r2p" --window $window
 r1p=$port relay1=$lp
-(feed $total 20000 | "$log" --window $window "relp://127.0.0.1:$r1p" 2> "$dir/log.err") &
-sender=$!
-pids+=("$sender")
+send_bg "$r1p"
 for k in 1 2; do
   wait_lines "$final_log" $((k * total / 3))
   kill -9 "$relay2"; wait "$relay2" 2>/dev/null || true
@@ -181,9 +188,7 @@ p1=$port first=$lp
 start_final
 start_relay relay 0 "$p1" --forward "relp://127.0.0.1:$fp" --window $window
 rp=$port relay=$lp
-(feed $total 20000 | "$log" --window $window "relp://127.0.0.1:$rp" 2> "$dir/log.err") &
-sender=$!
-pids+=("$sender")
+send_bg "$rp"
 wait_lines "$first_log" 5000
 kill -9 "$first"; wait "$first" 2>/dev/null || true
 wait_exit0 "$sender" sluice-log "$dir/log.err"
