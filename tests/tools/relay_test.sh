@@ -7,7 +7,9 @@
 # hop did); two relays in a row, one SIGKILLed twice: 0 lost; a --forward
 # that is down and the next one tried, the first SIGKILLed mid-stream and
 # the second taking the rest; a --listen sender's lines forwarded;
-# --give-up-after with every next hop down; --spool DIR answering while the
+# a stopped next hop holding a --listen sender back through the relay
+# (backpressure); --give-up-after with every next hop down; --spool DIR
+# answering while the
 # next hop is away, and a relay SIGKILLed then restarted on DIR: 0 lost;
 # rsyslog's omrelp as the sender (skipped without rsyslog-relp); usage.
 # Loopback only; every wait is bounded.
@@ -199,6 +201,50 @@ cat "$first_log" "$final_log" > "$dir/both.log"
 check_all "$dir/both.log" $total 1 $window "the first next hop SIGKILLed" || fail "lost lines in a failover"
 ok "the first --forward SIGKILLed mid-stream: the second takes the rest, 0 lost"
 rm -f "$final_log" "$first_log"
+
+# --- backpressure: with the next hop stopped (SIGSTOP), a --listen sender,
+# which has no window of its own, is held back by the relay (its writable's
+# high-water mark, then no more reading, then TCP): the feeder stalls far
+# short of its input instead of the relay taking it all into memory. Once
+# the next hop goes on, every line arrives.
+# Lines of 300 bytes, so that the kernel's socket buffers (up to ~10 MB
+# on loopback) hold a small part of them.
+total=200000
+start_final
+ERR=$dir/relay.err start --listen 127.0.0.1:0 --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp"
+rp=$port relay=$lp
+sp=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/relay.err")
+kill -STOP "$final"
+(python3 - $total "$dir/fed" <<'PY' | "$log" "syslog://127.0.0.1:$sp" 2> "$dir/log.err") &
+import sys
+n, fed = int(sys.argv[1]), sys.argv[2]
+for i in range(0, n, 1000):
+    sys.stdout.write("".join("%s line %06d\n" % ("x" * 286, j) for j in range(i, i + 1000)))
+    sys.stdout.flush()
+    with open(fed, "w") as f:
+        f.write("%d\n" % (i + 1000))
+PY
+sender=$!
+pids+=("$sender")
+# Stalled: the count unchanged for a second (scaled).
+last=-1 stalled=
+for _ in $(seq $((120 * scale))); do
+  sleep 0.5
+  now=$(cat "$dir/fed" 2>/dev/null || echo 0)
+  if [ "$now" = "$last" ] && [ "$now" -gt 0 ]; then stalled=$now; break; fi
+  [ "$now" = "$last" ] || sleep $((scale - 1))
+  last=$now
+done
+[ -n "$stalled" ] && [ "$stalled" -lt $((total / 2)) ] ||
+  fail "the sender was not held back: ${stalled:-never stalled}, $(cat "$dir/fed") of $total lines fed"
+echo "  the next hop stopped: the feeder held back at $stalled of $total lines; the relay's RSS $(awk '/VmRSS/ {print $2, $3}' "/proc/$relay/status")"
+kill -CONT "$final"
+wait_exit0 "$sender" sluice-log "$dir/log.err"
+lp=$relay ERR=$dir/relay.err stop
+lp=$final ERR=$dir/final.err stop
+[ "$(grep -c ' line ' "$final_log")" -eq $total ] || fail "after the next hop went on: $(grep -c ' line ' "$final_log") of $total lines"
+ok "a stopped next hop holds a --listen sender back through the relay (memory bounded); then every line arrives"
+rm -f "$final_log"
 
 # --- --give-up-after with every next hop down: the relay says so and exits
 # 1; its RELP sender was never answered (it keeps the messages)
