@@ -9,8 +9,8 @@
 # the second taking the rest; a --listen sender's lines forwarded;
 # a stopped next hop holding a --listen sender back through the relay
 # (backpressure); --give-up-after with every next hop down; --spool DIR
-# answering while the
-# next hop is away, and a relay SIGKILLed then restarted on DIR: 0 lost;
+# answering while the next hop is away, and a relay SIGKILLed then
+# restarted on DIR: 0 lost;
 # rsyslog's omrelp as the sender (skipped without rsyslog-relp); usage.
 # Loopback only; every wait is bounded.
 #
