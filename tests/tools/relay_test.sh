@@ -209,7 +209,7 @@ rm -f "$final_log" "$first_log"
 # the next hop goes on, every line arrives.
 # Lines of 300 bytes, so that the kernel's socket buffers (up to ~10 MB
 # on loopback) hold a small part of them.
-total=200000
+total=150000
 start_final
 ERR=$dir/relay.err start --listen 127.0.0.1:0 --listen-relp 127.0.0.1:0 --forward "relp://127.0.0.1:$fp"
 rp=$port relay=$lp
@@ -252,7 +252,7 @@ dead1=$(free_port) dead2=$(free_port)
 start_relay relay 0 "$dead1" \
   --forward "relp://127.0.0.1:$dead2" --give-up-after 1s
 rp=$port relay=$lp
-st=0; seq 10 | "$log" --give-up-after $((3 * scale))s "relp://127.0.0.1:$rp" 2> "$dir/log.err" || st=$?
+st=0; seq 10 | "$log" --give-up-after ${scale}s "relp://127.0.0.1:$rp" 2> "$dir/log.err" || st=$?
 [ "$st" -eq 1 ] && grep -q "10 of 10 messages not acknowledged" "$dir/log.err" || fail "sluice-log: exit $st: $(cat "$dir/log.err")"
 st=0; wait "$relay" || st=$?
 [ "$st" -eq 1 ] || fail "the relay gave up: exit $st"
@@ -287,7 +287,7 @@ bad --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:1 --spool-max 1M
 # it; the duplicates within omrelp's window and rsyslog's batch (see
 # logd_relp_test.sh).
 if have_omrelp; then
-  total=30000 rwindow=512 batch=128
+  total=20000 rwindow=512 batch=128
   start_final
   start_relay relay 0 "$fp" --window $window
   rp=$port relay=$lp
