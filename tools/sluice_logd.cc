@@ -977,7 +977,8 @@ class logd {
         // (a relay's is bounded: RELP's close; with --spool it waits for the
         // next hop, and what is left stays in the spool).
         if (written_ == messages_ && !(relay_ && relay_->spooling())) return;
-        give_up("FILE did not take them within --grace " + o_.grace_text + " of the signal");
+        give_up(std::string(relay_ ? "the next hop did not answer them" : "FILE did not take them") +
+                " within --grace " + o_.grace_text + " of the signal");
       });
   }
 

@@ -8,7 +8,8 @@
 # that is down and the next one tried, the first SIGKILLed mid-stream and
 # the second taking the rest; a --listen sender's lines forwarded;
 # a stopped next hop holding a --listen sender back through the relay
-# (backpressure); --give-up-after with every next hop down; --spool DIR
+# (backpressure); --give-up-after with every next hop down; SIGTERM with it
+# away and --grace; --spool DIR
 # answering while the next hop is away, and a relay SIGKILLed then
 # restarted on DIR: 0 lost;
 # rsyslog's omrelp as the sender (skipped without rsyslog-relp); usage.
@@ -259,6 +260,19 @@ st=0; wait "$relay" || st=$?
 grep -q "^sluice-logd: next hops relp://127.0.0.1:$dead1, relp://127.0.0.1:$dead2: Connection refused$" "$dir/relay.err" &&
   grep -q ": 10 of 10 messages not written$" "$dir/relay.err" || fail "the relay's give-up: $(cat "$dir/relay.err")"
 ok "--give-up-after with every next hop down: said, exit 1, nothing answered"
+
+# --- SIGTERM with the next hop away: --grace bounds the wait
+start_relay relay 0 "$dead1" --grace 1s
+rp=$port relay=$lp
+(seq 5 | "$log" --give-up-after $((5 * scale))s "relp://127.0.0.1:$rp" 2> /dev/null || true) &
+pids+=($!)
+sleep "$scale"  # sluice-log connects and sends its 5 lines (a bound on a start, not a measure)
+kill -TERM "$relay"
+st=0; wait "$relay" || st=$?
+[ "$st" -eq 1 ] || fail "SIGTERM with the next hop away and --grace 1s: exit $st: $(cat "$dir/relay.err")"
+grep -q ": 5 of 5 messages not written: the next hop did not answer them within --grace 1s of the signal$" "$dir/relay.err" ||
+  fail "SIGTERM, --grace: $(cat "$dir/relay.err")"
+ok "SIGTERM with the next hop away: --grace 1s ends the wait, said, exit 1"
 
 # --- --spool DIR: with the next hop away, the relay answers from its spool
 # (sluice-log ends, every line acknowledged); SIGKILLed, a relay on the same
