@@ -9,10 +9,9 @@
 # the second taking the rest; a --listen sender's lines forwarded;
 # a stopped next hop holding a --listen sender back through the relay
 # (backpressure); --give-up-after with every next hop down; SIGTERM with it
-# away and --grace; --spool DIR
-# answering while the next hop is away, and a relay SIGKILLed then
-# restarted on DIR: 0 lost;
-# rsyslog's omrelp as the sender (skipped without rsyslog-relp); usage.
+# away and --grace; --spool DIR answering while the next hop is away, and a
+# relay SIGKILLed then restarted on DIR: 0 lost; rsyslog's omrelp as the
+# sender (skipped without rsyslog-relp); usage.
 # Loopback only; every wait is bounded.
 #
 #   tests/tools/relay_test.sh SLUICE_LOGD SLUICE_LOG
