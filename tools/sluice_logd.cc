@@ -7,7 +7,10 @@
 // per message once its write's callback came, so an answer never comes
 // before the file has the message (on disk, with --fsync ack). TLS senders
 // (--listen-tls, RFC 5425) are read as --listen's, from the tls::socket's
-// plaintext, once their handshake (and certificate) passed.
+// plaintext, once their handshake (and certificate) passed. With --forward
+// it is a relay: the output is a RELP writable to the next hop instead of
+// FILE (logd/relay_output.h), so a RELP sender's answer comes with the next
+// hop's.
 #include <fcntl.h>
 #include <getopt.h>
 #include <sys/stat.h>
@@ -15,10 +18,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include <algorithm>
 #include <array>
@@ -39,6 +38,8 @@
 #include "compress_problems.h"
 #include "logd_stats.h"
 #include "metrics_server.h"
+#include "logd/line_escape.h"
+#include "logd/relay_output.h"
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
@@ -52,6 +53,7 @@ namespace {
 constexpr const char* usage_text = R"(usage: sluice-logd --listen ADDR [--listen ADDR]... [OPTION]... FILE
        sluice-logd --listen-relp HOST:PORT [--listen-relp HOST:PORT]... [OPTION]... FILE
        sluice-logd --listen-tls HOST:PORT... --tls-cert FILE --tls-key FILE [--tls-client-ca FILE] [OPTION]... FILE
+       sluice-logd --listen-relp HOST:PORT... --forward relp://HOST:PORT [--forward ...]... [OPTION]...
 Receives syslog messages over TCP and Unix stream sockets, and over RELP,
 and appends each as one line to FILE, rotating it by size, like rsyslog's
 imptcp, imrelp and omfile. HOST:PORT takes [::1]:PORT for IPv6. A time T is
@@ -176,6 +178,57 @@ Options:
                     process must be root or a member of it)
   -h, --help        show this help
 
+Relay (--forward, instead of FILE): each message goes on to the next hop
+over RELP as it was received (not escaped), and a RELP sender's message is
+answered only once the next hop answered it; so through any number of
+relays, the first sender's answer means the last receiver has it (on its
+disk when that one runs --fsync ack). A relay killed loses nothing that was
+answered: its senders send the unanswered rest again. --listen and
+--listen-tls senders are forwarded too, but get no answers (a relay killed
+may lose what they sent). FILE's options (--fsync, --max-size, --keep,
+--compress, --on-full) do not go with it. See docs/shipping.md.
+  --forward relp://HOST:PORT
+                    the next hop (sluice-logd --listen-relp, rsyslog's
+                    imrelp); given more than once, the next ones are tried
+                    in turn while one cannot be reached (its connect fails
+                    or it does not open the session). relp+tls://HOST:PORT:
+                    over TLS, the hop's certificate verified (every
+                    --forward the same scheme)
+  --forward-tls-ca FILE
+                    the CA certificates (PEM) the next hop's certificate
+                    must chain to; default: the system's store
+  --forward-tls-name NAME
+                    the name its certificate must carry; default: HOST
+  --forward-tls-cert FILE, --forward-tls-key FILE
+                    this relay's certificate (PEM) and key, for a next hop
+                    that requires one (imrelp's tls.authMode="certvalid")
+  --window N        the most messages sent to the next hop and not yet
+                    answered (default 1024, as sluice-log's); N more wait
+                    in memory, and past that the senders are not read
+                    (backpressure). After a reconnect up to N are sent
+                    again: the most the next hop may store twice.
+  --give-up-after T once messages have waited T for a session with a next
+                    hop: the relay gives up, its senders are cut off (RELP
+                    senders send their unanswered messages again elsewhere
+                    or later), 'K of N messages not written', exit 1.
+                    Default: wait as long as it takes (the senders held
+                    back).
+  --spool DIR       a durable spool in front of the next hop, as
+                    sluice-log's --spool: a message is answered once it is
+                    in a segment file in DIR and fsynced (not once the next
+                    hop has it), and is sent on from there; what the next
+                    hop has not answered when the relay stops or dies is
+                    sent first by the next relay on DIR. Lets senders go on
+                    while the next hop is away. With --grace, a relay still
+                    waiting for its next hop at the end of it exits 1
+                    leaving the rest in DIR (said).
+  --spool-max SIZE  the most the spool holds on disk (default 1G, at least
+                    64K); when full, the senders are held back
+  With --stats the totals add 'F forwarded, S resent, R reconnects, D
+  refused by the next hop' (and the spool's counts, as sluice-log's);
+  there 'written' counts the messages the next hop answered (with
+  --spool: the messages in the spool).
+
 Lines: each message is written as one line. So that a line is always one
 message, shows no control character to a terminal, and the escaping can be
 undone: a backslash is written '\\', LF '\n', CR '\r', TAB '\t', and every
@@ -248,6 +301,7 @@ status 2).
 Example: sluice-logd --listen 127.0.0.1:6514 --listen unix:/run/app-log.sock --max-size 100M --compress zstd app.log
          sluice-logd --listen-relp 127.0.0.1:2514 --fsync ack app.log
          sluice-logd --listen-tls 0.0.0.0:6514 --tls-cert logd.crt --tls-key logd.key --tls-client-ca ca.crt app.log
+         sluice-logd --listen-relp 0.0.0.0:2514 --forward relp://store1:2514 --forward relp://store2:2514
 )";
 
 constexpr sluice_tools::tool this_tool{"sluice-logd", usage_text};
@@ -258,7 +312,8 @@ struct options {
   sluice_tools::tls_server_args tls;     // --listen-tls, --tls-*
   sluice::syslog_frame_reader::mode framing = sluice::syslog_frame_reader::mode::automatic;
   std::size_t max_message = sluice_tools::default_max_message;
-  std::string file;
+  std::string file;  // FILE; on a relay the next hops' name (relay_name()), which messages give
+  sluice_tools::relay_settings relay;  // --forward, --window, --give-up-after, --forward-tls-*
   sluice::log_options log;
   bool stats = false;
   bool json = false;
@@ -284,7 +339,9 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const c
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
-         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress, metrics };
+         socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress,
+         forward, window, give_up_after, forward_tls_ca, forward_tls_name, forward_tls_cert,
+         forward_tls_key, spool, spool_max, metrics };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -303,11 +360,21 @@ options parse_args(int argc, char** argv) {
       {"tls-client-ca", required_argument, nullptr, tls_client_ca},
       {"compress", required_argument, nullptr, compress},
       {"metrics", required_argument, nullptr, metrics},
+      {"forward", required_argument, nullptr, forward},
+      {"window", required_argument, nullptr, window},
+      {"give-up-after", required_argument, nullptr, give_up_after},
+      {"forward-tls-ca", required_argument, nullptr, forward_tls_ca},
+      {"forward-tls-name", required_argument, nullptr, forward_tls_name},
+      {"forward-tls-cert", required_argument, nullptr, forward_tls_cert},
+      {"forward-tls-key", required_argument, nullptr, forward_tls_key},
+      {"spool", required_argument, nullptr, spool},
+      {"spool-max", required_argument, nullptr, spool_max},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
   int c;
   std::uint64_t v = 0;
+  const char* file_option = nullptr;  // the first of FILE's options, which a relay refuses
   while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
     const std::string arg = optarg ? optarg : "";
     switch (c) {
@@ -327,6 +394,18 @@ options parse_args(int argc, char** argv) {
       case tls_cert: o.tls.cert = arg; break;
       case tls_key: o.tls.key = arg; break;
       case tls_client_ca: o.tls.client_ca = arg; break;
+      case forward: sluice_tools::add_forward(this_tool, o.relay, arg); break;
+      case window: sluice_tools::set_forward_window(this_tool, o.relay, arg); break;
+      case give_up_after: sluice_tools::set_forward_give_up(this_tool, o.relay, arg); break;
+      case forward_tls_ca: o.relay.tls_ca = arg; break;
+      case forward_tls_name: o.relay.tls_name = arg; break;
+      case forward_tls_cert: o.relay.tls_cert = arg; break;
+      case forward_tls_key: o.relay.tls_key = arg; break;
+      case spool:
+        if (arg.empty()) this_tool.usage_error("--spool wants a directory");
+        o.relay.spool.dir = arg;
+        break;
+      case spool_max: sluice_tools::set_forward_spool_max(this_tool, o.relay, arg); break;
       case framing:
         if (arg == "auto") o.framing = sluice::syslog_frame_reader::mode::automatic;
         else if (arg == "octet") o.framing = sluice::syslog_frame_reader::mode::octet_counting;
@@ -339,22 +418,26 @@ options parse_args(int argc, char** argv) {
         o.max_message = static_cast<std::size_t>(v);
         break;
       case max_size:
+        if (!file_option) file_option = "--max-size";
         if (!sluice_tools::parse_size(optarg, true, UINT64_MAX >> 1, v))
           this_tool.usage_error("--max-size wants a number of bytes, with K, M or G or none, got '" + arg + "'");
         o.log.max_size = v;
         break;
       case keep:
+        if (!file_option) file_option = "--keep";
         if (!sluice_tools::parse_size(optarg, false, 100'000, v))
           this_tool.usage_error("--keep wants a whole number from 0 to 100000, got '" + arg + "'");
         o.log.keep = static_cast<unsigned>(v);
         break;
       case compress:
+        if (!file_option) file_option = "--compress";
         if (!sluice_tools::parse_compress(arg, o.log))
           this_tool.usage_error("--compress wants none, gzip[:1-9] or zstd[:1-22], got '" + arg + "'");
         if (!sluice::log_compression_available(o.log.compress))
           this_tool.usage_error("--compress " + arg + ": this sluice-logd was built without it");
         break;
       case fsync:
+        if (!file_option) file_option = "--fsync";
         if (arg == "ack") {
           // A sync whenever any byte is unsynced: the worker checks after
           // each batch, so each batch is synced once, before its callbacks.
@@ -376,6 +459,7 @@ options parse_args(int argc, char** argv) {
           this_tool.usage_error("--socket-group wants a group name or number, got '" + arg + "'");
         break;
       case on_full:
+        if (!file_option) file_option = "--on-full";
         if (arg != "wait" && arg != "exit") this_tool.usage_error("--on-full wants wait or exit, got '" + arg + "'");
         o.exit_on_full = arg == "exit";
         break;
@@ -415,80 +499,17 @@ options parse_args(int argc, char** argv) {
     this_tool.usage_error("--compress goes with --max-size (without rotation there is nothing to compress)");
   if (o.log.compress != sluice::log_options::compression::none && o.log.keep == 0)
     this_tool.usage_error("--compress goes with a --keep above 0 (--keep 0 keeps no rotated file to compress)");
-  if (optind == argc) this_tool.usage_error("missing FILE");
+  sluice_tools::check_relay_args(this_tool, o.relay, optind < argc, file_option);
+  if (o.relay.enabled()) {
+    o.file = sluice_tools::relay_name(o.relay);
+    return o;
+  }
+  if (optind == argc) this_tool.usage_error("missing FILE (or --forward relp://HOST:PORT)");
   if (argc - optind > 1) this_tool.usage_error(std::string("one FILE only, got also '") + argv[optind + 1] + "'");
   o.file = argv[optind];
   if (o.file.empty()) this_tool.usage_error("FILE is empty");
   o.log.wait_for_space = !o.exit_on_full;
   return o;
-}
-
-// The bytes a line cannot hold as they are: every control character (below
-// 0x20, and DEL) and the backslash that starts an escape.
-constexpr std::array<bool, 256> escaped_bytes = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0; c < 0x20; ++c) t[c] = true;
-  t[0x7f] = true;
-  t['\\'] = true;
-  return t;
-}();
-
-// Whether `msg` has such a byte: a branch-free OR over the bytes, which the
-// compiler vectorizes (as fast as one memchr(); a find_first_of() calls
-// memchr() once a byte).
-bool needs_escape(std::string_view msg) noexcept {
-  unsigned char any = 0;
-  for (const char ch : msg) {
-    const auto c = static_cast<unsigned char>(ch);
-    any |= static_cast<unsigned char>((c < 0x20) | (c == 0x7f) | (c == '\\'));
-  }
-  return any != 0;
-}
-
-// The first byte from `p` that is escaped, or `end`: 16 bytes a step with
-// SSE2 (a byte <= 0x1f, DEL or a backslash sets its bit in a mask), the
-// table for the rest.
-inline const char* next_escaped(const char* p, const char* end) noexcept {
-#if defined(__SSE2__)
-  const __m128i ctl = _mm_set1_epi8(0x1f), del = _mm_set1_epi8(0x7f), bs = _mm_set1_epi8('\\');
-  while (end - p >= 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
-                                     _mm_or_si128(_mm_cmpeq_epi8(v, del), _mm_cmpeq_epi8(v, bs)));
-    if (const int m = _mm_movemask_epi8(hit)) return p + __builtin_ctz(static_cast<unsigned>(m));
-    p += 16;
-  }
-#endif
-  while (p < end && !escaped_bytes[static_cast<unsigned char>(*p)]) ++p;
-  return p;
-}
-
-// `msg` as one line into `out` (which is reused, so that no line allocates):
-// the runs between escaped bytes copied whole, LF as \n, CR \r, TAB \t,
-// backslash \\, any other control character \xHH; then the line's LF.
-void escape_into(std::string_view msg, std::string& out) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out.clear();
-  const char* p = msg.data();
-  const char* const end = p + msg.size();
-  while (p < end) {
-    const char* q = next_escaped(p, end);
-    out.append(p, static_cast<std::size_t>(q - p));
-    if (q == end) break;
-    const auto c = static_cast<unsigned char>(*q);
-    switch (c) {
-      case '\n': out.append("\\n", 2); break;
-      case '\r': out.append("\\r", 2); break;
-      case '\t': out.append("\\t", 2); break;
-      case '\\': out.append("\\\\", 2); break;
-      default: {
-        const char x[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
-        out.append(x, 4);
-      }
-    }
-    p = q + 1;
-  }
-  out += '\n';
 }
 
 // One sender's connection.
@@ -505,7 +526,7 @@ struct connection {
   // yet handed to the socket (sent once a turn, see flush_answers()).
   std::unique_ptr<sluice::relp_session> relp{};
   std::string answers{};
-  std::size_t in_file = 0;   // RELP: messages handed to FILE whose callback has not come
+  std::size_t in_file = 0;   // RELP: messages handed to FILE (or the next hop) whose callback has not come
   bool flush_queued = false;  // in logd::to_flush_
   bool held = false;          // RELP: paused until the socket takes its answers ('drain')
   bool gone = false;          // the socket closed while in_file > 0: freed at the last callback
@@ -516,6 +537,8 @@ struct connection {
 // librelp's default maximum frame (DATALEN) and rsyslog imrelp's.
 constexpr std::size_t relp_max_frame = 128 * 1024;
 
+using sluice_tools::escape_into;
+using sluice_tools::needs_escape;
 using sluice_tools::rate_limited_note;
 
 class logd {
@@ -539,19 +562,9 @@ class logd {
       return 1;
     }
 
-    sluice::log_options log = o_.log;
-    sluice_tools::say_compress_problems(log, "sluice-logd");
-    worker_ = sluice::log_worker::open(o_.file, log, ec);
+    const bool opened = o_.relay.enabled() ? open_relay() : open_file();
     ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-    if (!worker_) {
-      std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
-      return 1;
-    }
-    // With --fsync ack a batch is what comes while the last one is synced:
-    // the more it may hold, the fewer fsyncs a message (1 MiB: about 6,000
-    // messages of 180 bytes, one fsync of a few ms).
-    const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
-    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 1024 * 1024 : 256 * 1024});
+    if (!opened) return 1;
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] { set_paused(false); });
 
@@ -561,18 +574,47 @@ class logd {
     if (o_.tls.enabled() && !listen_tls()) return 2;
 #endif
     loop.run();
-    if (const std::error_code closed = worker_->close(); closed && !failed_) output_failed(closed);
+    if (const std::error_code closed = worker_ ? worker_->close() : std::error_code(); closed && !failed_)
+      output_failed(closed);
     // Every write's callback has come: each message is written or not.
     if (written_ != messages_) {
       std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written\n", o_.file.c_str(),
                    messages_ - written_, messages_);
       status_ = 1;
     }
+    if (relay_) relay_->report(failed_ ? "the next hop failed" : "");
     if (o_.stats) print_totals();
     return status_;
   }
 
  private:
+  bool open_file() {
+    sluice::log_options log = o_.log;
+    sluice_tools::say_compress_problems(log, "sluice-logd");
+    std::error_code ec;
+    worker_ = sluice::log_worker::open(o_.file, log, ec);
+    if (!worker_) {
+      std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
+      return false;
+    }
+    // With --fsync ack a batch is what comes while the last one is synced:
+    // the more it may hold, the fewer fsyncs a message (1 MiB: about 6,000
+    // messages of 180 bytes, one fsync of a few ms).
+    const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
+    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 1024 * 1024 : 256 * 1024});
+    return true;
+  }
+
+  // --forward: the RELP writable to the next hop is the output; its write
+  // callbacks come with the next hop's answers (relay_output.h).
+  bool open_relay() {
+    relay_ = std::make_unique<sluice_tools::relay_output>(o_.relay);
+    std::string why;
+    out_ = relay_->open(o_.max_message, why);
+    if (!out_) std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), why.c_str());
+    return out_ != nullptr;
+  }
+
   static void say_listening(const std::string& addr, const std::optional<sluice::net::address_info>& a,
                             const char* kind) {
     if (sluice_tools::systemd::is_passed(addr))
@@ -834,10 +876,11 @@ class logd {
       });
     }
     if (!more && !out_->errored()) set_paused(true);
-    if (space_timer_ == 0 && !quitting_) watch_space();
+    if (space_timer_ == 0 && !quitting_ && worker_) watch_space();
   }
 
   bool put(std::string_view msg, sluice::write_cb landed) {
+    if (relay_) return out_->write(msg, std::move(landed));  // on as it came, not as a line
     if (!needs_escape(msg)) return out_->vprint("{}\n", fmt::make_format_args(msg), std::move(landed));
     escape_into(msg, line_);
     return out_->write(std::string_view(line_), std::move(landed));
@@ -985,9 +1028,12 @@ class logd {
     if (o_.grace)
       grace_timer_ = sluice::loop::current().set_timeout(*o_.grace, [this] {
         grace_timer_ = 0;
-        // Every message written: only FILE's close is left, and it is let be.
-        if (written_ == messages_) return;
-        give_up("FILE did not take them within --grace " + o_.grace_text + " of the signal");
+        // Every message written: only FILE's close is left, and it is let be
+        // (a relay's is bounded: RELP's close; with --spool it waits for the
+        // next hop, and what is left stays in the spool).
+        if (written_ == messages_ && !(relay_ && relay_->spooling())) return;
+        give_up(std::string(relay_ ? "the next hop did not answer them" : "FILE did not take them") +
+                " within --grace " + o_.grace_text + " of the signal");
       });
   }
 
@@ -1059,9 +1105,10 @@ class logd {
     // The messages of a batch that waits for space (--on-full wait) which
     // landed before the disk was full are in FILE, though their callbacks
     // will never come: the worker counts them.
-    written_ = std::max(written_, worker_->chunks_written());
+    if (worker_) written_ = std::max(written_, worker_->chunks_written());
     std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written: %s\n", o_.file.c_str(),
                  messages_ - written_, messages_, why.c_str());
+    if (relay_) relay_->report(why);
     if (o_.stats) print_totals();
     std::fflush(stderr);
     std::_Exit(1);
@@ -1102,17 +1149,25 @@ class logd {
 #if SLUICE_TOOL_TLS
     for (const auto& s : tls_servers_) refused += s->dropped();
 #endif
-    const bool packed = o_.log.compress != sluice::log_options::compression::none;
-    return sluice_tools::logd_stats({messages_, bytes_, written_, connections_, malformed_, worker_->rotations(),
-                                     worker_->reopens(), truncated_, idle_closed_, refused, accept_errors_,
-                                     worker_->space_waits(), worker_->fsyncs(), answered_, tls_refused_, packed,
-                                     packed ? worker_->compressed() : 0, packed ? worker_->compress_failures() : 0,
-                                     conns_.size(), out_ ? out_->writable_length() : 0});
+    // FILE's counts (a relay has none: 0), then the relay's.
+    const auto w = [this](std::size_t (sluice::log_worker::*count)() const noexcept) {
+      return worker_ ? (worker_.get()->*count)() : std::size_t{0};
+    };
+    const bool packed = worker_ && o_.log.compress != sluice::log_options::compression::none;
+    sluice_tools::stat_table t = sluice_tools::logd_stats(
+        {messages_, bytes_, written_, connections_, malformed_, w(&sluice::log_worker::rotations),
+         w(&sluice::log_worker::reopens), truncated_, idle_closed_, refused, accept_errors_,
+         w(&sluice::log_worker::space_waits), w(&sluice::log_worker::fsyncs), answered_, tls_refused_, packed,
+         packed ? worker_->compressed() : 0, packed ? worker_->compress_failures() : 0, conns_.size(),
+         out_ ? out_->writable_length() : 0});
+    if (relay_) relay_->add_stats(t);
+    return t;
   }
 
   const options& o_;
   std::unique_ptr<sluice::log_worker> worker_;
   std::unique_ptr<sluice::writable> out_;
+  std::unique_ptr<sluice_tools::relay_output> relay_;  // --forward: out_ goes to the next hop
   std::vector<std::unique_ptr<sluice::net::server>> servers_;
 #if SLUICE_TOOL_TLS
   std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;

@@ -8,15 +8,8 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
 build=${1:-build} n=${2:-500000} runs=${3:-3} window=${4:-4096}
 tools=$build/tools
-tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
-python3 - "$tmp/in.txt" "$n" <<'PY'
-import sys
-with open(sys.argv[1], 'w') as f:
-    for i in range(int(sys.argv[2])):
-        f.write('line %07d the quick brown fox jumps over the lazy dog and some padding text here\n' % i)
-PY
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+. "$here/shipping.sh"
+make_lines "$tmp/in.txt" "$n"
 for r in $(seq "$runs"); do
   rm -f "$tmp"/out-*.log
   p1=$(free_port) p2=$(free_port)

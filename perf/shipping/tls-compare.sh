@@ -11,15 +11,9 @@
 build=${1:-build} n=${2:-500000} runs=${3:-3}
 tools=$build/tools
 # here: from the prologue
-tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+. "$here/shipping.sh"
 sh "$here/../../tests/tls/make_ca.sh" "$tmp" && chmod 600 "$tmp"/*.key
-python3 - "$tmp/in.txt" "$n" <<'PY'
-import sys
-with open(sys.argv[1], 'w') as f:
-    for i in range(int(sys.argv[2])):
-        f.write('line %07d the quick brown fox jumps over the lazy dog and some padding text here\n' % i)
-PY
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+make_lines "$tmp/in.txt" "$n"
 # One sluice-log into one sluice-logd; prints "SECONDS SENDER_TICKS RECEIVER_TICKS".
 run() {  # name, logd args, DEST scheme, sluice-log args...
   local name=$1 largs=$2 scheme=$3

@@ -716,6 +716,53 @@ TEST_CASE("give_up_after with no receiver: every callback hears the connect erro
   CHECK(w->dropped() == 3);
 }
 
+TEST_CASE("as_is: each chunk is sent as it is, with no header of the writable's; cut to max_message like any") {
+  loop l;
+  relp_receiver rx(l);
+  REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
+  auto o = test_options(l, rx.port());
+  o.as_is = true;
+  o.max_message = 40;
+  int callbacks = 0, ended = 0;
+  auto w = make_relp_writable(o);
+  const std::string relayed = "<13>1 2026-12-01T00:00:00Z h a - - - relayed";
+  w->write(relayed, [&](std::error_code ec) { callbacks += !ec; });
+  w->write(std::string(50, 'x'), [&](std::error_code ec) { callbacks += !ec; });
+  w->end([&](std::error_code) { ++ended; });
+  REQUIRE(spin(l, [&] { return ended == 1; }));
+  CHECK(callbacks == 2);
+  REQUIRE(rx.messages.size() == 2);
+  CHECK(rx.messages[0] == relayed.substr(0, 40));
+  CHECK(rx.messages[1] == std::string(40, 'x'));
+  CHECK(w->truncated() == 2);
+}
+
+TEST_CASE("alternates: a receiver that refuses connections is passed over for the next, which gets every message") {
+  loop l;
+  relp_receiver rx(l);
+  REQUIRE(spin(l, [&] { return rx.srv.listening(); }));
+  // A port that is bound and not listening: every connect to it is refused.
+  const int held = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(held >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(held, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(held, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  auto o = test_options(l, ntohs(a.sin_port));
+  o.alternates = {{"127.0.0.1", rx.port()}};
+  int callbacks = 0, ended = 0;
+  auto w = make_relp_writable(o);
+  for (int i = 0; i < 100; ++i) w->write(seq(i), [&](std::error_code ec) { callbacks += !ec; });
+  w->end([&](std::error_code) { ++ended; });
+  REQUIRE(spin(l, [&] { return ended == 1; }));
+  ::close(held);
+  CHECK(callbacks == 100);
+  REQUIRE(rx.messages.size() == 100);
+  for (int i = 0; i < 100; ++i) CHECK(body_of(rx.messages[i]) == seq(i));
+}
+
 // ---- against a real rsyslogd with imrelp
 
 struct rsyslog {

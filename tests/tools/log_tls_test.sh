@@ -16,6 +16,7 @@ log=$1
 logd=$2
 make_ca=$(realpath "$3")
 . "$(dirname "${BASH_SOURCE[0]}")/tls_check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog.sh"
 client=(--tls-ca "$pki/ca.crt" --tls-cert "$pki/client.crt" --tls-key "$pki/client.key")
 
 # --- usage: exit 2, with the reason
@@ -230,28 +231,10 @@ else
 fi
 
 # --- relp+tls:// into rsyslogd's imrelp with tls="on" (librelp's OpenSSL), certvalid
-imrelp=
-for d in /usr/lib/x86_64-linux-gnu/rsyslog /usr/lib/rsyslog; do [ -e "$d/imrelp.so" ] && imrelp=1; done
-if [ -x /usr/sbin/rsyslogd ] && [ -n "$imrelp" ]; then
+if have_imrelp; then
   rout=$dir/rr.log
-  rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  cat > "$dir/rr.conf" <<CONF
-global(workDirectory="$dir")
-main_queue(queue.type="Direct")
-module(load="imrelp" tls.tlslib="openssl")
-template(name="m" type="string" string="%msg%\n")
-ruleset(name="r") { action(type="omfile" file="$rout" template="m") }
-input(type="imrelp" address="127.0.0.1" port="$rport" ruleset="r" tls="on" tls.caCert="$pki/ca.crt"
-      tls.myCert="$pki/server.crt" tls.myPrivKey="$pki/server.key" tls.authMode="certvalid")
-CONF
-  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rr.conf" -i "$dir/rr.pid") 2> "$dir/rr.err" &
-  rp=$!
-  pids+=("$rp")
-  for _ in $(seq $((400 * scale))); do
-    python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$rport" \
-      2>/dev/null && break
-    sleep 0.05
-  done
+  start_imrelp_tls "$rout"
+  rp=$rs
   n=20000
   send "$n" "${client[@]}" "relp+tls://127.0.0.1:$rport"
   [ "$st" -eq 0 ] || fail "relp+tls into rsyslogd: exit $st: $(cat "$dir/lerr"; tail -5 "$dir/rr.err")"

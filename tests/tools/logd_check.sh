@@ -17,6 +17,14 @@ start() {
   port=$(sed -n "s/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$suffix\$/\1/p" "$err" | tail -1)
   [ -n "$port" ] || fail "no listening line: $(cat "$err")"
 }
+# bad ARGS...: sluice-logd refuses ARGS as bad usage: exit 2, one line and
+# the pointer to --help.
+bad() {
+  local st=0
+  "$logd" "$@" 2> "$dir/usage" || st=$?
+  [ "$st" -eq 2 ] || fail "$*: exit $st"
+  [ "$(wc -l < "$dir/usage")" -eq 2 ] && grep -q -- "--help" "$dir/usage" || fail "$*: $(cat "$dir/usage")"
+}
 # SIGTERM, then at most 30 s (scaled) for sluice-logd to exit 0.
 stop() {
   kill -TERM "$lp"

@@ -15,6 +15,7 @@ logd=$1
 fsync_log=$(realpath "$2")
 listen_kind=RELP
 . "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog.sh"
 
 # A small RELP sender for the cases below: frames, a reader of answers.
 cat > "$dir/relp.py" <<'PY'
@@ -306,44 +307,16 @@ rm -f "$dir"/out.log*
 # they are within what rsyslog may send again a break: omrelp's window
 # (windowSize, unanswered) and the batch rsyslog runs the action again with
 # once it resumes (queue.dequeueBatchSize, pinned below).
-if [ -x /usr/sbin/rsyslogd ] && { [ -e /usr/lib/x86_64-linux-gnu/rsyslog/omrelp.so ] || [ -e /usr/lib/rsyslog/omrelp.so ]; }; then
+if have_omrelp; then
   total=200000
   window=512
   batch=128
   ERR=$dir/err0 start --listen-relp 127.0.0.1:0 --fsync ack "$dir/out.log"
   relp_port=$port
-  rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  # omrelp retries for ever (resumeRetryCount -1) every 100 ms; its
-  # window bounds what is unanswered, so what may come twice a break.
-  cat > "$dir/rs.conf" <<CONF
-global(workDirectory="$dir")
-main_queue(queue.dequeueBatchSize="$batch")
-module(load="imptcp")
-module(load="omrelp")
-template(name="fwd" type="string" string="%rawmsg%")
-ruleset(name="r") {
-  action(type="omrelp" target="127.0.0.1" port="$relp_port" template="fwd" windowSize="$window"
-         action.resumeRetryCount="-1" action.resumeInterval="1" conn.timeout="2" timeout="5")
-}
-input(type="imptcp" address="127.0.0.1" port="$rport" ruleset="r")
-CONF
-  # rsyslogd signals its parent: a subshell of its own takes it.
-  (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rs.conf" -i "$dir/rs.pid") 2> "$dir/rs.err" &
-  rp=$!
-  pids+=("$rp")
-  python3 - "$rport" "$total" <<'PY' &
-import socket, sys, time
-port, total = int(sys.argv[1]), int(sys.argv[2])
-for _ in range(400):
-    try:
-        s = socket.create_connection(("127.0.0.1", port)); break
-    except OSError:
-        time.sleep(0.05)
-# As fast as rsyslog takes them: omrelp's window is full when a kill comes.
-s.sendall(b"".join(b"%d %s" % (len(m), m) for m in
-          (b"<14>1 2026-12-01T00:00:00.000001Z h app - - - relp %06d" % i for i in range(total))))
-s.close()
-PY
+  start_omrelp "$relp_port" $window $batch
+  rp=$rs
+  # As fast as rsyslog takes them: omrelp's window is full when a kill comes.
+  send_octet "$tport" $total relp &
   feeder=$!
   pids+=("$feeder")
   lines() { cat "$dir/out.log" 2>/dev/null | wc -l; }
@@ -357,34 +330,9 @@ PY
     ERR=$dir/err$restart start --listen-relp "127.0.0.1:$relp_port" --fsync ack "$dir/out.log"
   done
   wait "$feeder" || fail "the feeder failed"
-  python3 - "$dir/out.log" "$total" "$((window + batch))" "$scale" <<'PY' || fail "omrelp: $(tail -5 "$dir/rs.err")"
-import collections, re, sys, time
-out, total, window, scale = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-deadline = time.time() + 60 * scale
-while True:
-    seen = collections.Counter()
-    torn = 0
-    for line in open(out, "rb"):
-        m = re.fullmatch(rb"<14>1 2026-12-01T00:00:00.000001Z h app - - - relp (\d{6})\n", line)
-        if not m:
-            # A SIGKILL may stop the kernel in the middle of a write(2) to
-            # FILE: that batch was not answered (it comes again), but its
-            # part that landed is a torn line, to which the next one is
-            # appended. At most one a kill.
-            m = re.search(rb"<14>1 2026-12-01T00:00:00.000001Z h app - - - relp (\d{6})\n$", line)
-            assert m and not line.startswith(m[0]), line
-            torn += 1
-        seen[int(m[1])] += 1
-    if len(seen) == total or time.time() > deadline:
-        break
-    time.sleep(0.2)
-missing = [i for i in range(total) if i not in seen]
-dups = sum(c - 1 for c in seen.values())
-print("  omrelp, 2 SIGKILLs: %d of %d in the file, %d missing, %d duplicates, %d torn lines" % (len(seen), total, len(missing), dups, torn))
-assert torn <= 2, torn
-assert not missing, missing[:10]
-assert dups <= 2 * window, (dups, window)  # window: omrelp's window and rsyslog's batch
-PY
+  # Duplicates: what omrelp may send again a break, its window and rsyslog's batch.
+  python3 "$(dirname "${BASH_SOURCE[0]}")/count_delivered.py" "$dir/out.log" "$total" 2 $((2 * (window + batch))) \
+    "omrelp, 2 SIGKILLs" $((60 * scale)) || fail "omrelp: $(tail -5 "$dir/rs.err")"
   kill -TERM "$rp"; wait "$rp" || true
   stop
   ok "rsyslog omrelp into sluice-logd --fsync ack, SIGKILLed and restarted twice: 0 lost, duplicates within the window"

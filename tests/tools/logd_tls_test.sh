@@ -14,6 +14,7 @@ logd=$1
 make_ca=$(realpath "$2")
 listen_kind=TLS
 . "$(dirname "${BASH_SOURCE[0]}")/logd_check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/rsyslog.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/tls_check.sh"
 
 # --- usage: exit 2, with the reason
@@ -193,18 +194,7 @@ CONF
   (trap '' TERM; exec /usr/sbin/rsyslogd -n -f "$dir/rs.conf" -i "$dir/rs.pid") 2> "$dir/rs.err" &
   rp=$!
   pids+=("$rp")
-  python3 - "$rport" "$total" <<'PY' || fail "the feeder failed"
-import socket, sys, time
-port, total = int(sys.argv[1]), int(sys.argv[2])
-for _ in range(400):
-    try:
-        s = socket.create_connection(("127.0.0.1", port)); break
-    except OSError:
-        time.sleep(0.05)
-s.sendall(b"".join(b"%d %s" % (len(m), m) for m in
-          (b"<14>1 2026-12-01T00:00:00.000001Z h app - - - omfwd %06d" % i for i in range(total))))
-s.close()
-PY
+  send_octet "$rport" "$total" omfwd || fail "the feeder failed"
   for _ in $(seq $((600 * scale))); do [ "$(lines "$out")" -ge "$total" ] && break; sleep 0.05; done
   kill -TERM "$rp"; wait "$rp" || true
   stop

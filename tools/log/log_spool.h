@@ -19,6 +19,10 @@ namespace sluice_tools {
 struct log_spool_settings {
   std::string dir;  // empty: no spool
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
+  // Each batch fsynced before its callbacks (spool_sync::batch): a relay
+  // answers its senders from them, and an answer must survive the machine.
+  bool sync = false;
+  const char* tool = "sluice-log";  // the messages' prefix
 };
 
 // A Kafka delivery report's error that says the brokers were away or slow,
@@ -60,25 +64,27 @@ class log_spool {
     sluice::spool_options o;
     o.dir = s.dir;
     o.max_bytes = s.max_bytes;
-    o.on_spool_error = [dir = s.dir, name](std::error_code ec) {
+    if (s.sync) o.sync = sluice::spool_sync::batch;
+    tool_ = s.tool;
+    o.on_spool_error = [tool = s.tool, dir = s.dir, name](std::error_code ec) {
       std::fprintf(stderr,
-                   "sluice-log: %s: --spool %s cannot be written (%s): lines wait in memory, the input held back, "
+                   "%s: %s: --spool %s cannot be written (%s): lines wait in memory, the input held back, "
                    "until it can\n",
-                   name.c_str(), dir.c_str(), ec.message().c_str());
+                   tool, name.c_str(), dir.c_str(), ec.message().c_str());
     };
     // A refused line is dropped from the spool, as without it a refused line
     // fails alone: said once here, counted in --stats, and the run exits 1.
     o.on_refused = [this, name](std::error_code ec) {
       if (said_refusal_) return;
       said_refusal_ = true;
-      std::fprintf(stderr, "sluice-log: %s: %s: dropped from the spool, not sent again\n", name.c_str(),
+      std::fprintf(stderr, "%s: %s: %s: dropped from the spool, not sent again\n", tool_, name.c_str(),
                    ec.message().c_str());
     };
     if (kafka) o.is_refusal = [](std::error_code ec) { return !kafka_transient(ec); };
     std::error_code ec;
     auto w = sluice::make_spool_writable(std::move(down), o, ec);
     if (!w) {
-      std::fprintf(stderr, "sluice-log: --spool %s: %s\n", s.dir.c_str(), ec.message().c_str());
+      std::fprintf(stderr, "%s: --spool %s: %s\n", tool_, s.dir.c_str(), ec.message().c_str());
       return nullptr;
     }
     spool_ = w.get();
@@ -113,7 +119,7 @@ class log_spool {
   // `why`: what stopped the sending, if anything did.
   void report(const std::string& dir, const std::string& why) const {
     if (spool_ && spool_->segments() != 0)
-      std::fprintf(stderr, "sluice-log: --spool %s: %llu bytes left in the spool, for the next run%s%s%s\n",
+      std::fprintf(stderr, "%s: --spool %s: %llu bytes left in the spool, for the next run%s%s%s\n", tool_,
                    dir.c_str(), static_cast<unsigned long long>(spool_->disk_bytes()), why.empty() ? "" : " (",
                    why.c_str(), why.empty() ? "" : ")");
   }
@@ -160,6 +166,7 @@ class log_spool {
   }
 
   sluice::spool_writable* spool_ = nullptr;
+  const char* tool_ = "sluice-log";
   bool said_refusal_ = false;
 };
 

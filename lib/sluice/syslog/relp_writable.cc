@@ -41,6 +41,7 @@ reconnect_options reconnect_options_of(const relp_options& o) {
   reconnect_options r;
   r.host = o.host;
   r.port = o.port;
+  r.alternates = o.alternates;
   r.reconnect_min = o.reconnect_min;
   r.reconnect_max = o.reconnect_max;
   r.give_up_after = o.give_up_after;
@@ -146,20 +147,25 @@ class relp_sink final : public sink {
   // once on an open session. The write completes last: the stream may hand
   // over the next message from inside done().
   void take(std::string_view chunk, write_done done) {
-    if (format_.header_size() + chunk.size() > o_.max_message) {
-      std::size_t cut = o_.max_message > format_.header_size() ? o_.max_message - format_.header_size() : 0;
+    const std::size_t header = o_.as_is ? 0 : format_.header_size();
+    if (header + chunk.size() > o_.max_message) {
+      std::size_t cut = o_.max_message > header ? o_.max_message - header : 0;
       while (cut > 0 && (static_cast<unsigned char>(chunk[cut]) & 0xC0) == 0x80) --cut;
       chunk = chunk.substr(0, cut);
       ++truncated_;
     }
-    timespec now{};
-    ::clock_gettime(CLOCK_REALTIME, &now);
-    // Octet counting's "LEN " is dropped: RELP's DATALEN frames it, and an
-    // inner LF stays as it is.
-    tmp_.clear();
-    format_.append(tmp_, chunk, now);
     msg& m = window_.emplace_back();
-    m.data.assign(tmp_, tmp_.find(' ') + 1);
+    if (o_.as_is) {
+      m.data.assign(chunk);
+    } else {
+      timespec now{};
+      ::clock_gettime(CLOCK_REALTIME, &now);
+      // Octet counting's "LEN " is dropped: RELP's DATALEN frames it, and an
+      // inner LF stays as it is.
+      tmp_.clear();
+      format_.append(tmp_, chunk, now);
+      m.data.assign(tmp_, tmp_.find(' ') + 1);
+    }
     m.cb = done.take_callback();
     if (open_) send_from(window_.size() - 1);
     else rc_.wait_for_connection();

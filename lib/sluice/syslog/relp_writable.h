@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "sluice/stream/typed_stream.h"
 #include "sluice/syslog/syslog_format.h"
@@ -32,6 +34,16 @@ struct relp_options {
   /// connection) or an IP literal, and its port (RELP has no registered port; 2514 is usual).
   std::string host = "127.0.0.1";
   std::uint16_t port = 2514;
+  /// Further receivers (host, port), tried in turn when one is down: a
+  /// connection that fails before its session is open moves the next
+  /// attempt to the next one (after the last, `host` again); a session
+  /// that was open and broke is tried on the same receiver first. The
+  /// unanswered messages go to whichever opens next.
+  std::vector<std::pair<std::string, std::uint16_t>> alternates{};
+  /// Each chunk is already a syslog message (a relay sending on what it
+  /// received): sent as it is, with no header of this writable's (`header`
+  /// is not used); a longer one than max_message is cut as others are.
+  bool as_is = false;
   /// PRI (facility, severity), HOSTNAME, APP-NAME, PROCID and MSGID of the
   /// RFC 5424 message each chunk becomes.
   syslog_header header{};

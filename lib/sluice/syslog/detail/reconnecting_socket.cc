@@ -36,10 +36,12 @@ void reconnecting_socket::connect_now() {
   tcp_ = sock.get();
   established_ = false;
   conn_error_ = {};
-  if (o_.unix_path.empty())
+  if (!o_.unix_path.empty())
+    sock->connect(std::string_view(o_.unix_path));
+  else if (at_ == 0)
     sock->connect(o_.port, o_.host);
   else
-    sock->connect(std::string_view(o_.unix_path));
+    sock->connect(o_.alternates[at_ - 1].second, o_.alternates[at_ - 1].first);
   // The connect's events come from the loop: the wrapper, made now, sees them.
   if (h_.wrap)
     conn_ = h_.wrap(std::move(sock));
@@ -77,6 +79,8 @@ void reconnecting_socket::established() noexcept {
 
 void reconnecting_socket::on_close(duplex* s, std::error_code err) {
   if (dying_ || s != conn_.get()) return;
+  // Never up: the next attempt goes to the next address.
+  if (!established_ && !o_.alternates.empty()) at_ = (at_ + 1) % (o_.alternates.size() + 1);
   established_ = false;
   if (!err) err = conn_error_;
   if (!stopped_) {

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "sluice/loop/loop.h"
 #include "sluice/net/socket.h"
@@ -27,6 +29,11 @@ struct reconnect_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
   std::string unix_path;
+  /// Further TCP addresses (host, port), tried in turn after host:port:
+  /// a connection that closes before it was established() moves the next
+  /// attempt to the next address (after the last, the first again); one
+  /// that was established and is lost is tried again first.
+  std::vector<std::pair<std::string, std::uint16_t>> alternates;
   /// After a failed connect or a lost connection the next attempt waits
   /// reconnect_min, then twice as long each time, up to reconnect_max;
   /// established() resets it.
@@ -128,6 +135,7 @@ class reconnecting_socket {
   timer_id give_up_timer_ = 0;
   std::size_t reconnects_ = 0;
   bool established_ = false;
+  std::size_t at_ = 0;  // the address in use: 0 is host:port, i is alternates[i - 1]
   bool ever_established_ = false;
   bool stopped_ = false;
   bool dying_ = false;
