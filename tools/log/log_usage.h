@@ -161,6 +161,17 @@ Options for every DEST:
                     "earlier_refused":X,"segments":G,
                     "recovered_segments":R,"torn_bytes":T,
                     "spool_failures":W
+  --metrics HOST:PORT
+                    serve the counts of --stats, and gauges of what is now
+                    (bytes waiting in the stream, the age of the oldest line
+                    not yet sent, acknowledged or written; with --spool its
+                    bytes and segments), as Prometheus metrics: 'GET /metrics' on
+                    HOST:PORT (port 0: any free one), printed as
+                    'sluice-log: serving metrics on
+                    http://HOST:PORT/metrics'. Read-only; a request over 8K
+                    or not whole within 10 s is closed (counted). An address
+                    that cannot be listened on (a port in use) is bad usage.
+                    See docs/tools.md, Metrics.
   -h, --help        show this help
 
 Options for a FILE:
@@ -360,6 +371,11 @@ one that kept it all.
 Kafka: kafka:// needs sluice-log built with librdkafka (meson -Dkafka=auto
 or enabled, Debian's librdkafka-dev); without it, kafka:// is an error
 (exit 2).
+
+systemd: with NOTIFY_SOCKET set (Type=notify), sluice-log says READY=1 once
+DEST is open, STATUS= with its counts (every 2 s when they change),
+STOPPING=1 at SIGTERM or SIGINT, and WATCHDOG=1 every WATCHDOG_USEC/2 when
+WatchdogSec= is set (with libsystemd at build time).
 
 Exit status: 0 at the end of the input or on SIGTERM/SIGINT, with every line
 read in the file, sent, or (relp://) acknowledged; 1 when FILE cannot be opened or written (reported
