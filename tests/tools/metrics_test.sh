@@ -6,8 +6,10 @@
 # config and data directory, scrapes sluice-logd (up == 1, and the count
 # of messages); 404 for another path, 405 for another method; a 1 MiB
 # request, a 17th connection at once and a request not whole within 10 s
-# are closed and counted; sluice-log's oldest waiting line's age; a port in
-# use is bad usage (exit 2).
+# are closed and counted; sluice-log's oldest waiting line's age; sluice-log
+# into a FILE, into relp:// (sluice-logd --listen-relp), with --follow (its
+# sluice_log_follow_* rows equal the one --stats --json object's keys, its
+# gauges served); a port in use is bad usage (exit 2).
 #
 #   tests/tools/metrics_test.sh SLUICE_LOGD SLUICE_FANOUT SLUICE_LOG
 set -euo pipefail
@@ -39,9 +41,10 @@ wait_lines() {
 }
 scrape() { curl -sS --max-time $((10 * scale)) "http://127.0.0.1:$1/metrics"; }
 # Each JSON key of --stats --json (the last line of ERR) against its metric
-# in the scraped text (prefix PREFIX), by the mapping given as KEY=METRIC
-# arguments; every key of the JSON object must be mapped, and each metric
-# must equal it.
+# in the scraped text, by the mapping given as KEY=METRIC arguments; every
+# key of the JSON object must be mapped, and each metric must equal it.
+# KEY=METRIC+1: the exit's value is one more than the scrape's (--follow's
+# last save, made after the metrics server has closed).
 cat > "$dir/same.py" <<'PY'
 import json, re, sys
 err, scraped = sys.argv[1], sys.argv[2]
@@ -58,6 +61,8 @@ assert not unmapped, f"--stats --json keys with no metric in the test: {unmapped
 for key, metric in mapping.items():
     assert key in stats, f"{key} not in --stats --json: {stats}"
     want = stats[key]
+    if metric.endswith("+1"):
+        metric, want = metric[:-2], want - 1
     got = samples.get(metric)
     assert got is not None, f"{metric} not in /metrics"
     if isinstance(want, str):  # a text row: an info gauge with the text as label
@@ -277,6 +282,83 @@ python3 "$dir/same.py" "$dir/log.err" "$dir/log.metrics" lines=sluice_log_lines_
   bytes=sluice_log_written_bytes_total rotations=sluice_log_rotations_total reopens=sluice_log_reopens_total \
   > "$dir/same.out" 2>&1 || fail "sluice-log: $(cat "$dir/same.out")"
 ok "sluice-log: promtool passes, every --stats --json count equals its metric"
+
+# --- sluice-log --follow into a FILE: the follower's counts are rows of
+# the same table, so /metrics' sluice_log_follow_* equal --stats --json's
+# keys at the exit (one object), and its gauges are there
+mkdir "$dir/follow"
+seq 300 > "$dir/follow/app.log"
+: > "$dir/follow.err"
+"$slog" --follow "$dir/follow/app.log" --state "$dir/follow/state" --metrics 127.0.0.1:0 --stats --json \
+  "$dir/follow/out.log" < /dev/null 2>> "$dir/follow.err" &
+fp=$!
+pids+=("$fp")
+fmport=$(metrics_port "$dir/follow.err")
+# Scraped once every line is written and its position saved: nothing
+# changes after that but the last save at the exit.
+size=$(stat -c %s "$dir/follow/app.log")
+for _ in $(seq $((600 * scale))); do
+  scrape "$fmport" > "$dir/follow.metrics"
+  grep -qx 'sluice_log_lines_written_total 300' "$dir/follow.metrics" &&
+    awk -v size="$size" 'NR == 2 && $6 == size { found = 1 } END { exit !found }' "$dir/follow/state/positions" 2>/dev/null &&
+    break
+  sleep 0.05
+done
+scrape "$fmport" > "$dir/follow.metrics"
+grep -qx 'sluice_log_lines_written_total 300' "$dir/follow.metrics" || fail "--follow: $(cat "$dir/follow.metrics")"
+kill -TERM "$fp"
+wait "$fp" || fail "sluice-log --follow exited $?: $(cat "$dir/follow.err")"
+promtool check metrics < "$dir/follow.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (--follow): $(cat "$dir/promtool.out")"
+[ "$(grep -c '^{' "$dir/follow.err")" -eq 1 ] || fail "--follow: not one --stats --json object: $(cat "$dir/follow.err")"
+python3 "$dir/same.py" "$dir/follow.err" "$dir/follow.metrics" lines=sluice_log_lines_written_total \
+  bytes=sluice_log_written_bytes_total rotations=sluice_log_rotations_total reopens=sluice_log_reopens_total \
+  follow_files=sluice_log_follow_files_opened_total follow_rotations=sluice_log_follow_rotations_total \
+  truncations=sluice_log_follow_truncations_total reread=sluice_log_follow_reread_lines_total \
+  partial_lines=sluice_log_follow_partial_lines_total state_saves=sluice_log_follow_state_saves_total+1 \
+  state_failures=sluice_log_follow_state_failures_total > "$dir/same.out" 2>&1 ||
+  fail "sluice-log --follow: $(cat "$dir/same.out")"
+grep -qx 'sluice_log_follow_files 1' "$dir/follow.metrics" || fail "--follow files now: $(grep follow "$dir/follow.metrics")"
+grep -qx 'sluice_log_follow_unread_bytes 0' "$dir/follow.metrics" || fail "--follow unread: $(grep follow "$dir/follow.metrics")"
+grep -q '^sluice_log_follow_state_age_seconds [0-9.]*$' "$dir/follow.metrics" || fail "--follow state age: $(grep follow "$dir/follow.metrics")"
+ok "sluice-log --follow: one --stats --json object, its follow counts equal /metrics', the gauges there, promtool passes"
+
+# --- sluice-log into relp:// (sluice-logd --listen-relp): scraped once
+# every line is acknowledged, after which no count changes
+: > "$dir/relpd.err"
+"$logd" --listen-relp 127.0.0.1:0 "$dir/relpd.log" 2>> "$dir/relpd.err" &
+rdp=$!
+pids+=("$rdp")
+for _ in $(seq $((200 * scale))); do
+  rport=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$dir/relpd.err")
+  [ -n "$rport" ] && break
+  sleep 0.05
+done
+[ -n "$rport" ] || fail "no RELP listening line: $(cat "$dir/relpd.err")"
+mkfifo "$dir/relp.in"
+: > "$dir/relp.err"
+"$slog" --metrics 127.0.0.1:0 --stats --json "relp://127.0.0.1:$rport" < "$dir/relp.in" 2>> "$dir/relp.err" &
+rp=$!
+pids+=("$rp")
+exec 8> "$dir/relp.in"
+rmport=$(metrics_port "$dir/relp.err")
+seq "$n" >&8
+for _ in $(seq $((600 * scale))); do
+  scrape "$rmport" > "$dir/relp.metrics"
+  grep -qx "sluice_log_messages_acked_total $n" "$dir/relp.metrics" && break
+  sleep 0.05
+done
+grep -qx "sluice_log_messages_acked_total $n" "$dir/relp.metrics" || fail "relp://: $(cat "$dir/relp.metrics")"
+exec 8>&-
+wait "$rp" || fail "sluice-log relp:// exited $?: $(cat "$dir/relp.err")"
+kill -TERM "$rdp"
+wait "$rdp" || fail "sluice-logd --listen-relp exited $?: $(cat "$dir/relpd.err")"
+promtool check metrics < "$dir/relp.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (relp://): $(cat "$dir/promtool.out")"
+python3 "$dir/same.py" "$dir/relp.err" "$dir/relp.metrics" lines=sluice_log_lines_read_total \
+  acked=sluice_log_messages_acked_total resent=sluice_log_messages_resent_total \
+  dropped=sluice_log_messages_dropped_total reconnects=sluice_log_reconnects_total \
+  refused=sluice_log_messages_refused_total truncated=sluice_log_messages_truncated_total > "$dir/same.out" 2>&1 ||
+  fail "sluice-log relp://: $(cat "$dir/same.out")"
+ok "sluice-log relp://: promtool passes, every --stats --json count equals its metric"
 
 # --- sluice-log to a receiver that is away: its lines wait, and the
 # oldest one's age grows with the wait
