@@ -40,6 +40,31 @@ wait_lines() {
   fail "$1 has $(wc -l < "$1") lines, not $2"
 }
 scrape() { curl -sS --max-time $((10 * scale)) "http://127.0.0.1:$1/metrics"; }
+# Starts sluice-log --metrics --stats --json ARG... reading the FIFO
+# $dir/NAME.in, held open on fd 8 (its input ends at `exec 8>&-`): its
+# standard error in $dir/NAME.err, its pid in $fed, its metrics port in
+# $fed_port.
+start_fed() {
+  local name=$1
+  shift
+  mkfifo "$dir/$name.in"
+  : > "$dir/$name.err"
+  "$slog" --metrics 127.0.0.1:0 --stats --json "$@" < "$dir/$name.in" 2>> "$dir/$name.err" &
+  fed=$!
+  pids+=("$fed")
+  exec 8> "$dir/$name.in"
+  fed_port=$(metrics_port "$dir/$name.err")
+}
+# Scrapes PORT into FILE until it has the line LINE, within 30 s (scaled):
+# a count that reached its end, so that the scrape is the last word.
+scrape_until() {
+  for _ in $(seq $((600 * scale))); do
+    scrape "$1" > "$2"
+    grep -qx "$3" "$2" && return 0
+    sleep 0.05
+  done
+  fail "no '$3' in /metrics: $(cat "$2")"
+}
 # Each JSON key of --stats --json (the last line of ERR) against its metric
 # in the scraped text, by the mapping given as KEY=METRIC arguments; every
 # key of the JSON object must be mapped, and each metric must equal it.
@@ -260,20 +285,11 @@ python3 "$dir/same.py" "$dir/fan.err" "$dir/fan.metrics" lines_in=sluice_fanout_
 ok "sluice-fanout: promtool passes, every --stats --json count equals its metric"
 
 # --- sluice-log into a FILE: N lines, the scrape while its input is open
-mkfifo "$dir/log.in"
-: > "$dir/log.err"
-"$slog" --metrics 127.0.0.1:0 --max-size 4K --keep 2 --stats --json "$dir/out.log" < "$dir/log.in" 2>> "$dir/log.err" &
-sp=$!
-pids+=("$sp")
-exec 8> "$dir/log.in"
-lmport=$(metrics_port "$dir/log.err")
+start_fed log --max-size 4K --keep 2 "$dir/out.log"
+sp=$fed
+lmport=$fed_port
 seq "$n" >&8
-for _ in $(seq $((600 * scale))); do
-  scrape "$lmport" > "$dir/log.metrics"
-  grep -qx "sluice_log_lines_written_total $n" "$dir/log.metrics" && break
-  sleep 0.05
-done
-grep -qx "sluice_log_lines_written_total $n" "$dir/log.metrics" || fail "sluice-log: $(cat "$dir/log.metrics")"
+scrape_until "$lmport" "$dir/log.metrics" "sluice_log_lines_written_total $n"
 promtool check metrics < "$dir/log.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (log): $(cat "$dir/promtool.out")"
 grep -qx 'sluice_log_oldest_pending_age_seconds 0.000' "$dir/log.metrics" || fail "age with every line written: $(grep age "$dir/log.metrics")"
 exec 8>&-
@@ -334,20 +350,11 @@ for _ in $(seq $((200 * scale))); do
   sleep 0.05
 done
 [ -n "$rport" ] || fail "no RELP listening line: $(cat "$dir/relpd.err")"
-mkfifo "$dir/relp.in"
-: > "$dir/relp.err"
-"$slog" --metrics 127.0.0.1:0 --stats --json "relp://127.0.0.1:$rport" < "$dir/relp.in" 2>> "$dir/relp.err" &
-rp=$!
-pids+=("$rp")
-exec 8> "$dir/relp.in"
-rmport=$(metrics_port "$dir/relp.err")
+start_fed relp "relp://127.0.0.1:$rport"
+rp=$fed
+rmport=$fed_port
 seq "$n" >&8
-for _ in $(seq $((600 * scale))); do
-  scrape "$rmport" > "$dir/relp.metrics"
-  grep -qx "sluice_log_messages_acked_total $n" "$dir/relp.metrics" && break
-  sleep 0.05
-done
-grep -qx "sluice_log_messages_acked_total $n" "$dir/relp.metrics" || fail "relp://: $(cat "$dir/relp.metrics")"
+scrape_until "$rmport" "$dir/relp.metrics" "sluice_log_messages_acked_total $n"
 exec 8>&-
 wait "$rp" || fail "sluice-log relp:// exited $?: $(cat "$dir/relp.err")"
 kill -TERM "$rdp"
