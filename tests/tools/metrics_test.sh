@@ -9,7 +9,8 @@
 # are closed and counted; sluice-log's oldest waiting line's age; sluice-log
 # into a FILE, into relp:// (sluice-logd --listen-relp), with --follow (its
 # sluice_log_follow_* rows equal the one --stats --json object's keys, its
-# gauges served); a port in use is bad usage (exit 2).
+# gauges served, the bytes left unread while held back); a port in use is
+# bad usage (exit 2).
 #
 #   tests/tools/metrics_test.sh SLUICE_LOGD SLUICE_FANOUT SLUICE_LOG
 set -euo pipefail
@@ -389,6 +390,31 @@ grep -qx 'sluice_log_messages_sent_total 0' "$dir/away.metrics" || fail "sent wh
 age=$(sed -n 's/^sluice_log_oldest_pending_age_seconds //p' "$dir/away.metrics")
 python3 -c 'import sys; sys.exit(0 if 0.9 <= float(sys.argv[1]) < 60 else 1)' "$age" || fail "the oldest line's age after 1 s: '$age'"
 ok "sluice-log: the oldest unsent line's age while the receiver is away ($age s)"
+
+# --- --follow held back by that receiver away: the file is read no
+# further than the stream takes, and the rest is behind its end, unread
+mkdir "$dir/held"
+python3 -c 'import sys; open(sys.argv[1], "w").write("".join("line %06d %s\n" % (i, "x" * 40) for i in range(40000)))' \
+  "$dir/held/big.log"
+: > "$dir/held.err"
+"$slog" --follow "$dir/held/big.log" --metrics 127.0.0.1:0 --grace 0 "relp://127.0.0.1:$dead" < /dev/null \
+  2>> "$dir/held.err" &
+hp=$!
+pids+=("$hp")
+hmport=$(metrics_port "$dir/held.err")
+sleep 1
+scrape "$hmport" > "$dir/held.metrics"
+kill -TERM "$hp"
+st=0
+wait "$hp" || st=$?
+[ "$st" -eq 1 ] || fail "sluice-log --follow, its lines dropped at SIGTERM: exit $st: $(cat "$dir/held.err")"
+unread=$(sed -n 's/^sluice_log_follow_unread_bytes //p' "$dir/held.metrics")
+size=$(stat -c %s "$dir/held/big.log")
+# Read: at most a few reads of 64 KiB beyond what the stream holds.
+[ -n "$unread" ] && [ "$unread" -gt $((size / 2)) ] && [ "$unread" -lt "$size" ] ||
+  fail "--follow held back: $unread of $size bytes unread: $(grep follow "$dir/held.metrics")"
+grep -qx 'sluice_log_follow_files 1' "$dir/held.metrics" || fail "--follow held back: $(grep follow "$dir/held.metrics")"
+ok "sluice-log --follow held back: $unread of $size bytes behind what was read (sluice_log_follow_unread_bytes)"
 
 # --- the same with --spool: the lines wait in the spool, whose rows and
 # gauges promtool accepts too
