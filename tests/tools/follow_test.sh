@@ -42,8 +42,24 @@ term() {
   st=0
   wait "$1" || st=$?
 }
-# A JSON field of the last --stats --json object in FILE.
-stat_of() { python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
+# A JSON field of the --stats --json object in FILE, which must be the only
+# one there: the follower's counts are fields of sluice-log's one object,
+# so a script reading one object a run reads them all.
+stat_of() {
+  python3 - "$1" "$2" <<'PY' || fail "$1: not one --stats --json object: $(cat "$1")"
+import json, sys
+objs = [l for l in open(sys.argv[1]).read().splitlines() if l.startswith("{")]
+if len(objs) != 1:
+    sys.exit(1)
+# A key twice (a destination's and the follower's) would hide one of them.
+def once(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        sys.exit("duplicate keys")
+    return dict(pairs)
+print(json.loads(objs[0], object_pairs_hook=once)[sys.argv[2]])
+PY
+}
 # Appends lines FROM..TO ("line NNNNNN" and padding) to FILE, ten at a time
 # (each batch opening FILE anew, as a program that reopens after a
 # rotation), 10 ms apart.
@@ -161,7 +177,7 @@ CONF
   missing=$(sort -u "$d/got" | comm -23 "$d/want" - | wc -l)
   extra=$(sort -u "$d/got" | comm -13 "$d/want" - | wc -l)
   dups=$(( $(wc -l <"$d/got") - $(sort -u "$d/got" | wc -l) ))
-  reread=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["reread"])' "$d/err2")
+  reread=$(stat_of "$d/err2" reread)
   [ "$missing" -eq 0 ] || fail "$mode: $missing of $want lines missing, e.g. $(sort -u "$d/got" | comm -23 "$d/want" - | head -3 | tr '\n' ' ')"
   # Lines sent that no file holds any more: copytruncate's lost window
   # only; with create, none.
@@ -173,7 +189,7 @@ CONF
   [ "$dups" -le "$reread" ] || fail "$mode: $dups duplicates, $reread counted re-read"
   [ "$reread" -le $((dups + 1260 + 1024)) ] || fail "$mode: $reread re-read for $dups duplicates"
   local rotations
-  rotations=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["'"$([ "$mode" = create ] && echo rotations || echo truncations)"'"])' "$d/err2")
+  rotations=$(stat_of "$d/err2" "$([ "$mode" = create ] && echo follow_rotations || echo truncations)")
   [ "$rotations" -ge 1 ] || fail "$mode: the second run saw no rotation: $(cat "$d/err2")"
   ok "$mode: $want lines in the files, all arrived; SIGKILL and a rotation while down: $dups duplicates, $reread counted re-read"
 }
@@ -292,6 +308,9 @@ pids+=("$sp")
 wait_lines "$d/out.log" 8
 term "$sp"
 [ "$st" -eq 0 ] || fail "resume: exit $st"
+# --stats is one line: the FILE's counts, then the follower's.
+[ "$(grep -c '^sluice-log: [0-9]* lines, .*, followed 1 files through 0 rotations and 0 truncations, .* state saves, 0 state failures$' "$d/err")" -eq 1 ] &&
+  [ "$(grep -c '^sluice-log: .*[0-9]' "$d/err")" -eq 1 ] || fail "resume: not one --stats line: $(cat "$d/err")"
 [ "$(grep -c 'another file' "$d/out.log")" -eq 4 ] || fail "resume: sent again: $(cat "$d/out.log")"
 ok "a restart goes on after the last acknowledged line"
 

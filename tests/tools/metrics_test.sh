@@ -6,8 +6,11 @@
 # config and data directory, scrapes sluice-logd (up == 1, and the count
 # of messages); 404 for another path, 405 for another method; a 1 MiB
 # request, a 17th connection at once and a request not whole within 10 s
-# are closed and counted; sluice-log's oldest waiting line's age; a port in
-# use is bad usage (exit 2).
+# are closed and counted; sluice-log's oldest waiting line's age; sluice-log
+# into a FILE, into relp:// (sluice-logd --listen-relp), with --follow (its
+# sluice_log_follow_* rows equal the one --stats --json object's keys, its
+# gauges served, the bytes left unread while held back); a port in use is
+# bad usage (exit 2).
 #
 #   tests/tools/metrics_test.sh SLUICE_LOGD SLUICE_FANOUT SLUICE_LOG
 set -euo pipefail
@@ -38,10 +41,36 @@ wait_lines() {
   fail "$1 has $(wc -l < "$1") lines, not $2"
 }
 scrape() { curl -sS --max-time $((10 * scale)) "http://127.0.0.1:$1/metrics"; }
+# Starts sluice-log --metrics --stats --json ARG... reading the FIFO
+# $dir/NAME.in, held open on fd 8 (its input ends at `exec 8>&-`): its
+# standard error in $dir/NAME.err, its pid in $fed, its metrics port in
+# $fed_port.
+start_fed() {
+  local name=$1
+  shift
+  mkfifo "$dir/$name.in"
+  : > "$dir/$name.err"
+  "$slog" --metrics 127.0.0.1:0 --stats --json "$@" < "$dir/$name.in" 2>> "$dir/$name.err" &
+  fed=$!
+  pids+=("$fed")
+  exec 8> "$dir/$name.in"
+  fed_port=$(metrics_port "$dir/$name.err")
+}
+# Scrapes PORT into FILE until it has the line LINE, within 30 s (scaled):
+# a count that reached its end, so that the scrape is the last word.
+scrape_until() {
+  for _ in $(seq $((600 * scale))); do
+    scrape "$1" > "$2"
+    grep -qx "$3" "$2" && return 0
+    sleep 0.05
+  done
+  fail "no '$3' in /metrics: $(cat "$2")"
+}
 # Each JSON key of --stats --json (the last line of ERR) against its metric
-# in the scraped text (prefix PREFIX), by the mapping given as KEY=METRIC
-# arguments; every key of the JSON object must be mapped, and each metric
-# must equal it.
+# in the scraped text, by the mapping given as KEY=METRIC arguments; every
+# key of the JSON object must be mapped, and each metric must equal it.
+# KEY=METRIC+1: the exit's value is one more than the scrape's (--follow's
+# last save, made after the metrics server has closed).
 cat > "$dir/same.py" <<'PY'
 import json, re, sys
 err, scraped = sys.argv[1], sys.argv[2]
@@ -58,6 +87,8 @@ assert not unmapped, f"--stats --json keys with no metric in the test: {unmapped
 for key, metric in mapping.items():
     assert key in stats, f"{key} not in --stats --json: {stats}"
     want = stats[key]
+    if metric.endswith("+1"):
+        metric, want = metric[:-2], want - 1
     got = samples.get(metric)
     assert got is not None, f"{metric} not in /metrics"
     if isinstance(want, str):  # a text row: an info gauge with the text as label
@@ -255,20 +286,11 @@ python3 "$dir/same.py" "$dir/fan.err" "$dir/fan.metrics" lines_in=sluice_fanout_
 ok "sluice-fanout: promtool passes, every --stats --json count equals its metric"
 
 # --- sluice-log into a FILE: N lines, the scrape while its input is open
-mkfifo "$dir/log.in"
-: > "$dir/log.err"
-"$slog" --metrics 127.0.0.1:0 --max-size 4K --keep 2 --stats --json "$dir/out.log" < "$dir/log.in" 2>> "$dir/log.err" &
-sp=$!
-pids+=("$sp")
-exec 8> "$dir/log.in"
-lmport=$(metrics_port "$dir/log.err")
+start_fed log --max-size 4K --keep 2 "$dir/out.log"
+sp=$fed
+lmport=$fed_port
 seq "$n" >&8
-for _ in $(seq $((600 * scale))); do
-  scrape "$lmport" > "$dir/log.metrics"
-  grep -qx "sluice_log_lines_written_total $n" "$dir/log.metrics" && break
-  sleep 0.05
-done
-grep -qx "sluice_log_lines_written_total $n" "$dir/log.metrics" || fail "sluice-log: $(cat "$dir/log.metrics")"
+scrape_until "$lmport" "$dir/log.metrics" "sluice_log_lines_written_total $n"
 promtool check metrics < "$dir/log.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (log): $(cat "$dir/promtool.out")"
 grep -qx 'sluice_log_oldest_pending_age_seconds 0.000' "$dir/log.metrics" || fail "age with every line written: $(grep age "$dir/log.metrics")"
 exec 8>&-
@@ -277,6 +299,74 @@ python3 "$dir/same.py" "$dir/log.err" "$dir/log.metrics" lines=sluice_log_lines_
   bytes=sluice_log_written_bytes_total rotations=sluice_log_rotations_total reopens=sluice_log_reopens_total \
   > "$dir/same.out" 2>&1 || fail "sluice-log: $(cat "$dir/same.out")"
 ok "sluice-log: promtool passes, every --stats --json count equals its metric"
+
+# --- sluice-log --follow into a FILE: the follower's counts are rows of
+# the same table, so /metrics' sluice_log_follow_* equal --stats --json's
+# keys at the exit (one object), and its gauges are there
+mkdir "$dir/follow"
+seq 300 > "$dir/follow/app.log"
+: > "$dir/follow.err"
+"$slog" --follow "$dir/follow/app.log" --state "$dir/follow/state" --metrics 127.0.0.1:0 --stats --json \
+  "$dir/follow/out.log" < /dev/null 2>> "$dir/follow.err" &
+fp=$!
+pids+=("$fp")
+fmport=$(metrics_port "$dir/follow.err")
+# Scraped once every line is written and its position saved: nothing
+# changes after that but the last save at the exit.
+size=$(stat -c %s "$dir/follow/app.log")
+for _ in $(seq $((600 * scale))); do
+  scrape "$fmport" > "$dir/follow.metrics"
+  grep -qx 'sluice_log_lines_written_total 300' "$dir/follow.metrics" &&
+    awk -v size="$size" 'NR == 2 && $6 == size { found = 1 } END { exit !found }' "$dir/follow/state/positions" 2>/dev/null &&
+    break
+  sleep 0.05
+done
+scrape "$fmport" > "$dir/follow.metrics"
+grep -qx 'sluice_log_lines_written_total 300' "$dir/follow.metrics" || fail "--follow: $(cat "$dir/follow.metrics")"
+kill -TERM "$fp"
+wait "$fp" || fail "sluice-log --follow exited $?: $(cat "$dir/follow.err")"
+promtool check metrics < "$dir/follow.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (--follow): $(cat "$dir/promtool.out")"
+[ "$(grep -c '^{' "$dir/follow.err")" -eq 1 ] || fail "--follow: not one --stats --json object: $(cat "$dir/follow.err")"
+python3 "$dir/same.py" "$dir/follow.err" "$dir/follow.metrics" lines=sluice_log_lines_written_total \
+  bytes=sluice_log_written_bytes_total rotations=sluice_log_rotations_total reopens=sluice_log_reopens_total \
+  follow_files=sluice_log_follow_files_opened_total follow_rotations=sluice_log_follow_rotations_total \
+  truncations=sluice_log_follow_truncations_total reread=sluice_log_follow_reread_lines_total \
+  partial_lines=sluice_log_follow_partial_lines_total state_saves=sluice_log_follow_state_saves_total+1 \
+  state_failures=sluice_log_follow_state_failures_total > "$dir/same.out" 2>&1 ||
+  fail "sluice-log --follow: $(cat "$dir/same.out")"
+grep -qx 'sluice_log_follow_files 1' "$dir/follow.metrics" || fail "--follow files now: $(grep follow "$dir/follow.metrics")"
+grep -qx 'sluice_log_follow_unread_bytes 0' "$dir/follow.metrics" || fail "--follow unread: $(grep follow "$dir/follow.metrics")"
+grep -q '^sluice_log_follow_state_age_seconds [0-9.]*$' "$dir/follow.metrics" || fail "--follow state age: $(grep follow "$dir/follow.metrics")"
+ok "sluice-log --follow: one --stats --json object, its follow counts equal /metrics', the gauges there, promtool passes"
+
+# --- sluice-log into relp:// (sluice-logd --listen-relp): scraped once
+# every line is acknowledged, after which no count changes
+: > "$dir/relpd.err"
+"$logd" --listen-relp 127.0.0.1:0 "$dir/relpd.log" 2>> "$dir/relpd.err" &
+rdp=$!
+pids+=("$rdp")
+for _ in $(seq $((200 * scale))); do
+  rport=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$dir/relpd.err")
+  [ -n "$rport" ] && break
+  sleep 0.05
+done
+[ -n "$rport" ] || fail "no RELP listening line: $(cat "$dir/relpd.err")"
+start_fed relp "relp://127.0.0.1:$rport"
+rp=$fed
+rmport=$fed_port
+seq "$n" >&8
+scrape_until "$rmport" "$dir/relp.metrics" "sluice_log_messages_acked_total $n"
+exec 8>&-
+wait "$rp" || fail "sluice-log relp:// exited $?: $(cat "$dir/relp.err")"
+kill -TERM "$rdp"
+wait "$rdp" || fail "sluice-logd --listen-relp exited $?: $(cat "$dir/relpd.err")"
+promtool check metrics < "$dir/relp.metrics" > "$dir/promtool.out" 2>&1 || fail "promtool (relp://): $(cat "$dir/promtool.out")"
+python3 "$dir/same.py" "$dir/relp.err" "$dir/relp.metrics" lines=sluice_log_lines_read_total \
+  acked=sluice_log_messages_acked_total resent=sluice_log_messages_resent_total \
+  dropped=sluice_log_messages_dropped_total reconnects=sluice_log_reconnects_total \
+  refused=sluice_log_messages_refused_total truncated=sluice_log_messages_truncated_total > "$dir/same.out" 2>&1 ||
+  fail "sluice-log relp://: $(cat "$dir/same.out")"
+ok "sluice-log relp://: promtool passes, every --stats --json count equals its metric"
 
 # --- sluice-log to a receiver that is away: its lines wait, and the
 # oldest one's age grows with the wait
@@ -300,6 +390,31 @@ grep -qx 'sluice_log_messages_sent_total 0' "$dir/away.metrics" || fail "sent wh
 age=$(sed -n 's/^sluice_log_oldest_pending_age_seconds //p' "$dir/away.metrics")
 python3 -c 'import sys; sys.exit(0 if 0.9 <= float(sys.argv[1]) < 60 else 1)' "$age" || fail "the oldest line's age after 1 s: '$age'"
 ok "sluice-log: the oldest unsent line's age while the receiver is away ($age s)"
+
+# --- --follow held back by that receiver away: the file is read no
+# further than the stream takes, and the rest is behind its end, unread
+mkdir "$dir/held"
+python3 -c 'import sys; open(sys.argv[1], "w").write("".join("line %06d %s\n" % (i, "x" * 40) for i in range(40000)))' \
+  "$dir/held/big.log"
+: > "$dir/held.err"
+"$slog" --follow "$dir/held/big.log" --metrics 127.0.0.1:0 --grace 0 "relp://127.0.0.1:$dead" < /dev/null \
+  2>> "$dir/held.err" &
+hp=$!
+pids+=("$hp")
+hmport=$(metrics_port "$dir/held.err")
+sleep 1
+scrape "$hmport" > "$dir/held.metrics"
+kill -TERM "$hp"
+st=0
+wait "$hp" || st=$?
+[ "$st" -eq 1 ] || fail "sluice-log --follow, its lines dropped at SIGTERM: exit $st: $(cat "$dir/held.err")"
+unread=$(sed -n 's/^sluice_log_follow_unread_bytes //p' "$dir/held.metrics")
+size=$(stat -c %s "$dir/held/big.log")
+# Read: at most a few reads of 64 KiB beyond what the stream holds.
+[ -n "$unread" ] && [ "$unread" -gt $((size / 2)) ] && [ "$unread" -lt "$size" ] ||
+  fail "--follow held back: $unread of $size bytes unread: $(grep follow "$dir/held.metrics")"
+grep -qx 'sluice_log_follow_files 1' "$dir/held.metrics" || fail "--follow held back: $(grep follow "$dir/held.metrics")"
+ok "sluice-log --follow held back: $unread of $size bytes behind what was read (sluice_log_follow_unread_bytes)"
 
 # --- the same with --spool: the lines wait in the spool, whose rows and
 # gauges promtool accepts too

@@ -611,7 +611,9 @@ void follower::save() {
     if (w->current) add(*w, *w->current, true);
   }
   std::string why, more;
-  if (!state_.save(entries, why) && state_note_.due(more))
+  const bool saved = state_.save(entries, why);
+  if (saved) saved_at_ = steady::now();
+  if (!saved && state_note_.due(more))
     std::fprintf(stderr,
                  "sluice-log: --state %s: cannot save the positions (%s): following goes on, the last saved ones "
                  "stay%s\n",
@@ -636,17 +638,59 @@ void follower::save_final() {
   if (have_state_) save();
 }
 
-void follower::print_stats(bool json) const {
-  if (json)
-    std::fprintf(stderr,
-                 "{\"follow_files\":%zu,\"rotations\":%zu,\"truncations\":%zu,\"reread\":%zu,\"partial_lines\":%zu,"
-                 "\"state_saves\":%zu,\"state_failures\":%zu}\n",
-                 n_.files, n_.rotations, n_.truncations, n_.reread, n_.partial, state_.saves(), state_.failures());
-  else
-    std::fprintf(stderr,
-                 "sluice-log: followed %zu files, %zu rotations, %zu truncations, %zu re-read, %zu partial lines, "
-                 "%zu state saves, %zu state failures\n",
-                 n_.files, n_.rotations, n_.truncations, n_.reread, n_.partial, state_.saves(), state_.failures());
+void follower::add_stats(stat_table& t) const {
+  using enum metric_type;
+  t.insert(t.end(), {
+      // "follow_rotations", not "rotations": a FILE DEST has its own.
+      {"follow_files", ", followed # files", "sluice_log_follow_files_opened_total", "Files opened by --follow.",
+       counter, n_.files},
+      {"follow_rotations", " through # rotations", "sluice_log_follow_rotations_total",
+       "Times a --follow PATH was found naming another file, or none.", counter, n_.rotations},
+      {"truncations", " and # truncations", "sluice_log_follow_truncations_total",
+       "Times a followed file was read again from its start (truncated, or copied and truncated).", counter,
+       n_.truncations},
+      {"reread", ", # re-read", "sluice_log_follow_reread_lines_total",
+       "Lines read again after a restart: sent by the last run, not known to be acknowledged.", counter, n_.reread},
+      {"partial_lines", ", # partial lines", "sluice_log_follow_partial_lines_total",
+       "Last lines sent without their newline, once their file stopped growing.", counter, n_.partial},
+      {"state_saves", ", # state saves", "sluice_log_follow_state_saves_total",
+       "Times the positions were saved under --state.", counter, state_.saves()},
+      {"state_failures", ", # state failures", "sluice_log_follow_state_failures_total",
+       "Times the positions could not be saved under --state (ENOSPC, EIO): the last save stays.", counter,
+       state_.failures()},
+  });
+}
+
+void follower::add_gauges(stat_table& t) const {
+  using enum metric_type;
+  std::uint64_t open = 0, unread = 0;
+  auto count = [&](const file& f) {
+    if (f.fd < 0) return;
+    ++open;
+    // The file's size now against what was read: what a reader still has
+    // to catch up on. A file truncated under us counts 0, not a negative.
+    struct stat st {};
+    if (::fstat(f.fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > f.read_pos())
+      unread += static_cast<std::uint64_t>(st.st_size) - f.read_pos();
+  };
+  for (const auto& w : paths_) {
+    for (const auto& f : w->old) count(*f);
+    if (w->current) count(*w->current);
+  }
+  t.insert(t.end(), {
+      {nullptr, nullptr, "sluice_log_follow_files", "Files open for --follow now (rotated ones still read too).",
+       gauge, open},
+      {nullptr, nullptr, "sluice_log_follow_unread_bytes",
+       "Bytes of the followed files behind what was read, now (their sizes less the positions read).", gauge,
+       unread},
+  });
+  if (have_state_) {
+    const std::chrono::duration<double> age = steady::now() - saved_at_;
+    t.push_back({nullptr, nullptr, "sluice_log_follow_state_age_seconds",
+                 "How long ago the positions under --state were last saved (since the start, before the first "
+                 "save), now.",
+                 gauge, 0, nullptr, {}, age.count()});
+  }
 }
 
 }  // namespace sluice_tools

@@ -39,6 +39,7 @@
 #include "follow_state.h"
 #include "rate_limited_note.h"
 #include "sluice/sluice.h"
+#include "stat_table.h"
 #include "tool.h"
 
 namespace sluice_tools {
@@ -103,8 +104,13 @@ class follower {
   /// The destination has finished: the last positions saved.
   void save_final();
 
-  /// --stats: the follower's line (text or JSON), after the destination's.
-  void print_stats(bool json) const;
+  /// The follower's counts, as rows of sluice-log's one table
+  /// (stat_table.h), after the destination's: so --stats prints one line
+  /// (or one JSON object) and /metrics has them as sluice_log_follow_*.
+  void add_stats(stat_table& t) const;
+  /// --metrics only: gauges of what is now (files open, bytes behind the
+  /// files' ends, the age of the last saved positions).
+  void add_gauges(stat_table& t) const;
 
  private:
   struct file;
@@ -157,6 +163,9 @@ class follower {
   bool stopped_ = false;
   bool in_pass_ = false;
   bool dirty_ = false;     // positions moved since the last save
+  // The last save that reached the disk (the start until one has): the
+  // age of what a restart would resume from, for --metrics.
+  std::chrono::steady_clock::time_point saved_at_ = std::chrono::steady_clock::now();
   std::uint64_t next_id_ = 1;
   follow_counts n_;
   rate_limited_note state_note_, file_note_;

@@ -77,8 +77,8 @@ class log_file_output final : public log_output {
       t.push_back({"compress_failures", ", # failed compressions", "sluice_log_compress_failures_total",
                    "Tries to compress a rotated file that failed.", counter, worker_->compress_failures()});
     }
-    t.push_back({nullptr, nullptr, "sluice_log_lines_read_total", "Lines read from standard input.", counter,
-                 n.lines});
+    t.push_back({nullptr, nullptr, "sluice_log_lines_read_total",
+                 "Lines read (from standard input, or the --follow files).", counter, n.lines});
     return t;
   }
 

@@ -158,8 +158,8 @@ class log_net_output final : public log_output {
 
   stat_table stats(const log_counts& n) const override {
     using enum metric_type;
-    stat_table t = {{"lines", "# lines", "sluice_log_lines_read_total", "Lines read from standard input.", counter,
-                     n.lines}};
+    stat_table t = {{"lines", "# lines", "sluice_log_lines_read_total",
+                     "Lines read (from standard input, or the --follow files).", counter, n.lines}};
     if (relp_) {
       std::size_t acked = relp_->acked(), dropped = n.unsent, refused = relp_->refused();
       if (spool_) {

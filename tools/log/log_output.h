@@ -58,9 +58,6 @@ class log_output {
   /// (stat_table.h), in the order of the --stats line.
   virtual stat_table stats(const log_counts& n) const = 0;
 
-  /// --stats, on standard error: one line, or one JSON object.
-  void print_stats(const log_counts& n, bool json) const { sluice_tools::print_stats("sluice-log", stats(n), json); }
-
   /// --metrics: stats() and what is now in the stream.
   stat_table metrics(const log_counts& n) const {
     stat_table t = stats(n);

@@ -136,16 +136,13 @@ Options for every DEST:
                             D + K
                     kafka:  'sluice-log: N lines, D delivered, F failed'
                             (D: acknowledged by the broker)
-                    with --follow, a second line: 'sluice-log: followed F
-                            files, R rotations, T truncations, E re-read,
-                            P partial lines, S state saves, W state
-                            failures' (E: lines a restart read again that
-                            the last run had sent, not known acknowledged;
-                            P: last lines sent without a newline); with
-                            --json a second object: {"follow_files":F,
-                            "rotations":R,"truncations":T,"reread":E,
-                            "partial_lines":P,"state_saves":S,
-                            "state_failures":W}
+                    with --follow, the same line goes on: ', followed F
+                            files through R rotations and T truncations,
+                            E re-read, P partial lines, S state saves, W
+                            state failures' (E: lines a restart read again
+                            that the last run had sent, not known
+                            acknowledged; P: last lines sent without a
+                            newline)
   --json            with --stats: print them as one JSON object instead:
                     {"lines":N,"bytes":B,"rotations":R,"reopens":H} (with
                     --compress also "compressed":C,"compress_failures":F),
@@ -160,14 +157,19 @@ Options for every DEST:
                     "left_in_spool":K,"earlier_acked":E,
                     "earlier_refused":X,"segments":G,
                     "recovered_segments":R,"torn_bytes":T,
-                    "spool_failures":W
+                    "spool_failures":W; with --follow, in the same object
+                    too: "follow_files":F,"follow_rotations":R,
+                    "truncations":T,"reread":E,"partial_lines":P,
+                    "state_saves":S,"state_failures":W
   --metrics HOST:PORT
                     serve the counts of --stats, and gauges of what is now
                     (bytes waiting in the stream, the age of the oldest line
                     not yet sent, acknowledged or written; with --spool its
-                    bytes and segments), as Prometheus metrics: 'GET /metrics' on
-                    HOST:PORT (port 0: any free one), printed as
-                    'sluice-log: serving metrics on
+                    bytes and segments; with --follow the files open, the
+                    bytes behind their ends not yet read, and how long ago
+                    the positions were last saved), as Prometheus metrics:
+                    'GET /metrics' on HOST:PORT (port 0: any free one),
+                    printed as 'sluice-log: serving metrics on
                     http://HOST:PORT/metrics'. Read-only; a request over 8K
                     or not whole within 10 s is closed (counted). An address
                     that cannot be listened on (a port in use) is bad usage.

@@ -408,7 +408,7 @@ class log_tool {
 
   int run() {
     auto& loop = sluice::loop::current();
-    metrics_ = sluice_tools::start_metrics(this_tool, o_.metrics, "sluice_log", [this] { return out_->metrics(n_); });
+    metrics_ = sluice_tools::start_metrics(this_tool, o_.metrics, "sluice_log", [this] { return metrics_table(); });
     if (metrics_) n_.age.enable(loop);
     // The signals come to the loop: their tasks never run inside a line
     // (see hold_shutdown_signals()).
@@ -465,13 +465,30 @@ class log_tool {
     if (follower_) follower_->save_final();
     if (!out_->report(n_, {.finished = finished_, .failed = failed_, .ok_so_far = status_ == 0, .reason = reason_}))
       status_ = 1;
-    if (o_.stats) out_->print_stats(n_, o_.json);
-    if (o_.stats && follower_) follower_->print_stats(o_.json);
+    if (o_.stats) sluice_tools::print_stats("sluice-log", stats_table(), o_.json);
     return status_;
   }
 
  private:
   sluice::writable& out() noexcept { return out_->stream(); }
+
+  // The one table of --stats and --metrics: the destination's rows, then
+  // the follower's (so --stats is one line, or one JSON object).
+  sluice_tools::stat_table stats_table() const {
+    sluice_tools::stat_table t = out_->stats(n_);
+    if (follower_) follower_->add_stats(t);
+    return t;
+  }
+  // /metrics: the same rows, in the same order, with the gauges of now.
+  sluice_tools::stat_table metrics_table() const {
+    sluice_tools::stat_table t = out_->metrics(n_);
+    if (follower_) {
+      follower_->add_stats(t);
+      follower_->add_gauges(t);
+    }
+    return t;
+  }
+
   bool network() const noexcept { return out_->network(); }
 
   // A line of standard input; backpressure pauses the reading.
