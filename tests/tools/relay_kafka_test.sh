@@ -12,6 +12,7 @@
 #   - -X message.max.bytes=3000 and one line of 5000 bytes among others: the
 #     sender hears a RELP error for it (and drops it), the relay counts it
 #     refused, every other line arrives;
+#   - --give-up-after 1s with no broker: the relay ends, exit 1;
 #   - usage.
 # Loopback only; every wait is bounded.
 #
@@ -142,6 +143,20 @@ grep -q "20 forwarded, 1 refused by the next hop" "$dir/relay3.err" || fail "rel
 consume 12020
 check c 20 hostd || fail "the lines around the refused one"
 ok "a message above message.max.bytes: a RELP error, counted, the rest delivered"
+
+# --- --give-up-after with no broker at all: the relay ends, exit 1
+ERR=$dir/relay4.err start --listen-relp 127.0.0.1:0 --forward kafka://127.0.0.1:1/logs --give-up-after 1s \
+  -X log_level=0
+relay=$lp
+(lines d 5 | timeout $((20 * scale)) "$log" "relp://127.0.0.1:$port" 2> /dev/null) &
+pids+=($!)
+for _ in $(seq $((200 * scale))); do kill -0 "$relay" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$relay" 2>/dev/null && fail "--give-up-after 1s: the relay still runs: $(cat "$dir/relay4.err")"
+wait "$relay" && st=0 || st=$?
+[ "$st" -eq 1 ] || fail "--give-up-after: exit $st"
+grep -q "_MSG_TIMED_OUT" "$dir/relay4.err" && grep -q "5 of 5 messages not written" "$dir/relay4.err" ||
+  fail "--give-up-after: $(cat "$dir/relay4.err")"
+ok "--give-up-after 1s with no broker: said, exit 1"
 
 exec 7>&-
 echo "relay_kafka: $pass passed"
