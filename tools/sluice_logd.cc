@@ -54,6 +54,7 @@ constexpr const char* usage_text = R"(usage: sluice-logd --listen ADDR [--listen
        sluice-logd --listen-relp HOST:PORT [--listen-relp HOST:PORT]... [OPTION]... FILE
        sluice-logd --listen-tls HOST:PORT... --tls-cert FILE --tls-key FILE [--tls-client-ca FILE] [OPTION]... FILE
        sluice-logd --listen-relp HOST:PORT... --forward relp://HOST:PORT [--forward ...]... [OPTION]...
+       sluice-logd --listen-relp HOST:PORT... --forward kafka://BROKER[,BROKER...]/TOPIC [-X KEY=VALUE]... [OPTION]...
 Receives syslog messages over TCP and Unix stream sockets, and over RELP,
 and appends each as one line to FILE, rotating it by size, like rsyslog's
 imptcp, imrelp and omfile. HOST:PORT takes [::1]:PORT for IPv6. A time T is
@@ -179,14 +180,15 @@ Options:
   -h, --help        show this help
 
 Relay (--forward, instead of FILE): each message goes on to the next hop
-over RELP as it was received (not escaped), and a RELP sender's message is
-answered only once the next hop answered it; so through any number of
-relays, the first sender's answer means the last receiver has it (on its
-disk when that one runs --fsync ack). A relay killed loses nothing that was
-answered: its senders send the unanswered rest again. --listen and
---listen-tls senders are forwarded too, but get no answers (a relay killed
-may lose what they sent). FILE's options (--fsync, --max-size, --keep,
---compress, --on-full) do not go with it. See docs/shipping.md.
+over RELP (or into a Kafka topic) as it was received (not escaped), and a
+RELP sender's message is answered only once the next hop answered it; so
+through any number of relays, the first sender's answer means the last
+receiver has it (on its disk when that one runs --fsync ack). A relay
+killed loses nothing that was answered: its senders send the unanswered
+rest again. --listen and --listen-tls senders are forwarded too, but get no
+answers (a relay killed may lose what they sent). FILE's options (--fsync,
+--max-size, --keep, --compress, --on-full) do not go with it. See
+docs/shipping.md.
   --forward relp://HOST:PORT
                     the next hop (sluice-logd --listen-relp, rsyslog's
                     imrelp); given more than once, the next ones are tried
