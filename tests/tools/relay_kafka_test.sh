@@ -148,7 +148,10 @@ ok "a message above message.max.bytes: a RELP error, counted, the rest delivered
 ERR=$dir/relay4.err start --listen-relp 127.0.0.1:0 --forward kafka://127.0.0.1:1/logs --give-up-after 1s \
   -X log_level=0
 relay=$lp
-(lines d 5 | timeout $((20 * scale)) "$log" "relp://127.0.0.1:$port" 2> /dev/null) &
+# sluice-log itself in the background (not a subshell), so that the
+# cleanup's kill ends it and nothing holds the test's output open.
+lines d 5 > "$dir/d5"
+"$log" "relp://127.0.0.1:$port" < "$dir/d5" 2> /dev/null &
 pids+=($!)
 for _ in $(seq $((200 * scale))); do kill -0 "$relay" 2>/dev/null || break; sleep 0.05; done
 kill -0 "$relay" 2>/dev/null && fail "--give-up-after 1s: the relay still runs: $(cat "$dir/relay4.err")"
