@@ -54,6 +54,7 @@ constexpr const char* usage_text = R"(usage: sluice-logd --listen ADDR [--listen
        sluice-logd --listen-relp HOST:PORT [--listen-relp HOST:PORT]... [OPTION]... FILE
        sluice-logd --listen-tls HOST:PORT... --tls-cert FILE --tls-key FILE [--tls-client-ca FILE] [OPTION]... FILE
        sluice-logd --listen-relp HOST:PORT... --forward relp://HOST:PORT [--forward ...]... [OPTION]...
+       sluice-logd --listen-relp HOST:PORT... --forward kafka://BROKER[,BROKER...]/TOPIC [-X KEY=VALUE]... [OPTION]...
 Receives syslog messages over TCP and Unix stream sockets, and over RELP,
 and appends each as one line to FILE, rotating it by size, like rsyslog's
 imptcp, imrelp and omfile. HOST:PORT takes [::1]:PORT for IPv6. A time T is
@@ -179,14 +180,15 @@ Options:
   -h, --help        show this help
 
 Relay (--forward, instead of FILE): each message goes on to the next hop
-over RELP as it was received (not escaped), and a RELP sender's message is
-answered only once the next hop answered it; so through any number of
-relays, the first sender's answer means the last receiver has it (on its
-disk when that one runs --fsync ack). A relay killed loses nothing that was
-answered: its senders send the unanswered rest again. --listen and
---listen-tls senders are forwarded too, but get no answers (a relay killed
-may lose what they sent). FILE's options (--fsync, --max-size, --keep,
---compress, --on-full) do not go with it. See docs/shipping.md.
+over RELP (or into a Kafka topic) as it was received (not escaped), and a
+RELP sender's message is answered only once the next hop answered it; so
+through any number of relays, the first sender's answer means the last
+receiver has it (on its disk when that one runs --fsync ack). A relay
+killed loses nothing that was answered: its senders send the unanswered
+rest again. --listen and --listen-tls senders are forwarded too, but get no
+answers (a relay killed may lose what they sent). FILE's options (--fsync,
+--max-size, --keep, --compress, --on-full) do not go with it. See
+docs/shipping.md.
   --forward relp://HOST:PORT
                     the next hop (sluice-logd --listen-relp, rsyslog's
                     imrelp); given more than once, the next ones are tried
@@ -194,6 +196,19 @@ may lose what they sent). FILE's options (--fsync, --max-size, --keep,
                     or it does not open the session). relp+tls://HOST:PORT:
                     over TLS, the hop's certificate verified (every
                     --forward the same scheme)
+  --forward kafka://BROKER[,BROKER...]/TOPIC
+                    a Kafka topic instead (one --forward): a message is
+                    answered once the brokers' delivery report says it is
+                    written (acks=all, enable.idempotence=true); its key,
+                    and so its partition, is its syslog HOSTNAME, or the
+                    sender's address when it has none, so one host's
+                    messages stay in order. One the brokers refuse (above
+                    message.max.bytes, invalid) is answered 'rsp 500 next
+                    hop refused it: ...' and counted; brokers away hold the
+                    senders back, retried without end (--give-up-after T:
+                    librdkafka's message.timeout.ms)
+  -X KEY=VALUE      a librdkafka setting for --forward kafka://, after the
+                    defaults above (so it may change them)
   --forward-tls-ca FILE
                     the CA certificates (PEM) the next hop's certificate
                     must chain to; default: the system's store
@@ -375,7 +390,7 @@ options parse_args(int argc, char** argv) {
   int c;
   std::uint64_t v = 0;
   const char* file_option = nullptr;  // the first of FILE's options, which a relay refuses
-  while ((c = ::getopt_long(argc, argv, ":h", long_options, nullptr)) != -1) {
+  while ((c = ::getopt_long(argc, argv, ":hX:", long_options, nullptr)) != -1) {
     const std::string arg = optarg ? optarg : "";
     switch (c) {
       case listen:
@@ -395,6 +410,7 @@ options parse_args(int argc, char** argv) {
       case tls_key: o.tls.key = arg; break;
       case tls_client_ca: o.tls.client_ca = arg; break;
       case forward: sluice_tools::add_forward(this_tool, o.relay, arg); break;
+      case 'X': sluice_tools::add_forward_kafka_setting(this_tool, o.relay, arg); break;
       case window: sluice_tools::set_forward_window(this_tool, o.relay, arg); break;
       case give_up_after: sluice_tools::set_forward_give_up(this_tool, o.relay, arg); break;
       case forward_tls_ca: o.relay.tls_ca = arg; break;
@@ -483,7 +499,7 @@ options parse_args(int argc, char** argv) {
       case 'h':
         this_tool.help();
       default:
-        this_tool.bad_option(c, argv, ":h");
+        this_tool.bad_option(c, argv, ":hX:");
     }
   }
   if (o.json && !o.stats) this_tool.usage_error("--json goes with --stats");
@@ -611,6 +627,9 @@ class logd {
     relay_ = std::make_unique<sluice_tools::relay_output>(o_.relay);
     std::string why;
     out_ = relay_->open(o_.max_message, why);
+    // A setting librdkafka refuses (-X) is the command line's fault, as in
+    // sluice-log.
+    if (!out_ && o_.relay.kafka()) this_tool.usage_error("--forward " + o_.relay.forward.front() + ": " + why);
     if (!out_) std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), why.c_str());
     return out_ != nullptr;
   }
@@ -866,12 +885,12 @@ class logd {
     bool more;
     if (c.relp) {
       ++c.in_file;
-      more = put(msg, [this, conn = &c](std::error_code ec) {
+      more = put(c, msg, [this, conn = &c](std::error_code ec) {
         if (!ec) ++written_;
         stored(*conn, ec);
       });
     } else {
-      more = put(msg, [this](std::error_code ec) {
+      more = put(c, msg, [this](std::error_code ec) {
         if (!ec) ++written_;
       });
     }
@@ -879,8 +898,8 @@ class logd {
     if (space_timer_ == 0 && !quitting_ && worker_) watch_space();
   }
 
-  bool put(std::string_view msg, sluice::write_cb landed) {
-    if (relay_) return out_->write(msg, std::move(landed));  // on as it came, not as a line
+  bool put(const connection& c, std::string_view msg, sluice::write_cb landed) {
+    if (relay_) return relay_->write(*out_, msg, c.peer, std::move(landed));  // on as it came, not as a line
     if (!needs_escape(msg)) return out_->vprint("{}\n", fmt::make_format_args(msg), std::move(landed));
     escape_into(msg, line_);
     return out_->write(std::string_view(line_), std::move(landed));
@@ -896,6 +915,13 @@ class logd {
       return;
     }
     if (c.answers_closed) return;  // closed, or said serverclose: no more answers
+    if (ec && relay_ && relay_->refused(ec)) {
+      // The next hop refused this message: the sender hears so (and drops
+      // it), and the answers after it go on.
+      c.relp->refuse_next(c.answers, "next hop refused it: " + ec.message());
+      if (c.relp->close_due()) c.relp->answer_close(c.answers);
+      return queue_answers(c);
+    }
     if (ec) {
       c.answers_closed = true;
       c.sock->destroy();
@@ -1166,8 +1192,10 @@ class logd {
 
   const options& o_;
   std::unique_ptr<sluice::log_worker> worker_;
-  std::unique_ptr<sluice::writable> out_;
+  // relay_ before out_, so that out_ goes first: a Kafka hop's callbacks,
+  // all called as its writable goes, pass through relay_.
   std::unique_ptr<sluice_tools::relay_output> relay_;  // --forward: out_ goes to the next hop
+  std::unique_ptr<sluice::writable> out_;
   std::vector<std::unique_ptr<sluice::net::server>> servers_;
 #if SLUICE_TOOL_TLS
   std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;

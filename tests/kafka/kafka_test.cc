@@ -214,6 +214,33 @@ TEST_CASE("a message librdkafka refuses at once (too large) fails its write and 
   CHECK(r.calls[0] == 1);
 }
 
+TEST_CASE("with refusals_fail_alone, a message refused as too large fails its callback alone; the others land") {
+  reports r(3);
+  bool errored = false;
+  must_call ended;
+  const auto too_large = make_kafka_error(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  {
+    kafka_options o = mock_options({{"message.max.bytes", "1000"}});
+    o.refusals_fail_alone = true;
+    auto out = make_kafka_writable(o);
+    out->on(event::error, [&](std::error_code) { errored = true; });
+    out->write(message(0), r.cb(0));
+    out->write(std::string(2000, 'x'), r.cb(1));
+    CHECK(r.calls[1] == 0);  // never inside write()
+    out->write(message(2), r.cb(2));
+    out->end(ended.cb());  // 'finish': every report came, and the stream was not destroyed by one
+    loop::current().run();
+  }
+  CHECK(r.each_once());
+  CHECK(r.errors[0] == std::error_code{});
+  CHECK(r.errors[1] == too_large);
+  CHECK(is_kafka_refusal(r.errors[1]));
+  CHECK(r.errors[2] == std::error_code{});
+  CHECK(!errored);
+  CHECK(ended.error() == std::error_code{});
+  CHECK(!is_kafka_refusal(make_kafka_error(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)));
+}
+
 TEST_CASE("all brokers down past message.timeout.ms: the messages time out and the stream errors") {
   constexpr std::size_t n = 10;
   reports r(n);

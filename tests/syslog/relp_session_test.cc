@@ -118,3 +118,19 @@ TEST_CASE("relp_session: serverclose") {
   relp_session::append_serverclose(out);
   CHECK(out == "0 serverclose 0\n");
 }
+
+TEST_CASE("relp_session: refuse_next answers the oldest with rsp 500 and its text; the next is answered after it") {
+  relp_session s;
+  std::string out;
+  std::vector<std::string> msgs;
+  REQUIRE(feed(s, open_frame, out, msgs));
+  out.clear();
+  REQUIRE(feed(s, frame(2, "syslog", "too large") + frame(3, "syslog", "fine") + frame(4, "close"), out, msgs));
+  s.refuse_next(out, "next hop refused it");
+  CHECK_FALSE(s.close_due());
+  s.ack_next(out);
+  CHECK(s.close_due());
+  CHECK(out == frame(2, "rsp", "500 next hop refused it") + frame(3, "rsp", "200 OK"));
+  s.refuse_next(out, "nothing left");  // nothing is left to answer: no frame
+  CHECK(out == frame(2, "rsp", "500 next hop refused it") + frame(3, "rsp", "200 OK"));
+}

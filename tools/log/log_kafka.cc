@@ -3,6 +3,7 @@
 
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "sluice/kafka/kafka_writable.h"
 
@@ -16,3 +17,11 @@ extern "C" sluice::writable* sluice_log_make_kafka(const sluice::kafka_options* 
   }
   return nullptr;
 }
+
+extern "C" bool sluice_log_kafka_produce(sluice::writable* out, std::string_view key, std::string_view value,
+                                         sluice::write_cb* cb) {
+  // The module made `out` (sluice_log_make_kafka()): it is a kafka_writable.
+  return static_cast<sluice::kafka_writable*>(out)->produce(key, value, std::move(*cb));
+}
+
+extern "C" bool sluice_log_kafka_refused(const std::error_code* ec) { return sluice::is_kafka_refusal(*ec); }

@@ -16,14 +16,28 @@ void add_forward(const tool& t, relay_settings& r, const std::string& url) {
   log_destination d;
   std::string why;
   if (!parse_log_destination(url, d, why)) t.usage_error("--forward: " + why);
-  if (d.type != log_destination::kind::relp_tcp && d.type != log_destination::kind::relp_tls)
-    t.usage_error("--forward wants relp://HOST:PORT or relp+tls://HOST:PORT, got '" + url + "'");
+  if (d.type != log_destination::kind::relp_tcp && d.type != log_destination::kind::relp_tls &&
+      d.type != log_destination::kind::kafka)
+    t.usage_error("--forward wants relp://HOST:PORT, relp+tls://HOST:PORT or kafka://BROKER[,BROKER...]/TOPIC, got '" +
+                  url + "'");
+#if !SLUICE_LOGD_KAFKA
+  if (d.type == log_destination::kind::kafka)
+    t.usage_error("--forward kafka://: this sluice-logd was built without Kafka (build it with librdkafka: "
+                  "Debian's librdkafka-dev)");
+#endif
 #if !SLUICE_TOOL_TLS
   if (d.type == log_destination::kind::relp_tls)
     t.usage_error("--forward relp+tls://: this sluice-logd was built without TLS");
 #endif
   r.forward.push_back(url);
   r.hops.push_back(d);
+}
+
+void add_forward_kafka_setting(const tool& t, relay_settings& r, const std::string& arg) {
+  const std::size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0)
+    t.usage_error("-X wants KEY=VALUE (a librdkafka property), got '" + arg + "'");
+  r.kafka_config.emplace_back(arg.substr(0, eq), arg.substr(eq + 1));
 }
 
 void set_forward_window(const tool& t, relay_settings& r, const std::string& arg) {
@@ -53,16 +67,29 @@ void check_relay_args(const tool& t, const relay_settings& r, bool has_file, con
     const char* relay_option = r.window ? "--window" : r.give_up_after ? "--give-up-after"
                                : !r.tls_ca.empty() ? "--forward-tls-ca" : !r.tls_name.empty() ? "--forward-tls-name"
                                : !r.tls_cert.empty() ? "--forward-tls-cert" : !r.tls_key.empty() ? "--forward-tls-key"
-                               : !r.spool.dir.empty() ? "--spool" : r.spool_max_given ? "--spool-max" : nullptr;
+                               : !r.spool.dir.empty() ? "--spool" : r.spool_max_given ? "--spool-max"
+                               : !r.kafka_config.empty() ? "-X" : nullptr;
     if (relay_option) t.usage_error(std::string(relay_option) + " goes with --forward");
     return;
   }
   if (r.spool_max_given && r.spool.dir.empty()) t.usage_error("--spool-max goes with --spool DIR");
   if (has_file) t.usage_error("FILE and --forward exclude each other: a relay writes no FILE of its own");
   if (file_option) t.usage_error(std::string(file_option) + " is FILE's, and a relay (--forward) has no FILE");
+  if (r.kafka()) {
+    // One cluster takes every message; its brokers are BROKER,BROKER.
+    if (r.hops.size() > 1) t.usage_error("--forward kafka:// goes alone (give the brokers as kafka://B1,B2/TOPIC)");
+    const char* relp_only = r.window ? "--window" : !r.spool.dir.empty() ? "--spool" : r.spool_max_given ? "--spool-max"
+                            : (!r.tls_ca.empty() || !r.tls_name.empty() || !r.tls_cert.empty() || !r.tls_key.empty())
+                                ? "--forward-tls-*" : nullptr;
+    if (relp_only)
+      t.usage_error(std::string(relp_only) + " goes with --forward relp://, not kafka:// (use -X for librdkafka's "
+                    "settings)");
+    return;
+  }
+  if (!r.kafka_config.empty()) t.usage_error("-X goes with --forward kafka://");
   for (const log_destination& d : r.hops)
     if (d.type != r.hops.front().type)
-      t.usage_error("--forward: relp:// and relp+tls:// together; give every next hop the same scheme");
+      t.usage_error("--forward: two schemes together; give every next hop the same scheme");
   const bool tls = r.hops.front().type == log_destination::kind::relp_tls;
   if (!tls && (!r.tls_ca.empty() || !r.tls_name.empty() || !r.tls_cert.empty() || !r.tls_key.empty()))
     t.usage_error("the --forward-tls-* options go with --forward relp+tls://");
@@ -91,6 +118,7 @@ std::string relay_name(const relay_settings& r) {
 }
 
 std::unique_ptr<sluice::writable> relay_output::open(std::size_t max_message, std::string& why) {
+  if (s_.kafka()) return kafka_.open(s_.hops.front(), s_.kafka_config, s_.give_up_after, why);
   sluice::relp_options o;
   o.host = s_.hops.front().host;
   o.port = s_.hops.front().port;
@@ -134,6 +162,7 @@ std::unique_ptr<sluice::writable> relay_output::open(std::size_t max_message, st
 }
 
 void relay_output::add_stats(stat_table& t) const {
+  if (s_.kafka()) return kafka_.add_stats(t);
   if (!relp_) return;
   using enum metric_type;
   t.insert(t.end(), {

@@ -11,9 +11,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "log/log_dest.h"
+#include "logd/kafka_hop.h"
 #include "log/log_spool.h"
 #include "sluice/syslog/relp_writable.h"
 #include "tool.h"
@@ -30,12 +34,16 @@ struct relay_settings {
   std::string tls_cert, tls_key;  // --forward-tls-cert, --forward-tls-key: this relay's certificate
   log_spool_settings spool{.sync = true, .tool = "sluice-logd"};  // --spool DIR, --spool-max SIZE
   bool spool_max_given = false;
+  std::vector<std::pair<std::string, std::string>> kafka_config;  // -X KEY=VALUE, in order
   bool enabled() const noexcept { return !forward.empty(); }
+  bool kafka() const noexcept { return !hops.empty() && hops.front().type == log_destination::kind::kafka; }
 };
 
-// One --forward URL (relp://HOST:PORT or relp+tls://HOST:PORT); bad usage
-// otherwise.
+// One --forward URL (relp://HOST:PORT, relp+tls://HOST:PORT or
+// kafka://BROKERS/TOPIC); bad usage otherwise.
 void add_forward(const tool& t, relay_settings& r, const std::string& url);
+// -X KEY=VALUE: a librdkafka setting for a kafka:// next hop.
+void add_forward_kafka_setting(const tool& t, relay_settings& r, const std::string& arg);
 // --window N: 1 to 1000000.
 void set_forward_window(const tool& t, relay_settings& r, const std::string& arg);
 // --give-up-after T: a time above 0.
@@ -57,8 +65,17 @@ class relay_output {
   explicit relay_output(const relay_settings& s) : s_(s) {}
 
   // The writable, connecting now; null with `why` (a --forward-tls-* file
-  // that cannot be loaded).
+  // that cannot be loaded, a Kafka setting librdkafka refuses).
   std::unique_ptr<sluice::writable> open(std::size_t max_message, std::string& why);
+  // One message from `peer` to the next hop (the writable open() made).
+  bool write(sluice::writable& out, std::string_view msg, std::string_view peer, sluice::write_cb cb) {
+    if (s_.kafka()) return kafka_.write(msg, peer, std::move(cb));
+    return out.write(msg, std::move(cb));
+  }
+  // Whether a write's error says the next hop refused that message (a
+  // Kafka broker: too large, invalid): answered to its sender with a RELP
+  // error, and the relay goes on.
+  bool refused(std::error_code ec) const noexcept { return s_.kafka() && kafka_.refused(ec); }
   // What --stats and --metrics add to sluice-logd's table: "; F forwarded,
   // S resent, R reconnects, D refused by the next hop", and the spool's
   // counts (log_spool.h's rows, named sluice_log_spool_* as sluice-log's).
@@ -72,6 +89,7 @@ class relay_output {
   const relay_settings& s_;
   sluice::relp_writable* relp_ = nullptr;
   log_spool spool_;  // with --spool: in front of relp_
+  kafka_hop kafka_;  // --forward kafka://
 };
 
 }  // namespace sluice_tools

@@ -25,6 +25,21 @@ constexpr int malformed_frame = std::numeric_limits<int>::min();
 const std::error_code no_error{};
 }  // namespace
 
+bool is_kafka_refusal(std::error_code ec) noexcept {
+  if (ec.category() != kafka_category()) return false;
+  switch (ec.value()) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
+    case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // ---- the frame of a keyed message (kafka_options::framed)
 //
 // u32 key size, key, u32 header count, per header (u32 name size, name,
@@ -153,6 +168,7 @@ bool kafka_sink::init(const kafka_options& options, std::error_code& ec, std::st
   vus_ = std::make_unique<vu_buffer>();
   partition_ = options.partition;
   framed_ = options.framed;
+  refusals_fail_alone_ = options.refusals_fail_alone;
   if (options.topic.empty()) return fail(RD_KAFKA_RESP_ERR__INVALID_ARG, "no topic");
 
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -262,19 +278,31 @@ bool kafka_sink::produce(std::string_view chunk, write_done done) {
 // produce() when librdkafka did not take the message (`err`, or
 // malformed_frame). Out of line, so that the hot path stays short.
 [[gnu::noinline]] bool kafka_sink::not_produced(std::string_view chunk, write_done done, slot* s, int err) {
-  slots_->release(s);
   if (err == malformed_frame) {
+    slots_->release(s);
     done(std::make_error_code(std::errc::invalid_argument));
     return true;
   }
   // With nothing in flight no report will make room: the message can never
   // fit, and fails like any other.
   if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && in_flight_ > 0) {
+    slots_->release(s);
     stalled_.emplace(stalled_write{chunk, done});
     arm();
     return false;
   }
-  done(make_kafka_error(err));
+  const std::error_code ec = make_kafka_error(err);
+  if (refusals_fail_alone_ && loop_ && is_kafka_refusal(ec)) {
+    // The stream goes on: its write succeeds, and the message's callback,
+    // kept in its slot, hears the refusal on the next tick (never inside
+    // write()).
+    s->cb.assign_empty(done.take_callback());
+    loop_->next_tick([this, s, err] { slots_->settle(s, make_kafka_error(err)); }, this);
+    done(no_error);
+    return true;
+  }
+  slots_->release(s);
+  done(ec);
   return true;
 }
 
@@ -399,7 +427,7 @@ std::error_code kafka_sink::settle_reports() {
             slots_->settle(s, no_error);
           } else {
             const std::error_code ec = make_kafka_error(m->err);
-            if (!failed) failed = ec;
+            if (!failed && !(refusals_fail_alone_ && is_kafka_refusal(ec))) failed = ec;
             slots_->settle(s, ec);
           }
         }

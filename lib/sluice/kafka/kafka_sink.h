@@ -45,7 +45,21 @@ struct kafka_options {
   /// Every chunk is a frame made by encode_kafka_message() (key, headers
   /// and value) instead of a bare value. produce() needs it.
   bool framed = false;
+  /// A message the broker refuses for what it is (its delivery report
+  /// carries MSG_SIZE_TOO_LARGE, INVALID_RECORD, INVALID_MSG,
+  /// RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP or POLICY_VIOLATION, or
+  /// librdkafka refuses it at produce time as larger than
+  /// "message.max.bytes"): false (the default) destroys the stream with
+  /// that error, as any failed delivery; true fails that message's callback
+  /// alone and the stream goes on, as relp_writable does with a refusal
+  /// (a relay answers its sender with an error). Other failures (a timeout,
+  /// a fatal error) destroy the stream either way.
+  bool refusals_fail_alone = false;
 };
+
+/// Whether a delivery report's error says the broker refused the message
+/// itself (see kafka_options::refusals_fail_alone).
+bool is_kafka_refusal(std::error_code ec) noexcept;
 
 /// Appends to `out` the frame that a framed kafka_sink turns back into a
 /// message with this key, value and headers. An empty key is no key.
@@ -138,6 +152,7 @@ class kafka_sink : public sink {
   loop* loop_ = nullptr;
   std::int32_t partition_ = -1;
   bool framed_ = false;
+  bool refusals_fail_alone_ = false;
   bool armed_ = false;      // a watch on event_fd_ is queued
   bool destroyed_ = false;  // destroy() was called
   bool purged_ = false;     // destroy() purged librdkafka: every report it owes is queued

@@ -63,6 +63,15 @@ void relp_session::ack_next(std::string& out) {
   next_ack_ = after(next_ack_);
 }
 
+void relp_session::refuse_next(std::string& out, std::string_view text) {
+  if (unanswered_ == 0) return;
+  --unanswered_;
+  std::string body = "500 ";
+  body += text;
+  append_relp_frame(out, next_ack_, "rsp", body);
+  next_ack_ = after(next_ack_);
+}
+
 void relp_session::answer_close(std::string& out) {
   closed_ = true;
   append_relp_frame(out, close_txnr_, "rsp", "200 OK");

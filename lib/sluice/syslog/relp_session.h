@@ -55,6 +55,9 @@ class relp_session {
 
   /// Answers the oldest unanswered `syslog` transaction: "TXNR rsp 6 200 OK".
   void ack_next(std::string& out);
+  /// Answers it with an error instead: "TXNR rsp N 500 TEXT" (the message
+  /// was refused, e.g. by a relay's next hop; the sender drops it).
+  void refuse_next(std::string& out, std::string_view text);
   /// Syslog transactions taken and not answered yet.
   std::size_t unanswered() const noexcept { return unanswered_; }
   /// Whether `close` came and everything before it is answered: then
