@@ -105,6 +105,19 @@ loop1_ns() {
   fail "no thread sluice-loop1"
 }
 
+# SIGTERM, and sluice-logd's exit status within 20 s (every loop stopped);
+# sets rc.
+term() {
+  kill -TERM "$pid"
+  for _ in $(seq $((200 * scale))); do
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$pid" 2> /dev/null && fail "still running 20 s after SIGTERM: $(tail -3 "$dir/err")"
+  rc=0
+  wait "$pid" || rc=$?
+}
+
 # The totals line of --stats --json.
 totals() { grep '^{"messages"' "$dir/err"; }
 count() { totals | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
@@ -140,9 +153,7 @@ for _ in $(seq $((100 * scale))); do
   sleep 0.1
 done
 busy_ns=$(loop1_ns)
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
+term
 [ "$rc" = 0 ] || fail "exit $rc after SIGTERM: $(tail -3 "$dir/err")"
 lines=$(wc -l < "$file")
 [ "$lines" = 100000 ] || fail "$lines lines in FILE, not 100000"
@@ -183,9 +194,7 @@ for _ in $(seq $((200 * scale))); do
   sleep 0.05
 done
 [ $(($(loop1_ns) - idle_ns)) -gt 2000000 ] || fail "the second loop did not read before SIGTERM"
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
+term
 [ "$rc" = 0 ] || fail "exit $rc after SIGTERM under load: $(tail -3 "$dir/err")"
 for s in "${senders[@]}"; do wait "$s" || fail "a sender failed"; done
 lines=$(wc -l < "$file")
