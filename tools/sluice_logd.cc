@@ -173,6 +173,16 @@ Options:
                     8K or not whole within 10 s is closed (counted). An
                     address that cannot be listened on (a port in use) is
                     bad usage. See docs/tools.md, Metrics.
+  --threads N       N event loops (default 1), each on its own thread,
+                    accepting and reading its own connections: each loop
+                    listens on every address (SO_REUSEPORT; the kernel
+                    spreads the connections), and all write through FILE's
+                    one writer thread, each message whole. Printed as
+                    'sluice-logd: N threads listening' once all listen.
+                    Counts (--stats, --metrics) are the loops' sums;
+                    --max-connections holds for each loop. HOST:PORT
+                    addresses only: with unix:, fd:NAME, --listen-tls or
+                    --forward it is bad usage
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
                     777, e.g. 660), set before it accepts; by default the
