@@ -40,7 +40,7 @@ run() {
   "$logd" --threads "$n" --listen 127.0.0.1:0 "$dir/out.log" 2> "$dir/err" &
   local pid=$! port=""
   for ((i = 0; i < 200; i++)); do
-    if grep -q -e "threads listening" -e "listening on" "$dir/err" && { [ "$n" = 1 ] || grep -q "threads listening" "$dir/err"; }; then
+    if grep -q -e "threads listening" -e "listening on" "$dir/err" 2> /dev/null && { [ "$n" = 1 ] || grep -q "threads listening" "$dir/err"; }; then
       port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9][0-9]*\)$/\1/p' "$dir/err" | head -1)
       break
     fi
