@@ -26,9 +26,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -39,6 +41,8 @@
 #include "logd_stats.h"
 #include "metrics_server.h"
 #include "logd/line_escape.h"
+#include "logd/loop_counts.h"
+#include "logd/other_loop.h"
 #include "logd/relay_output.h"
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
@@ -170,6 +174,16 @@ Options:
                     8K or not whole within 10 s is closed (counted). An
                     address that cannot be listened on (a port in use) is
                     bad usage. See docs/tools.md, Metrics.
+  --threads N       N event loops (default 1), each on its own thread,
+                    accepting and reading its own connections: each loop
+                    listens on every address (SO_REUSEPORT; the kernel
+                    spreads the connections), and all write through FILE's
+                    one writer thread, each message whole. Printed as
+                    'sluice-logd: N threads listening' once all listen.
+                    Counts (--stats, --metrics) are the loops' sums;
+                    --max-connections holds for each loop. HOST:PORT
+                    addresses only: with unix:, fd:NAME, --listen-tls or
+                    --forward it is bad usage
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
                     777, e.g. 660), set before it accepts; by default the
@@ -340,6 +354,7 @@ struct options {
   std::chrono::milliseconds idle_timeout{0};
   std::string idle_text;
   sluice_tools::metrics_args metrics;  // --metrics
+  unsigned threads = 1;  // --threads: event loops, each accepting and reading its own connections
 };
 
 // HOST:PORT, IPv6 in brackets (args.h's parser, as every tool's); a bad one
@@ -351,12 +366,26 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const c
   return hp;
 }
 
+// --threads above 1: every loop listens on each address with SO_REUSEPORT,
+// which only a TCP address has; and FILE's worker is what the loops share,
+// which a relay has not.
+void check_threads(const options& o) {
+  if (o.threads == 1) return;
+  if (o.relay.enabled()) this_tool.usage_error("--threads goes with FILE, not with --forward (a relay runs one loop)");
+  if (o.tls.enabled()) this_tool.usage_error("--threads above 1 does not go with --listen-tls");
+  for (const auto* list : {&o.listen, &o.listen_relp})
+    for (const std::string& a : *list)
+      if (a.rfind("unix:", 0) == 0 || sluice_tools::systemd::is_passed(a))
+        this_tool.usage_error("--threads above 1 wants HOST:PORT addresses (each loop listens on them with "
+                              "SO_REUSEPORT), got '" + a + "'");
+}
+
 options parse_args(int argc, char** argv) {
   options o;
   enum { listen = 256, framing, max_message, max_size, keep, fsync, stats, json, on_full, grace, max_conn, idle,
          socket_mode, socket_group, listen_relp, listen_tls, tls_cert, tls_key, tls_client_ca, compress,
          forward, window, give_up_after, forward_tls_ca, forward_tls_name, forward_tls_cert,
-         forward_tls_key, spool, spool_max, metrics };
+         forward_tls_key, spool, spool_max, metrics, threads };
   static const option long_options[] = {
       {"listen", required_argument, nullptr, listen},     {"framing", required_argument, nullptr, framing},
       {"max-message", required_argument, nullptr, max_message},
@@ -384,6 +413,7 @@ options parse_args(int argc, char** argv) {
       {"forward-tls-key", required_argument, nullptr, forward_tls_key},
       {"spool", required_argument, nullptr, spool},
       {"spool-max", required_argument, nullptr, spool_max},
+      {"threads", required_argument, nullptr, threads},
       {nullptr, 0, nullptr, 0},
   };
   opterr = 0;
@@ -464,6 +494,11 @@ options parse_args(int argc, char** argv) {
         }
         break;
       case stats: o.stats = true; break;
+      case threads:
+        if (!sluice_tools::parse_size(optarg, false, 256, v) || v < 1)
+          this_tool.usage_error("--threads wants a whole number from 1 to 256, got '" + arg + "'");
+        o.threads = static_cast<unsigned>(v);
+        break;
       case json: o.json = true; break;
       case metrics: sluice_tools::add_metrics_arg(this_tool, o.metrics, arg); break;
       case socket_mode:
@@ -516,6 +551,7 @@ options parse_args(int argc, char** argv) {
   if (o.log.compress != sluice::log_options::compression::none && o.log.keep == 0)
     this_tool.usage_error("--compress goes with a --keep above 0 (--keep 0 keeps no rotated file to compress)");
   sluice_tools::check_relay_args(this_tool, o.relay, optind < argc, file_option);
+  check_threads(o);
   if (o.relay.enabled()) {
     o.file = sluice_tools::relay_name(o.relay);
     return o;
@@ -559,7 +595,13 @@ using sluice_tools::rate_limited_note;
 
 class logd {
  public:
-  explicit logd(const options& o) : o_(o) {}
+  // The main loop's logd; or, with `main`, another loop's, which counts
+  // into `counts` and writes through the main one's worker.
+  explicit logd(const options& o, logd* main = nullptr, sluice_tools::loop_counts* counts = nullptr)
+      : o_(o), main_(main), n_(counts ? *counts : own_counts_) {
+    if (main_) worker_ = main_->worker_;
+    else notify_ = std::make_unique<sluice_tools::systemd::notifier>([this] { return status_line(); });
+  }
 
   int run() {
     auto& loop = sluice::loop::current();
@@ -590,12 +632,16 @@ class logd {
     if (o_.tls.enabled() && !listen_tls()) return 2;
 #endif
     loop.run();
+    // The other loops write through the worker: they end before it closes.
+    for (auto& t : threads_) t.join();
+    for (const auto& other : others_) status_ = std::max(status_, other->status);
     if (const std::error_code closed = worker_ ? worker_->close() : std::error_code(); closed && !failed_)
       output_failed(closed);
     // Every write's callback has come: each message is written or not.
-    if (written_ != messages_) {
-      std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written\n", o_.file.c_str(),
-                   messages_ - written_, messages_);
+    if (const std::size_t all = total(&sluice_tools::loop_counts::messages),
+        written = total(&sluice_tools::loop_counts::written);
+        written != all) {
+      std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written\n", o_.file.c_str(), all - written, all);
       status_ = 1;
     }
     if (relay_) relay_->report(failed_ ? "the next hop failed" : "");
@@ -604,21 +650,105 @@ class logd {
   }
 
  private:
+  // --threads: one of the other loops, on its own thread. It listens on the
+  // main loop's addresses (SO_REUSEPORT: the kernel spreads the connections)
+  // and writes through the main loop's worker with a writable of its own;
+  // its signals are the main loop's, which tells it to stop.
+  int run_other(sluice_tools::other_loop& slot, sluice::loop& main_loop) {
+    auto& loop = sluice::loop::current();
+    main_loop_ = &main_loop;
+    if (!slot.begin(loop, [this] { stop(); })) return 0;
+    open_writable();
+    out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
+    out_->on(sluice::event::drain, [this] {
+      n_.waiting = out_->writable_length();
+      set_paused(false);
+    });
+    for (const auto& addr : o_.listen) listen(addr, false, -1);
+    for (const auto& addr : o_.listen_relp) listen(addr, true, -1);
+    loop.run();
+    slot.end();
+    n_.refused = refused_here();
+    n_.waiting = 0;
+    return status_;
+  }
+
+  // --threads N, once the main loop listens: the N-1 others, on the ports
+  // it has (a port 0 resolved), with the shutdown signals blocked, so that
+  // they all come to the main loop's watches.
+  void start_others() {
+    others_options_ = o_;
+    others_options_.listen.clear();
+    others_options_.listen_relp.clear();
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+      const auto a = servers_[i]->address();
+      const std::string host = a->family == "IPv6" ? "[" + a->address + "]" : a->address;
+      (server_relp_[i] ? others_options_.listen_relp : others_options_.listen)
+          .push_back(host + ":" + std::to_string(a->port));
+    }
+    sigset_t held, old_mask;
+    sigemptyset(&held);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&held, sig);
+    ::pthread_sigmask(SIG_BLOCK, &held, &old_mask);
+    sluice::loop* main_loop = &sluice::loop::current();
+    for (unsigned i = 1; i < o_.threads; ++i) {
+      others_.push_back(std::make_unique<sluice_tools::other_loop>());
+      threads_.emplace_back([this, main_loop, i, slot = others_.back().get()] {
+        // Named for top -H and the tests: sluice-loop1, sluice-loop2, ...
+        ::pthread_setname_np(::pthread_self(), ("sluice-loop" + std::to_string(i)).substr(0, 15).c_str());
+        logd other(others_options_, this, &slot->counts);
+        slot->status = other.run_other(*slot, *main_loop);
+      });
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  }
+
+  // On the main loop: another loop listens on every address.
+  void other_up() {
+    if (++others_up_ < others_.size()) return;
+    std::fprintf(stderr, "sluice-logd: %u threads listening\n", o_.threads);
+    notify_->ready();
+  }
+
+  // The sum of a count over the loops; the main loop's own thread only
+  // adds to its own, the others are read as they are now.
+  std::size_t total(sluice_tools::loop_counter sluice_tools::loop_counts::*count) const {
+    std::size_t sum = n_.*count;
+    for (const auto& other : others_) sum += other->counts.*count;
+    return sum;
+  }
+
+  std::size_t refused_here() const {
+    std::size_t refused = 0;
+    for (const auto& s : servers_) refused += s->dropped();
+#if SLUICE_TOOL_TLS
+    for (const auto& s : tls_servers_) refused += s->dropped();
+#endif
+    return refused;
+  }
+
   bool open_file() {
     sluice::log_options log = o_.log;
     sluice_tools::say_compress_problems(log, "sluice-logd");
     std::error_code ec;
-    worker_ = sluice::log_worker::open(o_.file, log, ec);
+    own_worker_ = sluice::log_worker::open(o_.file, log, ec);
+    worker_ = own_worker_.get();
     if (!worker_) {
       std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
       return false;
     }
+    open_writable();
+    return true;
+  }
+
+  // This loop's writable on the worker (on --threads' other loops, on the
+  // main loop's worker: a log_worker takes any number of producers).
+  void open_writable() {
     // With --fsync ack a batch is what comes while the last one is synced:
     // the more it may hold, the fewer fsyncs a message (1 MiB: about 6,000
     // messages of 180 bytes, one fsync of a few ms).
     const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
     out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 1024 * 1024 : 256 * 1024});
-    return true;
   }
 
   // --forward: the RELP writable to the next hop is the output; its write
@@ -650,12 +780,13 @@ class logd {
   void listen(const std::string& addr, bool relp, int fd) {
     sluice::net::server_options so = o_.server;
     so.max_connections = o_.max_connections;
+    so.reuse_port = o_.threads > 1;
     auto srv = std::make_unique<sluice::net::server>(so);
     sluice::net::server* s = srv.get();
     auto up = std::make_shared<bool>(false);
     s->on(sluice::event::listening, [this, s, addr, up, relp] {
       *up = true;
-      say_listening(addr, s->address(), relp ? " (RELP)" : "");
+      if (!main_) say_listening(addr, s->address(), relp ? " (RELP)" : "");
       listener_up();
     });
     on_server_error(*s, addr, up);
@@ -669,6 +800,7 @@ class logd {
       s->listen(port, host);
     }
     servers_.push_back(std::move(srv));
+    server_relp_.push_back(relp);
   }
 
   // READY=1 once every listener listens (FILE is open before any).
@@ -677,14 +809,19 @@ class logd {
 #if SLUICE_TOOL_TLS
     all += tls_servers_.size();
 #endif
-    if (++listeners_up_ == all) notify_.ready();
+    if (++listeners_up_ != all) return;
+    if (main_) main_loop_->post([m = main_] { m->other_up(); });
+    else if (o_.threads > 1 && !stopping_) start_others();
+    else notify_->ready();
   }
 
   // STATUS=: what `systemctl status` shows.
   std::string status_line() const {
-    return std::to_string(messages_) + " messages, " + std::to_string(written_) + " written, " +
-           std::to_string(connections_) + " connections (" + std::to_string(conns_.size()) + " open), " +
-           std::to_string(malformed_) + " malformed";
+    using c = sluice_tools::loop_counts;
+    return std::to_string(total(&c::messages)) + " messages, " + std::to_string(total(&c::written)) +
+           " written, " + std::to_string(total(&c::connections)) + " connections (" +
+           std::to_string(conns_.size() + total(&c::open)) + " open), " + std::to_string(total(&c::malformed)) +
+           " malformed";
   }
 
   void on_server_error(sluice::emitter& s, const std::string& addr, const std::shared_ptr<bool>& up) {
@@ -733,7 +870,7 @@ class logd {
       });
       s->on(sluice::event::tls_client_error, [this](const sluice::event_arg& a) {
         if (stopping_) return;  // cut off by the stop (close_servers()), not refused
-        ++tls_refused_;
+        ++n_.tls_refused;
         auto* ts = static_cast<sluice::tls::socket*>(a.source);
         std::string more;
         if (tls_note_.due(more))
@@ -768,7 +905,7 @@ class logd {
   }
 
   void accept_failed(const std::string& addr, std::error_code e) {
-    ++accept_errors_;
+    ++n_.accept_errors;
     std::string more;
     if (accept_note_.due(more))
       std::fprintf(stderr, "sluice-logd: %s: accepting: %s%s; accepting again in a while, the connections go on\n",
@@ -780,7 +917,7 @@ class logd {
       sock.destroy();
       return;
     }
-    ++connections_;
+    ++n_.connections;
     auto c = std::make_unique<connection>(connection{&sock, &tcp, {o_.framing, o_.max_message, true}, peer_of(tcp)});
     // A RELP frame may be longer than --max-message (its message is cut
     // then, as on --listen), up to librelp's default maximum.
@@ -788,6 +925,10 @@ class logd {
     connection* conn = c.get();
     conns_.emplace(&sock, std::move(c));
     if (conns_.size() > trim_mark_) trim_mark_ = conns_.size();
+    if (main_) {
+      n_.open = conns_.size();
+      n_.refused = refused_here();
+    }
     if (relp) {
       // Answers are small writes that a sender waits for: Nagle's
       // algorithm would hold one back until the last is acknowledged
@@ -825,7 +966,7 @@ class logd {
       c.tcp->set_timeout(o_.idle_timeout);
       return;
     }
-    ++idle_closed_;
+    ++n_.idle_closed;
     if (o_.stats)
       std::fprintf(stderr, "sluice-logd: %s: idle for %s; closing the connection%s\n", c.peer.c_str(),
                    o_.idle_text.c_str(),
@@ -842,7 +983,7 @@ class logd {
   void on_data(connection& c, std::string_view chunk) {
     const bool ok = c.frames.feed(chunk, [this, &c](std::string_view msg) { write(c, msg); });
     if (!ok) {
-      ++malformed_;
+      ++n_.malformed;
       std::fprintf(stderr, "sluice-logd: %s: malformed frame: %s; closing the connection\n", c.peer.c_str(),
                    c.frames.error().c_str());
       c.sock->destroy();
@@ -855,7 +996,7 @@ class logd {
     if (c.draining) return;  // after serverclose: the sender sends these again
     const bool ok = c.relp->feed(chunk, c.answers, [this, &c](std::string_view msg) { write(c, msg); });
     if (!ok) {
-      ++malformed_;
+      ++n_.malformed;
       std::fprintf(stderr, "sluice-logd: %s: %s; closing the connection\n", c.peer.c_str(), c.relp->error().c_str());
       c.sock->destroy();
       return;
@@ -880,22 +1021,24 @@ class logd {
     }
     ++c.messages;
     c.bytes += msg.size();
-    ++messages_;
-    bytes_ += msg.size();
+    ++n_.messages;
+    n_.bytes += msg.size();
     bool more;
     if (c.relp) {
       ++c.in_file;
       more = put(c, msg, [this, conn = &c](std::error_code ec) {
-        if (!ec) ++written_;
+        if (!ec) ++n_.written;
         stored(*conn, ec);
       });
     } else {
       more = put(c, msg, [this](std::error_code ec) {
-        if (!ec) ++written_;
+        if (!ec) ++n_.written;
       });
     }
     if (!more && !out_->errored()) set_paused(true);
-    if (space_timer_ == 0 && !quitting_ && worker_) watch_space();
+    if (main_) n_.waiting = out_->writable_length();
+    // The main loop says when the disk is full, for all.
+    else if (space_timer_ == 0 && !quitting_ && worker_) watch_space();
   }
 
   bool put(const connection& c, std::string_view msg, sluice::write_cb landed) {
@@ -927,7 +1070,7 @@ class logd {
       c.sock->destroy();
       return;
     }
-    ++answered_;
+    ++n_.answered;
     c.relp->ack_next(c.answers);
     if (c.relp->close_due()) c.relp->answer_close(c.answers);
     queue_answers(c);
@@ -972,7 +1115,7 @@ class logd {
   }
 
   void truncated(const connection& c) {
-    ++truncated_;
+    ++n_.truncated;
     std::string more;
     if (truncated_note_.due(more))
       std::fprintf(stderr, "sluice-logd: %s: a message longer than %zu bytes (--max-message) written cut to it%s\n",
@@ -995,7 +1138,7 @@ class logd {
       } else {
         space_back();
       }
-      if (!quitting_ && (full_said_ || written_ != messages_)) watch_space();
+      if (!quitting_ && (full_said_ || n_.written != n_.messages)) watch_space();
     });
   }
 
@@ -1027,6 +1170,7 @@ class logd {
     auto it = conns_.find(c.sock);
     std::unique_ptr<connection> own = std::move(it->second);
     conns_.erase(it);  // the server deletes the socket itself
+    if (main_) n_.open = conns_.size();
     // Messages of it still on their way to FILE: it lives until their
     // callbacks (see stored()).
     if (own->in_file > 0) {
@@ -1057,7 +1201,7 @@ class logd {
         // Every message written: only FILE's close is left, and it is let be
         // (a relay's is bounded: RELP's close; with --spool it waits for the
         // next hop, and what is left stays in the spool).
-        if (written_ == messages_ && !(relay_ && relay_->spooling())) return;
+        if (total(&sluice_tools::loop_counts::written) == total(&sluice_tools::loop_counts::messages) && !(relay_ && relay_->spooling())) return;
         give_up(std::string(relay_ ? "the next hop did not answer them" : "FILE did not take them") +
                 " within --grace " + o_.grace_text + " of the signal");
       });
@@ -1073,10 +1217,11 @@ class logd {
   // say_serverclose()).
   void stop() {
     if (stopping_) return;
-    notify_.stopping();
+    if (notify_) notify_->stopping();
     for (auto& [sock, c] : conns_)
       if (sock->readable_length() > 0) sock->read();
     stopping_ = true;
+    stop_all();
     close_servers();
     std::vector<sluice::duplex*> socks;
     for (auto& [sock, c] : conns_) {
@@ -1090,6 +1235,12 @@ class logd {
       quit();
       if (!failed_) say_serverclose();
     });
+  }
+
+  // --threads: a loop that stops stops them all, through the main one.
+  void stop_all() {
+    if (main_) main_loop_->post([m = main_] { m->stop(); });
+    for (auto& other : others_) other->ask_stop();
   }
 
   // Every message is written and answered: each RELP sender hears that the
@@ -1131,9 +1282,14 @@ class logd {
     // The messages of a batch that waits for space (--on-full wait) which
     // landed before the disk was full are in FILE, though their callbacks
     // will never come: the worker counts them.
-    if (worker_) written_ = std::max(written_, worker_->chunks_written());
-    std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written: %s\n", o_.file.c_str(),
-                 messages_ - written_, messages_, why.c_str());
+    const std::size_t all = total(&sluice_tools::loop_counts::messages);
+    std::size_t written = total(&sluice_tools::loop_counts::written);
+    if (worker_ && worker_->chunks_written() > written) {
+      n_.written += worker_->chunks_written() - written;
+      written = worker_->chunks_written();
+    }
+    std::fprintf(stderr, "sluice-logd: %s: %zu of %zu messages not written: %s\n", o_.file.c_str(), all - written,
+                 all, why.c_str());
     if (relay_) relay_->report(why);
     if (o_.stats) print_totals();
     std::fflush(stderr);
@@ -1147,6 +1303,7 @@ class logd {
     std::fprintf(stderr, "sluice-logd: %s: %s\n", o_.file.c_str(), sluice_tools::file_error(ec).c_str());
     if (!stopping_) {
       stopping_ = true;
+      stop_all();
       close_servers();
       std::vector<sluice::duplex*> socks;
       for (auto& [sock, c] : conns_) socks.push_back(sock);
@@ -1169,29 +1326,31 @@ class logd {
   void print_totals() const { sluice_tools::print_stats("sluice-logd", stats(), o_.json); }
 
   // The one table of --stats and --metrics (logd_stats.h).
+  // With --threads, each count is the sum over the loops.
   sluice_tools::stat_table stats() const {
-    std::size_t refused = 0;
-    for (const auto& s : servers_) refused += s->dropped();
-#if SLUICE_TOOL_TLS
-    for (const auto& s : tls_servers_) refused += s->dropped();
-#endif
+    using c = sluice_tools::loop_counts;
     // FILE's counts (a relay has none: 0), then the relay's.
     const auto w = [this](std::size_t (sluice::log_worker::*count)() const noexcept) {
-      return worker_ ? (worker_.get()->*count)() : std::size_t{0};
+      return worker_ ? (worker_->*count)() : std::size_t{0};
     };
     const bool packed = worker_ && o_.log.compress != sluice::log_options::compression::none;
     sluice_tools::stat_table t = sluice_tools::logd_stats(
-        {messages_, bytes_, written_, connections_, malformed_, w(&sluice::log_worker::rotations),
-         w(&sluice::log_worker::reopens), truncated_, idle_closed_, refused, accept_errors_,
-         w(&sluice::log_worker::space_waits), w(&sluice::log_worker::fsyncs), answered_, tls_refused_, packed,
-         packed ? worker_->compressed() : 0, packed ? worker_->compress_failures() : 0, conns_.size(),
-         out_ ? out_->writable_length() : 0});
+        {total(&c::messages), total(&c::bytes), total(&c::written), total(&c::connections), total(&c::malformed),
+         w(&sluice::log_worker::rotations), w(&sluice::log_worker::reopens), total(&c::truncated),
+         total(&c::idle_closed), refused_here() + total(&c::refused), total(&c::accept_errors),
+         w(&sluice::log_worker::space_waits), w(&sluice::log_worker::fsyncs), total(&c::answered),
+         total(&c::tls_refused), packed, packed ? worker_->compressed() : 0,
+         packed ? worker_->compress_failures() : 0, conns_.size() + total(&c::open),
+         (out_ ? out_->writable_length() : 0) + total(&c::waiting)});
     if (relay_) relay_->add_stats(t);
     return t;
   }
 
   const options& o_;
-  std::unique_ptr<sluice::log_worker> worker_;
+  logd* main_;  // --threads: the main loop's logd; null on the main loop itself
+  sluice::loop* main_loop_ = nullptr;  // on another loop: the main one's
+  std::unique_ptr<sluice::log_worker> own_worker_;
+  sluice::log_worker* worker_ = nullptr;  // the main loop's, shared by every loop (null: a relay)
   // relay_ before out_, so that out_ goes first: a Kafka hop's callbacks,
   // all called as its writable goes, pass through relay_.
   std::unique_ptr<sluice_tools::relay_output> relay_;  // --forward: out_ goes to the next hop
@@ -1201,7 +1360,6 @@ class logd {
   std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;
   std::unordered_set<sluice::net::socket*> handshaking_;  // --listen-tls connections not yet secure
 #endif
-  std::size_t tls_refused_ = 0;  // --listen-tls handshakes that failed
   std::unordered_map<sluice::duplex*, std::unique_ptr<connection>> conns_;
   sluice::signal_watch term_, int_, hup_;
   sluice::timer_id grace_timer_ = 0, space_timer_ = 0;
@@ -1209,16 +1367,21 @@ class logd {
   std::vector<connection*> to_flush_;  // RELP connections with answers to send this turn
   bool flush_scheduled_ = false;
   sluice::timer_id linger_timer_ = 0;  // after serverclose: the bound on the senders' closing
-  // messages_: read and handed to FILE's stream; written_: of those, the
-  // ones whose write succeeded (the rest are "not written").
-  std::size_t messages_ = 0, bytes_ = 0, written_ = 0, connections_ = 0, malformed_ = 0;
-  std::size_t truncated_ = 0, idle_closed_ = 0, accept_errors_ = 0;
-  std::size_t answered_ = 0;  // RELP messages answered 200
+  // This loop's counts: its own on the main loop, its slot's on another.
+  sluice_tools::loop_counts own_counts_;
+  sluice_tools::loop_counts& n_;
   rate_limited_note accept_note_, truncated_note_, tls_note_;
   std::unique_ptr<sluice_tools::metrics_server> metrics_;  // --metrics
   std::size_t trim_mark_ = 0;  // the most connections since the last malloc_trim()
   std::size_t listeners_up_ = 0;
-  sluice_tools::systemd::notifier notify_{[this] { return status_line(); }};
+  std::unique_ptr<sluice_tools::systemd::notifier> notify_;  // the main loop's only
+  // --threads N: the other N-1 loops, each on its thread, and what they
+  // listen on (the main loop's addresses, their ports resolved).
+  std::vector<std::unique_ptr<sluice_tools::other_loop>> others_;
+  std::vector<std::thread> threads_;
+  options others_options_;
+  std::vector<bool> server_relp_;  // servers_[i] is a --listen-relp one
+  std::size_t others_up_ = 0;
   int status_ = 0;
   bool paused_ = false;
   bool stopping_ = false;

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# sluice-logd --threads 2 (issue 38): two event loops, each accepting and
+# reading its own connections (SO_REUSEPORT), writing through one FILE.
+# Eight concurrent senders, four over plain TCP (each over four connections
+# in turn, so that both loops get some) and four over RELP with --fsync ack:
+# every message once and whole in FILE, the second loop's thread did read,
+# the --stats --json counts are the sums (messages = lines in FILE,
+# relp_answered = the RELP messages sent); then SIGTERM while the senders
+# send: both loops stop, exit 0, nothing read is lost (messages = lines) and
+# every RELP message answered is in FILE. And the usage --threads refuses.
+# Loopback only; every wait is bounded.
+#
+#   tests/tools/logd_threads_test.sh SLUICE_LOGD
+set -euo pipefail
+logd=$1
+. "$(dirname "${BASH_SOURCE[0]}")/prelude.sh"
+
+# The sender: plain TCP (LF framing, CONNS connections in turn) or RELP (a
+# window of 128 unanswered messages). Each message is "TAG NNNNNN" and a
+# payload; a RELP sender prints how many were answered (at serverclose, the
+# ones before it).
+cat > "$dir/send.py" <<'PY'
+import re, socket, sys
+kind, port, tag, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+conns = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+pad = b"x" * 120
+def msg(i): return b"<13>1 - h app - - - %s %07d %s" % (tag.encode(), i, pad)
+if kind == "tcp":
+    per = n // conns
+    for c in range(conns):
+        s = socket.create_connection(("127.0.0.1", port))
+        try:
+            s.sendall(b"".join(msg(i) + b"\n" for i in range(c * per, (c + 1) * per)))
+            s.shutdown(socket.SHUT_WR)
+            while s.recv(65536): pass
+        except OSError:
+            sys.exit(0)  # stopped by SIGTERM: what was sent counts as far as sluice-logd read it
+    sys.exit(0)
+s = socket.create_connection(("127.0.0.1", port))
+buf = b""
+def read():
+    global buf
+    while True:
+        m = re.match(rb"(\d+) ([a-z]+) (\d+)[ \n]", buf)
+        if m:
+            need = m.end() + (int(m[3]) + 1 if int(m[3]) else 0)
+            if len(buf) >= need:
+                buf = buf[need:]
+                return int(m[1]), m[2]
+        c = s.recv(65536)
+        if not c: return None, None
+        buf += c
+def frame(t, cmd, data=b""): return b"%d %s %d%s\n" % (t, cmd, len(data), (b" " + data) if data else b"")
+s.sendall(frame(1, b"open", b"relp_version=0\nrelp_software=t\ncommands=syslog"))
+assert read() == (1, b"rsp")
+sent = answered = 0
+while answered < n:
+    out = []
+    while sent < n and sent - answered < 128:
+        out.append(frame(sent + 2, b"syslog", msg(sent))); sent += 1
+    try:
+        if out: s.sendall(b"".join(out))
+    except OSError:
+        pass
+    t, cmd = read()
+    if cmd != b"rsp": break  # serverclose (SIGTERM) or closed
+    assert t == answered + 2, (t, answered)
+    answered += 1
+else:
+    s.sendall(frame(n + 2, b"close"))
+    assert read() == (n + 2, b"rsp")
+print(answered)
+PY
+
+# Starts sluice-logd --threads 2 on FILE $1 (more options after it); sets
+# pid, tcp_port, relp_port once both loops listen.
+start() {
+  local file=$1
+  shift
+  "$logd" --threads 2 --listen 127.0.0.1:0 --listen-relp 127.0.0.1:0 --stats --json "$@" "$file" \
+    2> "$dir/err" &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq $((100 * scale))); do
+    grep -q '2 threads listening' "$dir/err" && break
+    sleep 0.1
+  done
+  grep -q '2 threads listening' "$dir/err" || fail "no '2 threads listening': $(cat "$dir/err")"
+  tcp_port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/err")
+  relp_port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$dir/err")
+}
+
+# The time on a CPU (ns, schedstat) of the second loop's thread,
+# sluice-loop1: a loop that only listens has used some 50 us, one that
+# read tens of thousands of messages tens of ms. (What it read cannot be
+# seen otherwise: /proc's rchar does not count recv().)
+loop1_ns() {
+  local t
+  for t in /proc/"$pid"/task/*; do
+    if [ "$(cat "$t/comm")" = sluice-loop1 ]; then
+      cut -d' ' -f1 "$t/schedstat"
+      return
+    fi
+  done
+  fail "no thread sluice-loop1"
+}
+
+# SIGTERM, and sluice-logd's exit status within 20 s (every loop stopped);
+# sets rc.
+term() {
+  kill -TERM "$pid"
+  for _ in $(seq $((200 * scale))); do
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$pid" 2> /dev/null && fail "still running 20 s after SIGTERM: $(tail -3 "$dir/err")"
+  rc=0
+  wait "$pid" || rc=$?
+}
+
+# The totals line of --stats --json.
+totals() { grep '^{"messages"' "$dir/err"; }
+count() { totals | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
+
+# Every line is one whole message, none twice.
+check_whole() {
+  local file=$1
+  local bad
+  bad=$(grep -cvE '^<13>1 - h app - - - [tr][0-9] [0-9]{7} x{120}$' "$file" || true)
+  [ "$bad" = 0 ] || fail "$bad lines are not whole messages: $(grep -vE '^<13>1 - h app - - - [tr][0-9] [0-9]{7} x{120}$' "$file" | head -2)"
+  local twice
+  twice=$(sort "$file" | uniq -d | wc -l)
+  [ "$twice" = 0 ] || fail "$twice messages written twice"
+}
+
+# 1. Eight senders to the end, then SIGTERM.
+file=$dir/all.log
+start "$file" --fsync ack
+idle_ns=$(loop1_ns)
+for i in 1 2 3 4; do
+  python3 "$dir/send.py" tcp "$tcp_port" "t$i" 20000 4 &
+  senders+=($!)
+done
+for i in 1 2 3 4; do
+  python3 "$dir/send.py" relp "$relp_port" "r$i" 5000 > "$dir/answered.$i" &
+  senders+=($!)
+done
+pids+=("${senders[@]}")
+for s in "${senders[@]}"; do wait "$s" || fail "a sender failed"; done
+# The TCP senders' last bytes may still be in the loops: wait for all.
+for _ in $(seq $((100 * scale))); do
+  [ "$(wc -l < "$file")" = 100000 ] && break
+  sleep 0.1
+done
+busy_ns=$(loop1_ns)
+term
+[ "$rc" = 0 ] || fail "exit $rc after SIGTERM: $(tail -3 "$dir/err")"
+lines=$(wc -l < "$file")
+[ "$lines" = 100000 ] || fail "$lines lines in FILE, not 100000"
+check_whole "$file"
+for i in 1 2 3 4; do
+  [ "$(grep -c " t$i " "$file")" = 20000 ] || fail "sender t$i: $(grep -c " t$i " "$file") of 20000 in FILE"
+  [ "$(grep -c " r$i " "$file")" = 5000 ] || fail "sender r$i: $(grep -c " r$i " "$file") of 5000 in FILE"
+  [ "$(cat "$dir/answered.$i")" = 5000 ] || fail "sender r$i: $(cat "$dir/answered.$i") of 5000 answered"
+done
+ok "8 senders (4 TCP over 16 connections, 4 RELP with --fsync ack): 100,000 messages once and whole in FILE"
+[ $((busy_ns - idle_ns)) -gt 2000000 ] ||
+  fail "the second loop (sluice-loop1) did not read: $(((busy_ns - idle_ns) / 1000)) us on a CPU"
+ok "the second loop read: sluice-loop1 $(((busy_ns - idle_ns) / 1000000)) ms on a CPU"
+[ "$(count messages)" = "$lines" ] || fail "--stats messages $(count messages), $lines lines: $(totals)"
+[ "$(count written)" = "$lines" ] || fail "--stats written $(count written), $lines lines: $(totals)"
+[ "$(count relp_answered)" = 20000 ] || fail "--stats relp_answered $(count relp_answered), not 20000"
+[ "$(count connections)" = 20 ] || fail "--stats connections $(count connections), not 20"
+[ "$(count fsyncs)" -gt 0 ] || fail "--fsync ack made no fsync"
+ok "--stats --json sums the loops: messages = written = lines, relp_answered = 20000, 20 connections"
+
+# 2. SIGTERM while eight senders send: both loops stop, what they read is
+# written (messages = lines), every RELP message answered is in FILE.
+file=$dir/term.log
+senders=()
+start "$file" --fsync ack
+idle_ns=$(loop1_ns)
+for i in 1 2 3 4; do
+  python3 "$dir/send.py" tcp "$tcp_port" "t$i" 400000 4 &
+  senders+=($!)
+done
+for i in 1 2 3 4; do
+  python3 "$dir/send.py" relp "$relp_port" "r$i" 400000 > "$dir/answered.$i" &
+  senders+=($!)
+done
+pids+=("${senders[@]}")
+for _ in $(seq $((200 * scale))); do
+  [ "$(wc -l < "$file")" -gt 40000 ] && break
+  sleep 0.05
+done
+[ $(($(loop1_ns) - idle_ns)) -gt 2000000 ] || fail "the second loop did not read before SIGTERM"
+term
+[ "$rc" = 0 ] || fail "exit $rc after SIGTERM under load: $(tail -3 "$dir/err")"
+for s in "${senders[@]}"; do wait "$s" || fail "a sender failed"; done
+lines=$(wc -l < "$file")
+check_whole "$file"
+[ "$(count messages)" = "$lines" ] || fail "--stats messages $(count messages), $lines lines: $(totals)"
+[ "$(count written)" = "$lines" ] || fail "--stats written $(count written), $lines lines"
+answered=0
+for i in 1 2 3 4; do
+  a=$(cat "$dir/answered.$i")
+  answered=$((answered + a))
+  # The answers go in order: the first $a of r$i are in FILE.
+  if [ "$a" -gt 0 ]; then
+    grep -q " r$i $(printf %07d $((a - 1))) " "$file" || fail "r$i's answered message $((a - 1)) is not in FILE"
+    [ "$(grep -c " r$i " "$file")" -ge "$a" ] || fail "r$i: $a answered, fewer in FILE"
+  fi
+done
+[ "$(count relp_answered)" = "$answered" ] || fail "--stats relp_answered $(count relp_answered), the senders heard $answered"
+ok "SIGTERM under 8 senders: both loops stopped, exit 0, $lines lines = messages, $answered RELP answers all in FILE"
+
+# 3. What --threads does not take: bad usage, exit 2, one line.
+usage() {
+  local want=$1
+  shift
+  rc=0
+  "$logd" "$@" 2> "$dir/usage" > /dev/null || rc=$?
+  [ "$rc" = 2 ] || fail "$* exited $rc, not 2"
+  # One message, then the hint every tool gives ('Try ... --help').
+  head -1 "$dir/usage" | grep -q -- "$want" || fail "$*: $(cat "$dir/usage")"
+  [ "$(grep -vc "^Try 'sluice-logd --help'" "$dir/usage")" = 1 ] || fail "$*: not one message: $(cat "$dir/usage")"
+}
+usage "from 1 to 256" --threads 0 --listen 127.0.0.1:0 "$dir/u.log"
+usage "from 1 to 256" --threads x --listen 127.0.0.1:0 "$dir/u.log"
+usage "not with --forward" --threads 2 --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:9
+usage "wants HOST:PORT" --threads 2 --listen "unix:$dir/s" "$dir/u.log"
+ok "--threads 0, x, with --forward, with unix: are bad usage (exit 2, one message)"
+echo "$pass passed"
