@@ -28,8 +28,10 @@ def msg(i): return b"<13>1 - h app - - - %s %07d %s" % (tag.encode(), i, pad)
 if kind == "tcp":
     per = n // conns
     for c in range(conns):
-        s = socket.create_connection(("127.0.0.1", port))
+        # A connection made after SIGTERM is refused: as one cut by it, the
+        # end of this sender (its messages counted as far as they were read).
         try:
+            s = socket.create_connection(("127.0.0.1", port))
             s.sendall(b"".join(msg(i) + b"\n" for i in range(c * per, (c + 1) * per)))
             s.shutdown(socket.SHUT_WR)
             while s.recv(65536): pass
