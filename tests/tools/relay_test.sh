@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sluice-logd --forward, a relay: sluice-log relp:// -> relay -> a final
 # sluice-logd --listen-relp --fsync ack FILE. Every line once, as sent; the
-# final stopped (SIGSTOP), then the relay and the final SIGKILLed together
+# final stopped (SIGSTOP), then the relay and the final SIGKILLed together (twice, 100,000 lines)
 # and restarted mid-stream: 0 lost, the duplicates counted and within the
 # sender's window (this is what fails when a relay answers before its next
 # hop did); two relays in a row, one SIGKILLed twice: 0 lost; a --forward
@@ -114,31 +114,34 @@ ok "sluice-log -> relay -> sluice-logd --fsync ack: 20000 lines once, in order, 
 rm -f "$final_log"
 
 # --- the final stopped (SIGSTOP) while the relay holds a full window for
-# it; then both SIGKILLed and restarted on their ports: what the relay had
-# answered is in the final's FILE, the rest comes again from sluice-log.
-total=50000
+# it; then both SIGKILLed and restarted on their ports, twice: what the
+# relay had answered is in the final's FILE, the rest comes again from
+# sluice-log.
+total=100000
 start_final
 start_relay relay 0 "$fp" --window $window
 rp=$port relay=$lp
 send_bg "$rp" --stats
-wait_lines "$final_log" 10000
-kill -STOP "$final"
-sleep 1  # the relay's window to the final fills, then what it holds
-kill -9 "$relay" "$final"
-kill -CONT "$final" 2>/dev/null || true
-wait "$relay" 2>/dev/null || true
-wait "$final" 2>/dev/null || true
-echo "  SIGSTOP, SIGKILL at $(wc -l < "$final_log") lines"
-start_final "$fp"
-start_relay relay "$rp" "$fp" --window $window
-relay=$lp
+for k in 1 2; do
+  wait_lines "$final_log" $((k * 25000))
+  kill -STOP "$final"
+  sleep 1  # the relay's window to the final fills, then what it holds
+  kill -9 "$relay" "$final"
+  kill -CONT "$final" 2>/dev/null || true
+  wait "$relay" 2>/dev/null || true
+  wait "$final" 2>/dev/null || true
+  echo "  SIGSTOP, SIGKILL $k at $(wc -l < "$final_log") lines"
+  start_final "$fp"
+  start_relay relay "$rp" "$fp" --window $window
+  relay=$lp
+done
 wait_exit0 "$sender" sluice-log "$dir/log.err"
 grep -q "^sluice-log: $total lines, $total acked" "$dir/log.err" || fail "sluice-log: $(cat "$dir/log.err")"
 lp=$relay ERR=$dir/relay.err stop
 lp=$final ERR=$dir/final.err stop
-# What may come twice: what sluice-log had unanswered at the kill (its window).
-check_all "$final_log" $total 1 $window "final SIGSTOPped, relay and final SIGKILLed" || fail "lost lines through a relay"
-ok "relay and final SIGKILLed together (the final stopped first): 0 lost, duplicates within the window"
+# What may come twice: what sluice-log had unanswered at each kill (its window).
+check_all "$final_log" $total 2 $((2 * window)) "final SIGSTOPped, relay and final SIGKILLed twice" || fail "lost lines through a relay"
+ok "relay and final SIGKILLed together twice (the final stopped first): 0 lost, duplicates within the windows"
 rm -f "$final_log"
 
 # --- two relays in a row, the second SIGKILLed and restarted twice
