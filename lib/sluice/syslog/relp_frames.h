@@ -54,6 +54,7 @@ class relp_frame_reader {
  private:
   enum class state { txnr, command, datalen, data, trailer };
   std::size_t step(std::string_view bytes);
+  std::size_t scan(std::string_view bytes);
   void reset() noexcept;
   void fail(std::string why);
 
