@@ -402,14 +402,19 @@ python3 -c 'import sys; open(sys.argv[1], "w").write("".join("line %06d %s\n" % 
 hp=$!
 pids+=("$hp")
 hmport=$(metrics_port "$dir/held.err")
-sleep 1
-scrape "$hmport" > "$dir/held.metrics"
+size=$(stat -c %s "$dir/held/big.log")
+# Until it has the file open and has read from it (it then reads no
+# further: the stream is full).
+for _ in $(seq $((200 * scale))); do
+  scrape "$hmport" > "$dir/held.metrics"
+  unread=$(sed -n 's/^sluice_log_follow_unread_bytes //p' "$dir/held.metrics")
+  grep -qx 'sluice_log_follow_files 1' "$dir/held.metrics" && [ -n "$unread" ] && [ "$unread" -lt "$size" ] && break
+  sleep 0.05
+done
 kill -TERM "$hp"
 st=0
 wait "$hp" || st=$?
 [ "$st" -eq 1 ] || fail "sluice-log --follow, its lines dropped at SIGTERM: exit $st: $(cat "$dir/held.err")"
-unread=$(sed -n 's/^sluice_log_follow_unread_bytes //p' "$dir/held.metrics")
-size=$(stat -c %s "$dir/held/big.log")
 # Read: at most a few reads of 64 KiB beyond what the stream holds.
 [ -n "$unread" ] && [ "$unread" -gt $((size / 2)) ] && [ "$unread" -lt "$size" ] ||
   fail "--follow held back: $unread of $size bytes unread: $(grep follow "$dir/held.metrics")"
