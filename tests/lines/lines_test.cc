@@ -6,6 +6,9 @@
 #include "support/printers.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -677,6 +680,153 @@ TEST_CASE("count_lines: a read error, and a line too long with the count of thos
   CHECK(std::chrono::steady_clock::now() - t0 < close_after);
   CHECK(ec == errc::line_too_long);
   closer.join();
+}
+
+// ---- count_lines_mapped: a regular file mapped, not read
+
+TEST_CASE("count_lines_mapped over files whose sizes fall around its windows and pieces, from any offset") {
+  // Mapped in 4 MiB windows from 1 MiB up, fed in 1 MiB pieces (the default
+  // maximum line length); a newline last or first in each window, every 13
+  // bytes, or never at the end. Each count must be line_splitter's, and the
+  // fd's offset must end at the end, as after read()s.
+  constexpr std::size_t mib = 1024 * 1024;
+  constexpr std::size_t window = 4 * mib;
+  for (std::size_t size : {mib - 1, mib, window - 1, window, window + 1, 2 * window + 7}) {
+    for (int shape = 0; shape < 4; ++shape) {
+      std::string data(size, 'x');
+      for (std::size_t i = 0; i < size; ++i) {
+        if (shape == 0 && i % window == window - 1) data[i] = '\n';
+        if (shape == 1 && i % window == 0) data[i] = '\n';
+        if ((shape == 0 || shape == 1) && i % 1000 == 999) data[i] = '\n';  // lines shorter than the maximum
+        if (shape == 2 && i % 13 == 12) data[i] = '\n';
+        if (shape == 3 && i % 9 == 0) data[i] = '\n';
+      }
+      if (shape != 3) data.back() = '\n';
+      if (shape == 3 && data.back() == '\n') data.back() = 'x';
+      temp_file f(data);
+      for (std::size_t offset : {std::size_t{0}, std::size_t{4096}, std::size_t{5000}}) {
+        CAPTURE(size);
+        CAPTURE(shape);
+        CAPTURE(offset);
+        open_fd fd(f.path);
+        REQUIRE(::lseek(fd.fd, static_cast<off_t>(offset), SEEK_SET) == static_cast<off_t>(offset));
+        std::error_code ec;
+        CHECK(count_lines_mapped(fd.fd, ec, {.buffer_size = 64 * 1024}) ==
+              newlines_plus_last(std::string_view(data).substr(offset)));
+        CHECK(!ec);
+        CHECK(::lseek(fd.fd, 0, SEEK_CUR) == static_cast<off_t>(size));
+      }
+    }
+  }
+}
+
+TEST_CASE("count_lines_mapped: a line too long, in a window or across two, ends the count with those before it") {
+  // 3,000 short lines, then the long one, across the first window's end
+  // for the default maximum.
+  std::string head;
+  for (int i = 0; i < 3000; ++i) head += "line " + std::to_string(i) + "\n";
+  {
+    temp_file f(head + std::string(5000, 'x') + "\n" + std::string(2 * 1024 * 1024, 'y') + "\n");
+    open_fd fd(f.path);
+    std::error_code ec;
+    CHECK(count_lines_mapped(fd.fd, ec, {.max_line_length = 100, .buffer_size = 64 * 1024}) == 3000);
+    CHECK(ec == errc::line_too_long);
+  }
+  {
+    std::string data = head + std::string(4 * 1024 * 1024 - head.size() - 100, 'z') + "\n";  // ends in the first window
+    data += std::string(1024 * 1024 + 1, 'w') + "\nafter\n";  // 1 MiB + 1: too long, across the window's end
+    temp_file f(data);
+    open_fd fd(f.path);
+    std::error_code ec;
+    CHECK(count_lines_mapped(fd.fd, ec) == 3000);  // the 'z' line is longer than 1 MiB too
+    CHECK(ec == errc::line_too_long);
+  }
+  {
+    std::string data = head + std::string(1024 * 1024, 'z') + "\r\n";  // exactly the maximum, with "\r\n"
+    data += std::string(2 * 1024 * 1024, '\n');
+    temp_file f(data);
+    open_fd fd(f.path);
+    std::error_code ec;
+    CHECK(count_lines_mapped(fd.fd, ec) == 3001 + 2 * 1024 * 1024);
+    CHECK(!ec);
+  }
+}
+
+TEST_CASE("count_lines_mapped reads what it cannot map: a pipe, a small file, a directory") {
+  std::string data;
+  for (int i = 0; i < 300000; ++i) data += "piece " + std::to_string(i) + "\n";  // 3.6 MB
+  pipe_fds p;
+  std::thread writer([&] {
+    for (std::size_t off = 0; off < data.size(); off += 65536) {
+      const std::string_view piece = std::string_view(data).substr(off, 65536);
+      if (::write(p.w, piece.data(), piece.size()) != static_cast<ssize_t>(piece.size())) break;
+    }
+    p.close_w();
+  });
+  std::error_code ec;
+  CHECK(count_lines_mapped(p.r, ec) == 300000);
+  writer.join();
+  CHECK(!ec);
+  temp_file small("a\nb\nc");
+  open_fd fd(small.path);
+  CHECK(count_lines_mapped(fd.fd, ec) == 3);
+  CHECK(!ec);
+  open_fd dir(small.dir);
+  CHECK(count_lines_mapped(dir.fd, ec) == 0);
+  CHECK(ec == std::error_code(EISDIR, std::system_category()));
+}
+
+TEST_CASE("feed_mapped: a file truncated under its mapping is a SIGBUS caught, the counter left as it was") {
+  constexpr std::size_t size = 2 * 1024 * 1024;
+  std::string data(size, 'x');
+  for (std::size_t i = 99; i < size; i += 100) data[i] = '\n';
+  temp_file f(data);
+  const int fd = ::open(f.path.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  REQUIRE(map != MAP_FAILED);
+  const std::string_view mapped(static_cast<const char*>(map), size);
+  struct sigaction before {};
+  REQUIRE(::sigaction(SIGBUS, nullptr, &before) == 0);
+
+  line_counter c;
+  std::error_code ec;
+  REQUIRE(c.feed("one\ntwo\nthr", ec));
+  REQUIRE(c.lines() == 2);
+  // Whole, the mapping counts: one line ends "thr...", then the rest.
+  line_counter whole = c;
+  CHECK(detail::feed_mapped(whole, mapped, 64 * 1024, ec) == detail::mapped_feed::ok);
+  CHECK(whole.lines() == 2 + size / 100);
+  // Cut to one page, the pages past it raise SIGBUS when read.
+  REQUIRE(::ftruncate(fd, 4096) == 0);
+  CHECK(detail::feed_mapped(c, mapped, 64 * 1024, ec) == detail::mapped_feed::faulted);
+  CHECK(!ec);
+  CHECK(c.lines() == 2);
+  REQUIRE(c.feed("ee\n", ec));
+  CHECK(c.lines() == 3);  // "three": the counter goes on as if the window never came
+
+  // The handler that was there before is back, and a SIGBUS outside a count
+  // still does what it did: here, the default, which ends the process.
+  struct sigaction after {};
+  REQUIRE(::sigaction(SIGBUS, nullptr, &after) == 0);
+  CHECK((after.sa_handler == before.sa_handler));
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGBUS, SIG_DFL);
+    line_counter again;
+    std::error_code child_ec;
+    (void)detail::feed_mapped(again, mapped, 64 * 1024, child_ec);  // installs and removes its handler
+    volatile char byte = mapped[size - 1];                              // faults, with no count to go back to
+    (void)byte;
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  if (WIFSIGNALED(status)) CHECK(WTERMSIG(status) == SIGBUS);
+  ::munmap(map, size);
+  ::close(fd);
 }
 
 // ---- for_each_line over a readable

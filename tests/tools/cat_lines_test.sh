@@ -199,6 +199,13 @@ for f in "${texts[@]}"; do
   check "lines counts $f from stdin as wc -l" same "$("$slines" <"$tmp/$f")" "$(wc -l <"$tmp/$f")"
 done
 
+# Standard input at an offset (a file of 9 MB: mapped, not read): the lines
+# from there on, and the offset left at the end, as read() leaves it.
+check "lines from stdin after 5000 bytes as wc -l" \
+  same "$({ head -c 5000 >/dev/null; "$slines"; } <"$tmp/log")" "$(tail -c +5001 "$tmp/log" | wc -l)"
+check "lines from stdin leaves nothing to read after it" \
+  same "$({ "$slines" -c; cat; } <"$tmp/log")" "$(wc -l <"$tmp/log")"
+
 # A last line without a newline: one more than wc -l (which counts newline
 # characters), as --help says; the same as grep -c ''.
 printf 'a\nb' >"$tmp/nonl"

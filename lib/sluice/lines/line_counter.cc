@@ -2,12 +2,17 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "sluice/base/errors.h"
 
@@ -178,12 +183,17 @@ bool line_counter::finish(std::error_code& ec) noexcept {
   return true;
 }
 
-std::size_t count_lines(int fd, std::error_code& ec, const line_options& options) {
-  const std::size_t size = options.buffer_size == 0 ? line_options{}.buffer_size : options.buffer_size;
+namespace {
+
+std::size_t piece_size(const line_options& options) noexcept {
+  return options.buffer_size == 0 ? line_options{}.buffer_size : options.buffer_size;
+}
+
+// Feeds `counter` what read() gives from the fd's offset to its end.
+std::size_t count_read(int fd, line_counter& counter, std::size_t size, std::error_code& ec) {
   const auto buffer = std::make_unique_for_overwrite<char[]>(size);
   // A hint for files (read-ahead); pipes and sockets refuse it, harmlessly.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  line_counter counter(options.max_line_length);
   for (;;) {
     const ssize_t n = ::read(fd, buffer.get(), size);
     if (n > 0) {
@@ -204,6 +214,115 @@ std::size_t count_lines(int fd, std::error_code& ec, const line_options& options
     ec = std::error_code(errno, std::system_category());
     return counter.lines();
   }
+}
+
+// ---- SIGBUS while counting mapped bytes
+
+// Where the handler jumps to: set only while this thread reads mapped bytes.
+thread_local sigjmp_buf* fault_jump = nullptr;
+
+// The handler is installed while at least one thread counts mapped bytes;
+// the one before it is kept in `previous` and put back by the last to leave.
+std::mutex sigbus_mutex;
+int sigbus_users = 0;
+struct sigaction previous_sigbus;
+
+extern "C" void on_sigbus(int) {
+  if (sigjmp_buf* jump = fault_jump) siglongjmp(*jump, 1);
+  // Not a fault of ours (another thread's, or one outside a count): put the
+  // previous handler back and return; the faulting instruction runs again
+  // and meets that handler, or the default action, as if we were not here.
+  ::sigaction(SIGBUS, &previous_sigbus, nullptr);
+}
+
+class sigbus_guard {
+ public:
+  sigbus_guard() noexcept {
+    std::lock_guard lock(sigbus_mutex);
+    if (sigbus_users++ > 0) return;
+    struct sigaction ours {};
+    ours.sa_handler = on_sigbus;
+    ::sigemptyset(&ours.sa_mask);
+    ::sigaction(SIGBUS, &ours, &previous_sigbus);
+  }
+  ~sigbus_guard() {
+    std::lock_guard lock(sigbus_mutex);
+    if (--sigbus_users == 0) ::sigaction(SIGBUS, &previous_sigbus, nullptr);
+  }
+  sigbus_guard(const sigbus_guard&) = delete;
+  sigbus_guard& operator=(const sigbus_guard&) = delete;
+};
+
+// Mapped a window at a time: 4 MiB measured best on a 200 MB file (1 MiB
+// cost 2-5% more CPU, 256 KiB 15% more: a mmap() and munmap() each; 64 and
+// 256 MiB 5-8% more).
+constexpr std::size_t map_window = 4 * 1024 * 1024;
+// Below this, there is too little to gain for the two extra syscalls.
+constexpr off_t map_at_least = 1024 * 1024;
+
+}  // namespace
+
+std::size_t count_lines(int fd, std::error_code& ec, const line_options& options) {
+  line_counter counter(options.max_line_length);
+  return count_read(fd, counter, piece_size(options), ec);
+}
+
+detail::mapped_feed detail::feed_mapped(line_counter& counter, std::string_view bytes, std::size_t piece,
+                                        std::error_code& ec) noexcept {
+  const line_counter before = counter;
+  const sigbus_guard guard;
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {
+    // The handler jumped here from inside feed() (which holds no resource):
+    // the window's count is partial, so it is dropped.
+    fault_jump = nullptr;
+    counter = before;
+    return mapped_feed::faulted;
+  }
+  fault_jump = &jump;
+  bool ok = true;
+  for (std::size_t at = 0; ok && at < bytes.size(); at += piece) ok = counter.feed(bytes.substr(at, piece), ec);
+  fault_jump = nullptr;
+  return ok ? mapped_feed::ok : mapped_feed::failed;
+}
+
+std::size_t count_lines_mapped(int fd, std::error_code& ec, const line_options& options) {
+  line_counter counter(options.max_line_length);
+  const std::size_t read_size = piece_size(options);
+  // The mapped bytes go to the counter in pieces as long as the longest
+  // line allowed (up to a window): a piece that long cannot hold a line too
+  // long between its first and last "\n", so the counter counts its
+  // newlines and measures no line. 1 MiB pieces (the default maximum) cost
+  // 3% less CPU than 64 KiB ones on a 200 MB file: fewer memchr() and
+  // memrchr() calls for the lines at their ends.
+  const std::size_t piece = std::max(read_size, std::min(options.max_line_length, map_window));
+  struct stat st {};
+  const off_t start = ::lseek(fd, 0, SEEK_CUR);
+  if (start < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size - start < map_at_least)
+    return count_read(fd, counter, read_size, ec);
+  const auto page = static_cast<off_t>(::sysconf(_SC_PAGESIZE));
+  off_t at = start;
+  while (at < st.st_size) {
+    const off_t base = at - at % page;  // mmap() wants an offset on a page
+    const auto length = static_cast<std::size_t>(std::min<off_t>(map_window, st.st_size - base));
+    void* const map = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, base);
+    if (map == MAP_FAILED) break;  // read() what is left, and let it say what is wrong
+    const auto skip = static_cast<std::size_t>(at - base);
+    const detail::mapped_feed fed =
+        detail::feed_mapped(counter, std::string_view(static_cast<const char*>(map) + skip, length - skip), piece, ec);
+    ::munmap(map, length);
+    if (fed == detail::mapped_feed::failed) return counter.lines();
+    if (fed == detail::mapped_feed::faulted) break;  // the file shrank: read() tells what is left
+    at = base + static_cast<off_t>(length);
+  }
+  // read() goes on where the mapped count stopped: the end of the file as it
+  // was at the start (anything written since is read), or the window that
+  // faulted.
+  if (::lseek(fd, at, SEEK_SET) < 0) {
+    ec = std::error_code(errno, std::system_category());
+    return counter.lines();
+  }
+  return count_read(fd, counter, read_size, ec);
 }
 
 }  // namespace sluice

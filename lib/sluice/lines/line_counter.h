@@ -69,4 +69,37 @@ class line_counter {
 /// lines before the error. The fd is not closed.
 std::size_t count_lines(int fd, std::error_code& ec, const line_options& options = {});
 
+/// count_lines(), but a regular file of at least 1 MiB past the fd's offset
+/// is mapped 4 MiB at a time instead of read, and its bytes are counted
+/// where the page cache holds them: no copy into a buffer, which is most of
+/// what a read() costs. The mapped bytes go to the count in pieces of
+/// options.max_line_length bytes (at most 4 MiB, at least
+/// options.buffer_size), as reads would. Anything else (a pipe, a small
+/// file, a file that cannot be mapped) is read as count_lines() does, and
+/// so is whatever a mapped file has past the size it had at the start.
+///
+/// A file truncated under the mapping (or a page that cannot be read in)
+/// raises SIGBUS: while it counts mapped bytes, this function catches it
+/// (it installs a handler for SIGBUS for the time of each 4 MiB window, and
+/// puts the previous one back), forgets that window's count, and reads the
+/// rest instead, so a file that shrinks is counted as read() sees it.
+///
+/// At the end the fd's offset is at the end of what was counted, as after
+/// count_lines().
+///
+///     std::error_code ec;
+///     const std::size_t n = sluice::count_lines_mapped(fd, ec, {.buffer_size = 64 * 1024});
+std::size_t count_lines_mapped(int fd, std::error_code& ec, const line_options& options = {});
+
+namespace detail {
+enum class mapped_feed {
+  ok,       // every byte counted
+  failed,   // line_counter::feed() failed (errc::line_too_long), ec set
+  faulted,  // reading the bytes raised SIGBUS; the counter is as it was
+};
+/// count_lines_mapped()'s step, for the tests: feeds `bytes` (a mapping of
+/// a file) to `counter` in pieces of `piece` bytes, catching SIGBUS.
+mapped_feed feed_mapped(line_counter& counter, std::string_view bytes, std::size_t piece, std::error_code& ec) noexcept;
+}  // namespace detail
+
 }  // namespace sluice
