@@ -5,11 +5,14 @@
 # while a slow reader drains its output. Prints the ratios the README quotes
 # and whether each goal is met.
 #
-# Each program runs RUNS times; the best wall time and the best CPU time
-# (user + system, all its threads) count. The goals are judged on CPU time:
-# on a shared machine, wall time also measures the scheduler, and it favours
-# a program with threads (Node) over one without when the cores are busy.
-# Both ratios are printed.
+# The line counters (wc -l, sluice-lines -c, the std::getline loop, Node)
+# run interleaved, RUNS rounds of one run each, so that a change in the
+# machine's load falls on all of them alike; their medians count. The cat
+# peers run RUNS times each, one after the other; their best counts. Times
+# are wall and CPU (user + system, all its threads). The goals are judged on
+# CPU time: on a shared machine, wall time also measures the scheduler, and
+# it favours a program with threads (Node) over one without when the cores
+# are busy. Both ratios are printed.
 #
 #   perf/lines-compare.sh [BUILD_DIR]
 #
@@ -20,7 +23,10 @@
 #   NODE=P           node binary (default: node on PATH; skipped if absent)
 #   FILE=P           the log file (default /tmp/sluice-lines-200m.log); made
 #                    once, SIZE_MB megabytes (default 200), and then reused
-#   RUNS=N           timed runs per program; the best counts (default 5)
+#   RUNS=N           timed runs per program (default 5)
+#   BEFORE_LINES=P   another sluice-lines (say, a build of the commit
+#                    before) to count in the same rounds, for a before and
+#                    after in one go
 #   SLOW_SECONDS=S   how long to watch sluice-cat under a slow reader
 #                    (default 5; 0 skips it); SLOW_RATE=R its rate for pv
 #                    (default 1m, i.e. 1 MiB/s)
@@ -72,7 +78,7 @@ cat "$file" >/dev/null  # into the page cache: every program reads from memory
 
 failed=0
 missing=0
-declare -A wall cpu out rss
+declare -A wall cpu best out rss
 
 # timed NAME CMD...: runs CMD RUNS times with stdout to $sink (a file whose
 # first line is kept in out[NAME], unless sink=/dev/null), and keeps the best
@@ -120,6 +126,83 @@ PY
   fi
 }
 
+# timed_interleaved NAME CMD... -- NAME CMD... --: RUNS rounds, each
+# running every command once (the order turned round every other round),
+# stdout to $tmp/out.NAME, whose first line goes to out[NAME]. Keeps the
+# median wall and CPU time of each in wall[NAME] and cpu[NAME], the best CPU
+# time in best[NAME]; the peak RSS of one more run in rss[NAME].
+timed_interleaved() {
+  local groups=() names=() name
+  while [ $# -gt 0 ]; do
+    name=$1
+    shift
+    names+=("$name")
+    groups+=("$name")
+    while [ "$1" != -- ]; do
+      groups+=("$1")
+      shift
+    done
+    groups+=(--)
+    shift
+  done
+  say "running ${names[*]} interleaved, $runs rounds"
+  local result
+  if ! result=$(python3 - "$runs" "$tmp" "${groups[@]}" <<'PY'
+import os, statistics, sys, time
+runs, tmp, rest = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+progs = []
+while rest:
+    end = rest.index("--")
+    progs.append((rest[0], rest[1:end]))
+    rest = rest[end + 1:]
+times = {name: ([], []) for name, _ in progs}
+for r in range(runs):
+    for name, cmd in (progs if r % 2 == 0 else progs[::-1]):
+        out_fd = os.open(f"{tmp}/out.{name}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        err_fd = os.open(f"{tmp}/err.{name}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        t0 = time.perf_counter()
+        pid = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=[
+            (os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, err_fd, 2)])
+        _, status, ru = os.wait4(pid, 0)
+        t1 = time.perf_counter()
+        os.close(out_fd)
+        os.close(err_fd)
+        if os.waitstatus_to_exitcode(status) != 0:
+            print(f"{name} failed", file=sys.stderr)
+            sys.exit(1)
+        times[name][0].append(t1 - t0)
+        times[name][1].append(ru.ru_utime + ru.ru_stime)
+for name, (w, c) in times.items():
+    print(f"{name} {statistics.median(w):.4f} {statistics.median(c):.4f} {min(c):.4f}")
+PY
+  ); then
+    say "a line counter failed: $(cat "$tmp"/err.* 2>/dev/null | head -c 300)"
+    failed=1
+    return
+  fi
+  local w c b
+  while read -r name w c b; do
+    wall[$name]=$w
+    cpu[$name]=$c
+    best[$name]=$b
+    out[$name]=$(head -n 1 "$tmp/out.$name")
+  done <<<"$result"
+  if [ -x /usr/bin/time ]; then
+    set -- "${groups[@]}"
+    while [ $# -gt 0 ]; do
+      name=$1
+      shift
+      local cmd=()
+      while [ "$1" != -- ]; do
+        cmd+=("$1")
+        shift
+      done
+      shift
+      /usr/bin/time -f %M -o "$tmp/rss" "${cmd[@]}" >/dev/null 2>&1 && rss[$name]=$(tail -n 1 "$tmp/rss")
+    done
+  fi
+}
+
 tmp=$(mktemp -d)
 slow_pid=
 cleanup() {
@@ -135,22 +218,25 @@ have() {  # have NAME PATH: PATH is executable, else say how to get it
   return 1
 }
 
-# ---- line counting
-sink=$tmp/out
-timed wc wc -l "$file"
-if have sluice-lines "$lines_bin" SLUICE_LINES; then timed sluice_lines "$lines_bin" -c "$file"; fi
-if have getline_count "$getline_bin" GETLINE_COUNT; then timed getline "$getline_bin" "$file"; fi
+# ---- line counting, interleaved
+counters=(wc wc -l "$file" --)
+if have sluice-lines "$lines_bin" SLUICE_LINES; then counters+=(sluice_lines "$lines_bin" -c "$file" --); fi
+if [ -n "${BEFORE_LINES:-}" ] && have sluice-lines "$BEFORE_LINES" BEFORE_LINES; then
+  counters+=(before "$BEFORE_LINES" -c "$file" --)
+fi
+if have getline_count "$getline_bin" GETLINE_COUNT; then counters+=(getline "$getline_bin" "$file" --); fi
 if command -v "$node_bin" >/dev/null 2>&1; then
-  timed node "$node_bin" "$here/lines.js" "$file"
+  counters+=(node "$node_bin" "$here/lines.js" "$file" --)
 else
   say "node not found (set NODE=/path/to/node): skipping the Node readline run"
   missing=1
 fi
+timed_interleaved "${counters[@]}"
 
 # Every counter must agree: the file ends with a newline, so wc -l's count
 # of newlines is the count of lines.
 expected=${out[wc]%% *}
-for p in sluice_lines getline node; do
+for p in sluice_lines before getline node; do
   if [ -n "${out[$p]:-}" ] && [ "${out[$p]}" != "$expected" ]; then
     say "$p counted ${out[$p]} lines, wc -l $expected"
     failed=1
@@ -200,15 +286,16 @@ fi
 
 # ---- the table and the goals; awk does the arithmetic.
 args=()
-for p in wc sluice_lines getline node cat sluice_cat; do
-  args+=(-v "w_$p=${wall[$p]:-}" -v "c_$p=${cpu[$p]:-}" -v "r_$p=${rss[$p]:-}")
+for p in wc sluice_lines before getline node cat sluice_cat; do
+  args+=(-v "w_$p=${wall[$p]:-}" -v "c_$p=${cpu[$p]:-}" -v "b_$p=${best[$p]:-}" -v "r_$p=${rss[$p]:-}")
 done
 awk -v bytes="$bytes" -v lines="$expected" -v file="$file" -v runs="$runs" -v slow="$slow_line" "${args[@]}" '
 function mib(k) { return k == "" ? "-" : sprintf("%.1f", k / 1024) }
-function row(name, w, c, unit, r) {
-  if (w == "") { printf "%-24s %8s %8s %15s %9s\n", name, "-", "-", "-", mib(r); return }
-  if (unit == "lines") printf "%-24s %8.3f %8.3f %11.1f M/s %9s\n", name, w, c, lines / c / 1e6, mib(r)
-  else printf "%-24s %8.3f %8.3f %10.0f MB/s %9s\n", name, w, c, bytes / c / 1e6, mib(r)
+function row(name, w, c, unit, r, b) {
+  if (w == "") { printf "%-24s %8s %8s %8s %15s %9s\n", name, "-", "-", "-", "-", mib(r); return }
+  if (b == "") b = c
+  if (unit == "lines") printf "%-24s %8.3f %8.3f %8.3f %11.1f M/s %9s\n", name, w, c, b, lines / c / 1e6, mib(r)
+  else printf "%-24s %8.3f %8.3f %8.3f %10.0f MB/s %9s\n", name, w, c, b, bytes / c / 1e6, mib(r)
 }
 # goal(label, a, b, want): how many times less time a takes than b, by CPU
 # time (the verdict) and by wall time, against a floor of `want`.
@@ -228,16 +315,19 @@ function info(label, ca, cb, wa, wb) {
   else printf "%-30s %7.2fx %7.2fx   %-9s %s\n", label, cb / ca, wb / wa, "-", "(no goal)"
 }
 BEGIN {
-  printf "lines-compare: %s, %.1f MB, %d lines; best of %d runs, from the page cache\n\n", file, bytes / 1e6, lines, runs
-  printf "%-24s %8s %8s %15s %9s\n", "program", "wall s", "CPU s", "rate (CPU)", "RSS MiB"
-  row("sluice-lines -c", w_sluice_lines, c_sluice_lines, "lines", r_sluice_lines)
-  row("wc -l", w_wc, c_wc, "lines", r_wc)
-  row("std::getline loop", w_getline, c_getline, "lines", r_getline)
-  row("node readline", w_node, c_node, "lines", r_node)
+  printf "lines-compare: %s, %.1f MB, %d lines, from the page cache; %d runs each:\n", file, bytes / 1e6, lines, runs
+  printf "the line counters interleaved (medians, and the best CPU), the cats one after the other (best)\n\n"
+  printf "%-24s %8s %8s %8s %15s %9s\n", "program", "wall s", "CPU s", "best CPU", "rate (CPU)", "RSS MiB"
+  row("sluice-lines -c", w_sluice_lines, c_sluice_lines, "lines", r_sluice_lines, b_sluice_lines)
+  if (w_before != "") row("before: sluice-lines -c", w_before, c_before, "lines", r_before, b_before)
+  row("wc -l", w_wc, c_wc, "lines", r_wc, b_wc)
+  row("std::getline loop", w_getline, c_getline, "lines", r_getline, b_getline)
+  row("node readline", w_node, c_node, "lines", r_node, b_node)
   row("sluice-cat > /dev/null", w_sluice_cat, c_sluice_cat, "bytes", r_sluice_cat)
   row("cat > /dev/null", w_cat, c_cat, "bytes", r_cat)
   printf "\n%-30s %8s %8s   %-9s %s\n", "speed ratio", "CPU", "wall", "goal", "result (by CPU time)"
-  goal("sluice-lines vs wc -l", c_sluice_lines, c_wc, w_sluice_lines, w_wc, 1.0)
+  goal("sluice-lines vs wc -l", c_sluice_lines, c_wc, w_sluice_lines, w_wc, 1.2)
+  if (w_before != "") info("sluice-lines vs before", c_sluice_lines, c_before, w_sluice_lines, w_before)
   goal("sluice-lines vs node readline", c_sluice_lines, c_node, w_sluice_lines, w_node, 10)
   info("sluice-lines vs std::getline", c_sluice_lines, c_getline, w_sluice_lines, w_getline)
   goal("sluice-cat vs cat", c_sluice_cat, c_cat, w_sluice_cat, w_cat, 0.8)
