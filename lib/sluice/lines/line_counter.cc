@@ -222,17 +222,21 @@ std::size_t count_read(int fd, line_counter& counter, std::size_t size, std::err
 thread_local sigjmp_buf* fault_jump = nullptr;
 
 // The handler is installed while at least one thread counts mapped bytes;
-// the one before it is kept in `previous` and put back by the last to leave.
+// the handler before it is kept in previous_sigbus and put back by the last
+// to leave.
 std::mutex sigbus_mutex;
 int sigbus_users = 0;
 struct sigaction previous_sigbus;
 
-extern "C" void on_sigbus(int) {
-  if (sigjmp_buf* jump = fault_jump) siglongjmp(*jump, 1);
-  // Not a fault of ours (another thread's, or one outside a count): put the
-  // previous handler back and return; the faulting instruction runs again
-  // and meets that handler, or the default action, as if we were not here.
+extern "C" void on_sigbus(int, siginfo_t* info, void*) {
+  // si_code > 0: a fault, not a signal sent with kill() or raise().
+  if (sigjmp_buf* jump = fault_jump; jump && info->si_code > 0) siglongjmp(*jump, 1);
+  // Not ours (another thread's fault, or one outside a count): put the
+  // previous handler back and return. A fault runs its instruction again
+  // and meets that handler, or the default action, as if we were not here;
+  // a sent SIGBUS is sent again, and arrives once this handler returns.
   ::sigaction(SIGBUS, &previous_sigbus, nullptr);
+  if (info->si_code <= 0) ::raise(SIGBUS);
 }
 
 class sigbus_guard {
@@ -241,7 +245,8 @@ class sigbus_guard {
     std::lock_guard lock(sigbus_mutex);
     if (sigbus_users++ > 0) return;
     struct sigaction ours {};
-    ours.sa_handler = on_sigbus;
+    ours.sa_sigaction = on_sigbus;
+    ours.sa_flags = SA_SIGINFO;
     ::sigemptyset(&ours.sa_mask);
     ::sigaction(SIGBUS, &ours, &previous_sigbus);
   }
