@@ -209,7 +209,9 @@ docs/shipping.md.
                     in turn while one cannot be reached (its connect fails
                     or it does not open the session). relp+tls://HOST:PORT:
                     over TLS, the hop's certificate verified (every
-                    --forward the same scheme)
+                    --forward the same scheme). A message the hop refuses
+                    (rsp 500) is answered 'rsp 500 next hop refused it:
+                    ...' on the same connection and counted
   --forward kafka://BROKER[,BROKER...]/TOPIC
                     a Kafka topic instead (one --forward): a message is
                     answered once the brokers' delivery report says it is
