@@ -209,7 +209,9 @@ docs/shipping.md.
                     in turn while one cannot be reached (its connect fails
                     or it does not open the session). relp+tls://HOST:PORT:
                     over TLS, the hop's certificate verified (every
-                    --forward the same scheme)
+                    --forward the same scheme). A message the hop refuses
+                    (rsp 500) is answered 'rsp 500 next hop refused it:
+                    ...' on the same connection and counted
   --forward kafka://BROKER[,BROKER...]/TOPIC
                     a Kafka topic instead (one --forward): a message is
                     answered once the brokers' delivery report says it is
@@ -745,10 +747,15 @@ class logd {
   // main loop's worker: a log_worker takes any number of producers).
   void open_writable() {
     // With --fsync ack a batch is what comes while the last one is synced:
-    // the more it may hold, the fewer fsyncs a message (1 MiB: about 6,000
-    // messages of 180 bytes, one fsync of a few ms).
+    // the more it may hold, the fewer fsyncs a message. The mark counts the
+    // batch being synced too, and 'drain' (the reads resume) waits until
+    // the one behind it is synced as well, so a mark the two reach stops the
+    // reads for a whole fsync. 8 MiB: about 60,000 lines of 140 bytes; 1 MiB
+    // capped a sender with a window of 65,536 at ~3,000 lines a fsync, 8 MiB
+    // let it reach ~11,000 (docs/benchmarks.md, "RELP with --fsync ack,
+    // round 4").
     const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
-    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 1024 * 1024 : 256 * 1024});
+    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 8 * 1024 * 1024 : 256 * 1024});
   }
 
   // --forward: the RELP writable to the next hop is the output; its write

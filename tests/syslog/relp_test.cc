@@ -380,6 +380,9 @@ TEST_CASE("a message answered 500: its callback alone hears which, counted; the 
   for (int i = 0; i < 6; ++i)
     if (i != 2) CHECK_FALSE(ecs[i]);
   CHECK(ecs[2].message() == "RELP: the receiver refused a message: rsp 500 not today");
+  // A relay tells it by is_refusal() (it answers its sender 500 for it).
+  CHECK(relp_writable::is_refusal(ecs[2]));
+  CHECK_FALSE(relp_writable::is_refusal(ecs[0]));
   CHECK_FALSE(stream_error);
   CHECK(w->refused() == 1);
   CHECK(w->acked() == 5);
@@ -698,6 +701,7 @@ TEST_CASE("destroy() with transactions unanswered: each callback hears ERR_STREA
   spin(l, [&] { return false; }, 20);
   CHECK(ecs.size() == 10);
   for (const auto& ec : ecs) CHECK(ec == errc::destroyed);
+  for (const auto& ec : ecs) CHECK_FALSE(relp_writable::is_refusal(ec));
   CHECK(w->dropped() == 10);
   CHECK(w->acked() == 0);
 }
@@ -713,6 +717,9 @@ TEST_CASE("give_up_after with no receiver: every callback hears the connect erro
   for (int i = 0; i < 3; ++i) w->write(seq(i), [&](std::error_code ec) { ecs.push_back(ec); });
   REQUIRE(spin(l, [&] { return ecs.size() == 3; }));
   for (const auto& ec : ecs) CHECK(ec == std::errc::connection_refused);
+  for (const auto& ec : ecs) CHECK_FALSE(relp_writable::is_refusal(ec));
+  // Nor another user_error, though it shares the category.
+  CHECK_FALSE(relp_writable::is_refusal(user_error("RELP: the receiver closed the session (serverclose)")));
   CHECK(w->dropped() == 3);
 }
 

@@ -141,7 +141,9 @@ CONF
   writer "$d/app.log" 1 $lines &
   local wp=$!
   pids+=("$wp")
-  local args=(--follow "$d/app.log" --state "$d/state" --poll-interval 200ms --stats --json "relp://127.0.0.1:$port")
+  # --window 1024: the bound on what is re-read below counts it.
+  local args=(--follow "$d/app.log" --state "$d/state" --poll-interval 200ms --stats --json --window 1024
+              "relp://127.0.0.1:$port")
   "$slog" "${args[@]}" 2>"$d/err1" &
   local sp=$!
   pids+=("$sp")
@@ -208,9 +210,10 @@ $d/app.log {
 }
 CONF
 hport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# At once: far more than the RELP window and the stream's buffer hold.
+# At once: far more than the RELP window (--window 1024) and the stream's
+# buffer hold.
 python3 -c 'import sys; open(sys.argv[1], "w").write("".join("line %06d %s\n" % (i, "x" * 40) for i in range(1, 5001)))' "$d/app.log"
-"$slog" --follow "$d/app.log" --stats --json "relp://127.0.0.1:$hport" 2>"$d/err" &
+"$slog" --follow "$d/app.log" --stats --json --window 1024 "relp://127.0.0.1:$hport" 2>"$d/err" &
 sp=$!
 pids+=("$sp")
 sleep 0.5

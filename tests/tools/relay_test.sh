@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # sluice-logd --forward, a relay: sluice-log relp:// -> relay -> a final
 # sluice-logd --listen-relp --fsync ack FILE. Every line once, as sent; the
-# final stopped (SIGSTOP), then the relay and the final SIGKILLed together (twice, 100,000 lines)
+# final stopped (SIGSTOP), then the relay and the final SIGKILLed together (twice, 300,000 lines)
 # and restarted mid-stream: 0 lost, the duplicates counted and within the
 # sender's window (this is what fails when a relay answers before its next
 # hop did); two relays in a row, one SIGKILLed twice: 0 lost; a --forward
 # that is down and the next one tried, the first SIGKILLed mid-stream and
-# the second taking the rest; a --listen sender's lines forwarded;
+# the second taking the rest; a next hop's rsp 500 answered rsp 500 to the
+# sender, on the same connection; a --listen sender's lines forwarded;
 # a stopped next hop holding a --listen sender back through the relay
 # (backpressure); --give-up-after with every next hop down; SIGTERM with it
 # away and --grace; --spool DIR answering while the next hop is away, and a
@@ -68,13 +69,13 @@ start_relay() {
   ERR=$dir/$name.err start --listen-relp "127.0.0.1:$on" --forward "relp://127.0.0.1:$next" "$@"
 }
 
-# send_bg PORT [OPTION]...: sluice-log sending $total lines of feed() at 20k
-# lines/s into 127.0.0.1:PORT, in the background (its stderr in
-# $dir/log.err); sets $sender.
+# send_bg PORT [OPTION]...: sluice-log sending $total lines of feed() at
+# $rate lines/s (default 20k) into 127.0.0.1:PORT, in the background (its
+# stderr in $dir/log.err); sets $sender.
 send_bg() {
   local to=$1
   shift
-  (feed $total 20000 | "$log" --window $window "$@" "relp://127.0.0.1:$to" 2> "$dir/log.err") &
+  (feed $total "${rate:-20000}" | "$log" --window $window "$@" "relp://127.0.0.1:$to" 2> "$dir/log.err") &
   sender=$!
   pids+=("$sender")
 }
@@ -113,17 +114,56 @@ PY
 ok "sluice-log -> relay -> sluice-logd --fsync ack: 20000 lines once, in order, as sent"
 rm -f "$final_log"
 
+# --- a next hop that refuses a message (rsp 500; relp_peer.py refuses
+# those with "refuse me"): the relay answers that message rsp 500 to its
+# sender, counts it, and keeps the connection, so the messages after it go
+# on and the refused one is not sent again (a relay that closed the
+# connection instead would have it sent again, and refused again, without end).
+python3 "$(dirname "${BASH_SOURCE[0]}")/relp_peer.py" "$dir/peer.port" "$dir/peer.got" "refuse me" $((120 * scale)) \
+  2> "$dir/peer.err" &
+peer=$!
+pids+=("$peer")
+for _ in $(seq $((200 * scale))); do [ -s "$dir/peer.port" ] && break; sleep 0.05; done
+[ -s "$dir/peer.port" ] || fail "relp_peer.py did not listen: $(cat "$dir/peer.err")"
+start_relay refusing 0 "$(cat "$dir/peer.port")" --stats
+rp=$port relay=$lp
+{ for i in $(seq 1 10); do echo "line $i"; done; echo "refuse me"; for i in $(seq 12 21); do echo "line $i"; done; } \
+  > "$dir/refuse.in"
+st=0
+timeout $((60 * scale)) "$log" --stats "relp://127.0.0.1:$rp" < "$dir/refuse.in" 2> "$dir/log.err" || st=$?
+[ "$st" -eq 1 ] || fail "sluice-log with a line the next hop refuses: exit $st (1 wanted): $(cat "$dir/log.err")"
+grep -q "the receiver refused 1 message (answered other than 200)" "$dir/log.err" ||
+  fail "sluice-log heard no refusal: $(cat "$dir/log.err")"
+grep -q "21 lines, 20 acked, .*0 reconnects, 1 refused" "$dir/log.err" ||
+  fail "sluice-log --stats (20 acked, the connection kept, 1 refused): $(tail -1 "$dir/log.err")"
+grep -q "refused a message (RELP: the receiver refused a message: rsp 500 not today): answered to its sender with a RELP error" \
+  "$dir/refusing.err" || fail "the relay did not say the refusal: $(cat "$dir/refusing.err")"
+kill -TERM "$relay"
+st=0
+wait "$relay" || st=$?
+[ "$st" -eq 1 ] || fail "a relay with a refused message exits $st (1 wanted: one not written)"
+grep -q "1 of 21 messages not written" "$dir/refusing.err" || fail "relay: $(cat "$dir/refusing.err")"
+grep -q "1 connections.*; 20 forwarded, 0 resent, 0 reconnects, 1 refused by the next hop" "$dir/refusing.err" ||
+  fail "relay --stats: $(tail -1 "$dir/refusing.err")"
+cmp -s "$dir/peer.got" "$dir/refuse.in" || fail "the next hop did not get every line once, in order: $(cat "$dir/peer.got")"
+kill "$peer" 2>/dev/null || true
+wait "$peer" 2>/dev/null || true
+ok "a next hop's rsp 500: answered rsp 500 to the sender, counted, the connection kept, the rest delivered"
+
 # --- the final stopped (SIGSTOP) while the relay holds a full window for
 # it; then both SIGKILLed and restarted on their ports, twice: what the
 # relay had answered is in the final's FILE, the rest comes again from
 # sluice-log.
-total=100000
+total=300000
 start_final
 start_relay relay 0 "$fp" --window $window
 rp=$port relay=$lp
-send_bg "$rp" --stats
+# 60k lines/s: the 300,000 lines in about 5 s of feeding, as the 100,000
+# at 20k/s were, so that the test stays well under a minute (the kills
+# still come mid-stream: they wait for the final's lines, not the feed).
+rate=60000 send_bg "$rp" --stats
 for k in 1 2; do
-  wait_lines "$final_log" $((k * 25000))
+  wait_lines "$final_log" $((k * total / 3))
   kill -STOP "$final"
   sleep 1  # the relay's window to the final fills, then what it holds
   kill -9 "$relay" "$final"

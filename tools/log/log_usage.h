@@ -280,7 +280,7 @@ Options for syslog+tls:// and relp+tls://:
 
 Options for relp://:
   --window N        the most messages sent and not yet acknowledged
-                    (default 1024; librelp's is 128). Each acknowledgement
+                    (default 4096; librelp's is 128). Each acknowledgement
                     lets the next go. After a reconnect up to N are sent
                     again: the most the receiver may store twice.
 

@@ -161,6 +161,18 @@ std::unique_ptr<sluice::writable> relay_output::open(std::size_t max_message, st
   return spooled;
 }
 
+bool relay_output::refused(std::error_code ec) {
+  if (s_.kafka()) return kafka_.refused(ec);
+  // Known by the error itself: a give-up or a destroyed stream are not
+  // refusals, and the sender keeps those messages to send again.
+  if (!sluice::relp_writable::is_refusal(ec)) return false;
+  std::string more;
+  if (refused_note_.due(more))
+    std::fprintf(stderr, "sluice-logd: %s: refused a message (%s): answered to its sender with a RELP error%s\n",
+                 relay_name(s_).c_str(), ec.message().c_str(), more.c_str());
+  return true;
+}
+
 void relay_output::add_stats(stat_table& t) const {
   if (s_.kafka()) return kafka_.add_stats(t);
   if (!relp_) return;

@@ -19,6 +19,7 @@
 #include "log/log_dest.h"
 #include "logd/kafka_hop.h"
 #include "log/log_spool.h"
+#include "rate_limited_note.h"
 #include "sluice/syslog/relp_writable.h"
 #include "tool.h"
 
@@ -73,9 +74,11 @@ class relay_output {
     return out.write(msg, std::move(cb));
   }
   // Whether a write's error says the next hop refused that message (a
-  // Kafka broker: too large, invalid): answered to its sender with a RELP
-  // error, and the relay goes on.
-  bool refused(std::error_code ec) const noexcept { return s_.kafka() && kafka_.refused(ec); }
+  // RELP hop's rsp 500, a Kafka broker's too large or invalid): answered to
+  // its sender with a RELP error, and the relay goes on. A RELP hop's
+  // refusal is said here (rate-limited; the Kafka hop says its own where it
+  // counts it), since the relay asks once for each failed write.
+  bool refused(std::error_code ec);
   // What --stats and --metrics add to sluice-logd's table: "; F forwarded,
   // S resent, R reconnects, D refused by the next hop", and the spool's
   // counts (log_spool.h's rows, named sluice_log_spool_* as sluice-log's).
@@ -90,6 +93,7 @@ class relay_output {
   sluice::relp_writable* relp_ = nullptr;
   log_spool spool_;  // with --spool: in front of relp_
   kafka_hop kafka_;  // --forward kafka://
+  rate_limited_note refused_note_;  // a RELP hop's refusals
 };
 
 }  // namespace sluice_tools

@@ -14,6 +14,7 @@
 #include <deque>
 #include <limits>
 #include <new>
+#include <string_view>
 #include <vector>
 
 #include "sluice/base/errors.h"
@@ -29,6 +30,9 @@ constexpr std::uint32_t max_txnr = 999'999'999;
 // How long end() waits for the answer to `close` (every message is
 // answered by then: nothing is at stake but the connection).
 constexpr std::chrono::milliseconds close_wait{5000};
+// Every refusal's error begins so (is_refusal() knows them by it: user_error
+// codes carry only their message).
+constexpr std::string_view refusal_prefix = "RELP: the receiver refused a message: rsp ";
 
 std::string cut_text(std::string_view s) {
   std::string t(s.substr(0, 80));
@@ -259,7 +263,7 @@ class relp_sink final : public sink {
       // others, so the stream goes on.
       ++refused_;
       ++failed_;
-      ec = user_error("RELP: the receiver refused a message: rsp " + cut_text(f.data));
+      ec = user_error(std::string(refusal_prefix) + cut_text(f.data));
     }
     settled_.emplace_back(std::move(m.cb), ec);
     while (!window_.empty() && window_.front().answered) window_.pop_front();
@@ -495,6 +499,18 @@ std::size_t relp_writable::reconnects() const noexcept { return get_sink().recon
 std::size_t relp_writable::truncated() const noexcept { return get_sink().truncated(); }
 std::size_t relp_writable::answer_timeouts() const noexcept { return get_sink().timeouts(); }
 bool relp_writable::connected() const noexcept { return get_sink().connected(); }
+
+bool relp_writable::is_refusal(std::error_code ec) noexcept {
+  if (!ec) return false;
+  try {
+    // user_error()'s codes share one category; the prefix tells a refusal
+    // from another message of it (a give-up's, say).
+    static const std::error_category& user = user_error(detail::refusal_prefix).category();
+    return ec.category() == user && ec.message().starts_with(detail::refusal_prefix);
+  } catch (...) {  // bad_alloc copying the message: not known to be one
+    return false;
+  }
+}
 
 void relp_writable::destroy_io(std::error_code err, destroy_done done) noexcept {
   dropped_ += writable_length();

@@ -169,6 +169,16 @@ class relp_writable : public typed_writable<detail::relp_sink> {
   std::size_t dropped() const noexcept;
   /// Messages answered with a code other than 200.
   std::size_t refused() const noexcept;
+  /// Whether `ec`, a write callback's error, is a refusal (the receiver
+  /// answered that message other than 200): only that message failed, and
+  /// the stream goes on. A relay answers its own sender with an error for
+  /// it, where any other error (a give-up, destroy()) means the stream is
+  /// gone.
+  ///
+  ///     out->write(msg, [](std::error_code ec) {
+  ///       if (sluice::relp_writable::is_refusal(ec)) { /* dropped by the receiver */ }
+  ///     });
+  static bool is_refusal(std::error_code ec) noexcept;
   /// Sessions opened after the first.
   std::size_t reconnects() const noexcept;
   /// Sessions given up on because the receiver stopped answering.
