@@ -10,7 +10,8 @@
 // plaintext, once their handshake (and certificate) passed. With --forward
 // it is a relay: the output is a RELP writable to the next hop instead of
 // FILE (logd/relay_output.h), so a RELP sender's answer comes with the next
-// hop's.
+// hop's. With --threads N, N loops read, each with its own writable on
+// FILE's one worker.
 #include <fcntl.h>
 #include <getopt.h>
 #include <sys/stat.h>
@@ -175,15 +176,19 @@ Options:
                     address that cannot be listened on (a port in use) is
                     bad usage. See docs/tools.md, Metrics.
   --threads N       N event loops (default 1), each on its own thread,
-                    accepting and reading its own connections: each loop
-                    listens on every address (SO_REUSEPORT; the kernel
-                    spreads the connections), and all write through FILE's
-                    one writer thread, each message whole. Printed as
+                    reading its own connections, all writing through
+                    FILE's one writer thread, each message whole. Each
+                    loop listens on every --listen and --listen-relp
+                    HOST:PORT (SO_REUSEPORT; the kernel spreads the
+                    connections by a hash of their addresses); a unix:
+                    or fd:NAME address, and every --listen-tls one, is
+                    accepted by the first loop, which hands its
+                    connections to the loops in turn (a TLS handshake is
+                    done on the loop that gets it). Printed as
                     'sluice-logd: N threads listening' once all listen.
                     Counts (--stats, --metrics) are the loops' sums;
-                    --max-connections holds for each loop. HOST:PORT
-                    addresses only: with unix:, fd:NAME, --listen-tls or
-                    --forward it is bad usage
+                    --max-connections holds for each loop. With
+                    --forward it is bad usage (a relay runs one loop)
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
                     777, e.g. 660), set before it accepts; by default the
@@ -366,18 +371,12 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const c
   return hp;
 }
 
-// --threads above 1: every loop listens on each address with SO_REUSEPORT,
-// which only a TCP address has; and FILE's worker is what the loops share,
-// which a relay has not.
+// --threads above 1: FILE's worker is what the loops share, and a relay
+// has none; each loop would need a next hop of its own (its own RELP
+// session and window), which is not built.
 void check_threads(const options& o) {
   if (o.threads == 1) return;
   if (o.relay.enabled()) this_tool.usage_error("--threads goes with FILE, not with --forward (a relay runs one loop)");
-  if (o.tls.enabled()) this_tool.usage_error("--threads above 1 does not go with --listen-tls");
-  for (const auto* list : {&o.listen, &o.listen_relp})
-    for (const std::string& a : *list)
-      if (a.rfind("unix:", 0) == 0 || sluice_tools::systemd::is_passed(a))
-        this_tool.usage_error("--threads above 1 wants HOST:PORT addresses (each loop listens on them with "
-                              "SO_REUSEPORT), got '" + a + "'");
 }
 
 options parse_args(int argc, char** argv) {
@@ -651,13 +650,15 @@ class logd {
 
  private:
   // --threads: one of the other loops, on its own thread. It listens on the
-  // main loop's addresses (SO_REUSEPORT: the kernel spreads the connections)
-  // and writes through the main loop's worker with a writable of its own;
-  // its signals are the main loop's, which tells it to stop.
+  // main loop's HOST:PORT addresses (SO_REUSEPORT: the kernel spreads the
+  // connections), adopts those the main loop's acceptor hands it (unix:,
+  // fd:NAME, --listen-tls), and writes through the main loop's worker with
+  // a writable of its own; its signals are the main loop's, which tells it
+  // to stop.
   int run_other(sluice_tools::other_loop& slot, sluice::loop& main_loop) {
     auto& loop = sluice::loop::current();
     main_loop_ = &main_loop;
-    if (!slot.begin(loop, [this] { stop(); })) return 0;
+    if (!slot.begin(loop, [this] { stop(); }, [this](std::size_t index, int fd) { adopt(index, fd); })) return 0;
     open_writable();
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] {
@@ -666,6 +667,26 @@ class logd {
     });
     for (const auto& addr : o_.listen) listen(addr, false, -1);
     for (const auto& addr : o_.listen_relp) listen(addr, true, -1);
+    // The main loop's listeners were all made before this thread began.
+    for (const auto& h : main_->handed_) {
+#if SLUICE_TOOL_TLS
+      if (h.tls) {
+        if (!adopt_only_tls()) {
+          status_ = 1;
+          stop();
+          break;
+        }
+        continue;
+      }
+#endif
+      adopt_only(h.relp);
+    }
+    // Its connections come through posts only: run() waits for them.
+    if (!handed_.empty() && !stopping_) {
+      loop.hold();
+      held_ = true;
+    }
+    if (listening_ == 0 && !stopping_) listeners_ready();
     loop.run();
     slot.end();
     n_.refused = refused_here();
@@ -680,7 +701,9 @@ class logd {
     others_options_ = o_;
     others_options_.listen.clear();
     others_options_.listen_relp.clear();
+    others_options_.tls.listen.clear();
     for (std::size_t i = 0; i < servers_.size(); ++i) {
+      if (server_handed_[i]) continue;  // the main loop hands its connections out
       const auto a = servers_[i]->address();
       const std::string host = a->family == "IPv6" ? "[" + a->address + "]" : a->address;
       (server_relp_[i] ? others_options_.listen_relp : others_options_.listen)
@@ -776,11 +799,16 @@ class logd {
       std::fprintf(stderr, "sluice-logd: listening on %s:%u%s\n", a->address.c_str(), a->port, kind);
   }
 
-  // `fd`: a socket passed by systemd (addr is fd:NAME), or -1.
+  // `fd`: a socket passed by systemd (addr is fd:NAME), or -1. With
+  // --threads, a HOST:PORT is listened on by every loop (SO_REUSEPORT);
+  // a Unix path or a passed socket cannot be shared so, and the main loop
+  // accepts its connections alone and hands them out (hand_out()).
   void listen(const std::string& addr, bool relp, int fd) {
     sluice::net::server_options so = o_.server;
     so.max_connections = o_.max_connections;
-    so.reuse_port = o_.threads > 1;
+    const bool handed = o_.threads > 1 && (fd >= 0 || addr.rfind("unix:", 0) == 0);
+    so.reuse_port = o_.threads > 1 && !handed;
+    if (handed) so.hand_off = [this, index = handed_.size()](int c) { hand_out(index, c); };
     auto srv = std::make_unique<sluice::net::server>(so);
     sluice::net::server* s = srv.get();
     auto up = std::make_shared<bool>(false);
@@ -799,17 +827,50 @@ class logd {
       const auto [host, port] = host_port(addr, relp ? "--listen-relp" : "--listen");
       s->listen(port, host);
     }
+    ++listening_;
+    if (handed) handed_.push_back({s, relp, false});
     servers_.push_back(std::move(srv));
     server_relp_.push_back(relp);
+    server_handed_.push_back(handed);
   }
+
+  // --threads, on another loop: a listener that does not listen, for the
+  // connections the main loop's acceptor hands this loop (adopt()).
+  void adopt_only(bool relp) {
+    sluice::net::server_options so = o_.server;
+    so.max_connections = o_.max_connections;
+    auto srv = std::make_unique<sluice::net::server>(so);
+    sluice::net::server* s = srv.get();
+    on_server_error(*s, "", std::make_shared<bool>(true));
+    s->on_connection([this, relp](sluice::net::socket& sock) { accept(sock, sock, relp); });
+    handed_.push_back({s, relp, false});
+    servers_.push_back(std::move(srv));
+    server_relp_.push_back(relp);
+    server_handed_.push_back(true);
+  }
+
+  // --threads, on the main loop: a connection its acceptor took goes to
+  // the loops in turn, this one included, so that each gets its share
+  // whatever the peers' addresses (SO_REUSEPORT's hash may give one loop
+  // all of a few connections). Until every loop runs, and when the one
+  // whose turn it is has stopped, it is served here.
+  void hand_out(std::size_t index, int fd) {
+    if (!others_.empty() && others_up_ == others_.size()) {
+      const std::size_t i = next_loop_++ % (others_.size() + 1);
+      if (i > 0 && others_[i - 1]->hand(index, fd)) return;
+    }
+    handed_[index].tcp->adopt(fd);
+  }
+
+  // On another loop, from hand_out(): its listener `index` serves it.
+  void adopt(std::size_t index, int fd) { handed_[index].tcp->adopt(fd); }
 
   // READY=1 once every listener listens (FILE is open before any).
   void listener_up() {
-    std::size_t all = servers_.size();
-#if SLUICE_TOOL_TLS
-    all += tls_servers_.size();
-#endif
-    if (++listeners_up_ != all) return;
+    if (++listeners_up_ == listening_) listeners_ready();
+  }
+
+  void listeners_ready() {
     if (main_) main_loop_->post([m = main_] { m->other_up(); });
     else if (o_.threads > 1 && !stopping_) start_others();
     else notify_->ready();
@@ -839,21 +900,15 @@ class logd {
 #if SLUICE_TOOL_TLS
   // Every --listen-tls address, one tls::server each, sharing the options
   // (the key and certificates are loaded by each). False: they cannot be
-  // loaded, said with OpenSSL's reason.
+  // loaded, said with OpenSSL's reason. With --threads the main loop
+  // accepts them all and hands them out (hand_out()): a connection's
+  // handshake is done on the loop that adopts it.
   bool listen_tls() {
-    sluice::net::server_options listener = o_.server;
-    listener.max_connections = o_.max_connections;
-    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, listener, o_.idle_timeout);
     for (const auto& [addr, fd] : sluice_tools::systemd::listeners(o_.tls.listen)) {
-      std::unique_ptr<sluice::tls::server> srv;
-      try {
-        srv = std::make_unique<sluice::tls::server>(to);
-      } catch (const sluice::stream_error& e) {
-        std::fprintf(stderr, "sluice-logd: --tls-cert %s, --tls-key %s: %s\n", o_.tls.cert.c_str(),
-                     o_.tls.key.c_str(), e.what());
-        return false;
-      }
-      sluice::tls::server* s = srv.get();
+      std::optional<std::size_t> handed;
+      if (o_.threads > 1) handed = handed_.size();
+      sluice::tls::server* s = make_tls_server(handed);
+      if (!s) return false;
       auto up = std::make_shared<bool>(false);
       s->on(sluice::event::listening, [this, s, addr, up] {
         *up = true;
@@ -861,34 +916,66 @@ class logd {
         listener_up();
       });
       on_server_error(*s, addr, up);
-      // A connection in its handshake is not one of conns_ yet: kept here
-      // so that a stop does not wait for its handshake timeout.
-      s->tcp().on_connection([this](sluice::net::socket& tcp) {
-        if (stopping_) return void(tcp.destroy());
-        handshaking_.insert(&tcp);
-        tcp.on(sluice::event::close, [this, t = &tcp] { handshaking_.erase(t); });
-      });
-      s->on(sluice::event::tls_client_error, [this](const sluice::event_arg& a) {
-        if (stopping_) return;  // cut off by the stop (close_servers()), not refused
-        ++n_.tls_refused;
-        auto* ts = static_cast<sluice::tls::socket*>(a.source);
-        std::string more;
-        if (tls_note_.due(more))
-          std::fprintf(stderr, "sluice-logd: %s: TLS handshake failed: %s; connection closed, nothing written%s\n",
-                       peer_of(ts->tcp()).c_str(), a.error.message().c_str(), more.c_str());
-      });
-      s->on_secure_connection([this](sluice::tls::socket& ts) {
-        handshaking_.erase(&ts.tcp());
-        accept(ts, ts.tcp(), false);
-      });
       if (fd >= 0) {
         s->listen(sluice::net::handle{fd});
       } else {
         const auto [host, port] = host_port(addr, "--listen-tls");
         s->listen(port, host);
       }
-      tls_servers_.push_back(std::move(srv));
+      ++listening_;
     }
+    return true;
+  }
+
+  // A tls::server with --listen-tls' options, and what its connections
+  // do. `handed`: --threads, its index among the listeners whose
+  // connections the main loop hands out; on the main loop its acceptor
+  // hands them out, on another it only adopts. Null: the key or
+  // certificates cannot be loaded (said).
+  sluice::tls::server* make_tls_server(std::optional<std::size_t> handed) {
+    sluice::net::server_options listener = o_.server;
+    listener.max_connections = o_.max_connections;
+    if (handed && !main_) listener.hand_off = [this, index = *handed](int c) { hand_out(index, c); };
+    const sluice::tls::server_options to = sluice_tools::make_tls_server_options(o_.tls, listener, o_.idle_timeout);
+    std::unique_ptr<sluice::tls::server> srv;
+    try {
+      srv = std::make_unique<sluice::tls::server>(to);
+    } catch (const sluice::stream_error& e) {
+      std::fprintf(stderr, "sluice-logd: --tls-cert %s, --tls-key %s: %s\n", o_.tls.cert.c_str(),
+                   o_.tls.key.c_str(), e.what());
+      return nullptr;
+    }
+    sluice::tls::server* s = srv.get();
+    // A connection in its handshake is not one of conns_ yet: kept here
+    // so that a stop does not wait for its handshake timeout.
+    s->tcp().on_connection([this](sluice::net::socket& tcp) {
+      if (stopping_) return void(tcp.destroy());
+      handshaking_.insert(&tcp);
+      tcp.on(sluice::event::close, [this, t = &tcp] { handshaking_.erase(t); });
+    });
+    s->on(sluice::event::tls_client_error, [this](const sluice::event_arg& a) {
+      if (stopping_) return;  // cut off by the stop (close_servers()), not refused
+      ++n_.tls_refused;
+      auto* ts = static_cast<sluice::tls::socket*>(a.source);
+      std::string more;
+      if (tls_note_.due(more))
+        std::fprintf(stderr, "sluice-logd: %s: TLS handshake failed: %s; connection closed, nothing written%s\n",
+                     peer_of(ts->tcp()).c_str(), a.error.message().c_str(), more.c_str());
+    });
+    s->on_secure_connection([this](sluice::tls::socket& ts) {
+      handshaking_.erase(&ts.tcp());
+      accept(ts, ts.tcp(), false);
+    });
+    if (handed) handed_.push_back({&s->tcp(), false, true});
+    tls_servers_.push_back(std::move(srv));
+    return s;
+  }
+
+  // --threads, on another loop: a --listen-tls listener that only adopts.
+  bool adopt_only_tls() {
+    sluice::tls::server* s = make_tls_server(handed_.size());
+    if (!s) return false;
+    on_server_error(*s, "", std::make_shared<bool>(true));
     return true;
   }
 #endif
@@ -902,6 +989,11 @@ class logd {
     std::vector<sluice::net::socket*> hs(handshaking_.begin(), handshaking_.end());
     for (auto* t : hs) t->destroy();
 #endif
+    // Another loop waited for the acceptor's connections: none will come.
+    if (held_) {
+      held_ = false;
+      sluice::loop::current().release();
+    }
   }
 
   void accept_failed(const std::string& addr, std::error_code e) {
@@ -1381,6 +1473,19 @@ class logd {
   std::vector<std::thread> threads_;
   options others_options_;
   std::vector<bool> server_relp_;  // servers_[i] is a --listen-relp one
+  std::vector<bool> server_handed_;  // servers_[i]'s connections are the main loop's acceptor's
+  // --threads: the listeners whose connections the main loop accepts and
+  // hands out (unix:, fd:NAME, --listen-tls), in the same order on every
+  // loop; on the main loop each accepts, on another each only adopts.
+  struct handed_listener {
+    sluice::net::server* tcp;
+    bool relp;
+    bool tls;
+  };
+  std::vector<handed_listener> handed_;
+  std::size_t next_loop_ = 0;  // hand_out()'s turn
+  std::size_t listening_ = 0;  // the listeners that listen here (listener_up() counts them up)
+  bool held_ = false;          // another loop's hold while it adopts (see close_servers())
   std::size_t others_up_ = 0;
   int status_ = 0;
   bool paused_ = false;
