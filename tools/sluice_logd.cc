@@ -187,8 +187,11 @@ Options:
                     done on the loop that gets it). Printed as
                     'sluice-logd: N threads listening' once all listen.
                     Counts (--stats, --metrics) are the loops' sums;
-                    --max-connections holds for each loop. With
-                    --forward it is bad usage (a relay runs one loop)
+                    --max-connections holds for each loop. A relay
+                    (--forward relp://) runs a RELP session to the next
+                    hop from each loop, and a sender is answered by the
+                    loop that read it; with --forward kafka:// or --spool
+                    it is bad usage
   --socket-mode MODE
                     the permissions of each unix: socket, in octal (0 to
                     777, e.g. 660), set before it accepts; by default the
@@ -371,12 +374,16 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& addr, const c
   return hp;
 }
 
-// --threads above 1: FILE's worker is what the loops share, and a relay
-// has none; each loop would need a next hop of its own (its own RELP
-// session and window), which is not built.
+// --threads above 1 on a relay: each loop has its own RELP session to the
+// next hop. A spool is one directory, which one loop owns; a Kafka hop
+// per loop (a producer each, its delivery reports answered on their own
+// loop) is not built.
 void check_threads(const options& o) {
-  if (o.threads == 1) return;
-  if (o.relay.enabled()) this_tool.usage_error("--threads goes with FILE, not with --forward (a relay runs one loop)");
+  if (o.threads == 1 || !o.relay.enabled()) return;
+  if (o.relay.kafka())
+    this_tool.usage_error("--threads above 1 goes with --forward relp:// only, not kafka:// (a relay to Kafka runs one loop)");
+  if (!o.relay.spool.dir.empty())
+    this_tool.usage_error("--threads above 1 does not go with --spool (one spool directory, one loop)");
 }
 
 options parse_args(int argc, char** argv) {
@@ -659,7 +666,16 @@ class logd {
     auto& loop = sluice::loop::current();
     main_loop_ = &main_loop;
     if (!slot.begin(loop, [this] { stop(); }, [this](std::size_t index, int fd) { adopt(index, fd); })) return 0;
-    open_writable();
+    if (!o_.relay.enabled()) {
+      open_writable();
+    } else if (!open_relay()) {
+      // Said; the main loop stops every loop.
+      stop_all();
+      slot.end();
+      return 1;
+    } else {
+      publish_relay_stats(slot);
+    }
     out_->on(sluice::event::error, [this](std::error_code e) { output_failed(e); });
     out_->on(sluice::event::drain, [this] {
       n_.waiting = out_->writable_length();
@@ -689,9 +705,28 @@ class logd {
     if (listening_ == 0 && !stopping_) listeners_ready();
     loop.run();
     slot.end();
+    if (relay_) {
+      // Every answer of the next hop has come: the last snapshot is whole.
+      sluice_tools::stat_table t;
+      relay_->add_stats(t);
+      slot.publish_relay_stats(std::move(t));
+    }
     n_.refused = refused_here();
     n_.waiting = 0;
     return status_;
+  }
+
+  // --threads on a relay, on another loop: its next hop's counts, a
+  // snapshot each second for the main loop's --metrics (they live in the
+  // RELP writable, which only this thread may read). The timer does not
+  // keep the loop running.
+  void publish_relay_stats(sluice_tools::other_loop& slot) {
+    auto& loop = sluice::loop::current();
+    sluice_tools::stat_table t;
+    relay_->add_stats(t);
+    slot.publish_relay_stats(std::move(t));
+    loop.set_timeout(std::chrono::seconds(1), [this, &slot] { publish_relay_stats(slot); }, &relay_stats_tag_);
+    loop.unref(&relay_stats_tag_);
   }
 
   // --threads N, once the main loop listens: the N-1 others, on the ports
@@ -1434,7 +1469,16 @@ class logd {
          total(&c::tls_refused), packed, packed ? worker_->compressed() : 0,
          packed ? worker_->compress_failures() : 0, conns_.size() + total(&c::open),
          (out_ ? out_->writable_length() : 0) + total(&c::waiting)});
-    if (relay_) relay_->add_stats(t);
+    if (relay_) {
+      // Each loop's next hop: the rows are the same on every loop (the
+      // same --forward), summed.
+      const std::size_t first = t.size();
+      relay_->add_stats(t);
+      for (const auto& other : others_) {
+        const sluice_tools::stat_table theirs = other->relay_stats();
+        for (std::size_t i = 0; i < theirs.size() && first + i < t.size(); ++i) t[first + i].value += theirs[i].value;
+      }
+    }
     return t;
   }
 
@@ -1486,6 +1530,7 @@ class logd {
   std::size_t next_loop_ = 0;  // hand_out()'s turn
   std::size_t listening_ = 0;  // the listeners that listen here (listener_up() counts them up)
   bool held_ = false;          // another loop's hold while it adopts (see close_servers())
+  char relay_stats_tag_ = 0;   // the owner of publish_relay_stats()'s timer
   std::size_t others_up_ = 0;
   int status_ = 0;
   bool paused_ = false;

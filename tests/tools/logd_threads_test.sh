@@ -11,7 +11,8 @@
 # accepts on and hands out (a unix: socket, --listen-tls with MAKE_CA_SH):
 # eight senders over 24 connections, every message once and whole, the
 # counts exact, the second loop read (its share of the connections, TLS
-# handshakes included). And the usage --threads refuses. Loopback only;
+# handshakes included). A relay with --threads 2, each loop with its own
+# session to the next hop. And the usage --threads refuses. Loopback only;
 # every wait is bounded.
 #
 #   tests/tools/logd_threads_test.sh SLUICE_LOGD [MAKE_CA_SH]
@@ -301,7 +302,67 @@ done
   fail "the second loop (sluice-loop1) did not read: $(((busy_ns - idle_ns) / 1000)) us on a CPU"
 ok "unix:${tls_args:+ and --listen-tls} handed out by one acceptor: $want messages over $want_conns connections once and whole, counts exact, sluice-loop1 read ($(((busy_ns - idle_ns) / 1000000)) ms on a CPU)"
 
-# 4. What --threads does not take: bad usage, exit 2, one line.
+# 4. A relay with --threads 2: each loop its own RELP session to the next
+# hop (a sluice-logd with one loop). Four senders over a unix: socket
+# (handed out: both loops get some) and four RELP ones: every message once
+# and whole in the last FILE, every RELP message answered (by the loop that
+# read it, once the next hop answered), the relay's forwarded count the sum
+# of both loops' sessions.
+final=$dir/final.log
+"$logd" --listen-relp 127.0.0.1:0 "$final" 2> "$dir/final.err" &
+final_pid=$!
+pids+=("$final_pid")
+for _ in $(seq $((100 * scale))); do
+  grep -q 'listening on' "$dir/final.err" && break
+  sleep 0.1
+done
+final_port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$dir/final.err")
+[ -n "$final_port" ] || fail "the last hop did not listen: $(cat "$dir/final.err")"
+"$logd" --threads 2 --listen "unix:$dir/relay.sock" --listen-relp 127.0.0.1:0 \
+  --forward "relp://127.0.0.1:$final_port" --stats --json 2> "$dir/err" &
+pid=$!
+pids+=("$pid")
+for _ in $(seq $((100 * scale))); do
+  grep -q '2 threads listening' "$dir/err" && break
+  sleep 0.1
+done
+grep -q '2 threads listening' "$dir/err" || fail "no '2 threads listening' (relay): $(cat "$dir/err")"
+relp_port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$dir/err")
+idle_ns=$(loop1_ns)
+senders=()
+for i in 1 2 3 4; do
+  python3 "$dir/send.py" unix "$dir/relay.sock" "u$i" 8000 4 &
+  senders+=($!)
+  python3 "$dir/send.py" relp "$relp_port" "r$i" 3000 > "$dir/answered.$i" &
+  senders+=($!)
+done
+pids+=("${senders[@]}")
+for s in "${senders[@]}"; do wait "$s" || fail "a sender failed (relay): $(tail -3 "$dir/err")"; done
+for _ in $(seq $((100 * scale))); do
+  [ "$(wc -l < "$final")" = 44000 ] && break
+  sleep 0.1
+done
+busy_ns=$(loop1_ns)
+term
+[ "$rc" = 0 ] || fail "the relay exited $rc after SIGTERM: $(tail -3 "$dir/err")"
+lines=$(wc -l < "$final")
+[ "$lines" = 44000 ] || fail "$lines lines in the last hop's FILE, not 44000: $(tail -3 "$dir/err")"
+check_whole "$final"
+for i in 1 2 3 4; do
+  [ "$(grep -c " u$i " "$final")" = 8000 ] || fail "sender u$i: $(grep -c " u$i " "$final") of 8000 in FILE"
+  [ "$(grep -c " r$i " "$final")" = 3000 ] || fail "sender r$i: $(grep -c " r$i " "$final") of 3000 in FILE"
+  [ "$(cat "$dir/answered.$i")" = 3000 ] || fail "sender r$i: $(cat "$dir/answered.$i") of 3000 answered"
+done
+[ "$(count messages)" = 44000 ] || fail "relay --stats messages $(count messages), not 44000: $(totals)"
+[ "$(count forwarded)" = 44000 ] || fail "relay --stats forwarded $(count forwarded), not 44000: $(totals)"
+[ "$(count relp_answered)" = 12000 ] || fail "relay --stats relp_answered $(count relp_answered), not 12000"
+[ $((busy_ns - idle_ns)) -gt 2000000 ] ||
+  fail "the relay's second loop (sluice-loop1) did not read: $(((busy_ns - idle_ns) / 1000)) us on a CPU"
+ok "a relay with --threads 2: 44,000 messages once and whole in the last FILE, 12,000 RELP answers, forwarded = the loops' sum, sluice-loop1 read ($(((busy_ns - idle_ns) / 1000000)) ms on a CPU)"
+kill -TERM "$final_pid"
+wait "$final_pid" || fail "the last hop exited $?"
+
+# 5. What --threads does not take: bad usage, exit 2, one line.
 usage() {
   local want=$1
   shift
@@ -314,6 +375,7 @@ usage() {
 }
 usage "from 1 to 256" --threads 0 --listen 127.0.0.1:0 "$dir/u.log"
 usage "from 1 to 256" --threads x --listen 127.0.0.1:0 "$dir/u.log"
-usage "not with --forward" --threads 2 --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:9
-ok "--threads 0, x, and with --forward are bad usage (exit 2, one message)"
+usage "relp:// only, not kafka://" --threads 2 --listen-relp 127.0.0.1:0 --forward kafka://127.0.0.1:9/logs
+usage "not go with --spool" --threads 2 --listen-relp 127.0.0.1:0 --forward relp://127.0.0.1:9 --spool "$dir/spool"
+ok "--threads 0, x, and with --forward kafka:// or --spool are bad usage (exit 2, one message)"
 echo "$pass passed"

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "logd/loop_counts.h"
+#include "stat_table.h"
 #include "sluice/loop/loop.h"
 
 namespace sluice_tools {
@@ -68,6 +69,17 @@ class other_loop {
     return true;
   }
 
+  // A relay's next-hop counts on this loop (forwarded, resent, ...): the
+  // snapshot its thread last published, which --stats and --metrics add.
+  void publish_relay_stats(stat_table t) {
+    std::lock_guard lock(m_);
+    relay_stats_ = std::move(t);
+  }
+  stat_table relay_stats() const {
+    std::lock_guard lock(m_);
+    return relay_stats_;
+  }
+
   // On its thread, once its loop has returned: no more posts to it.
   void end() {
     std::lock_guard lock(m_);
@@ -75,11 +87,12 @@ class other_loop {
   }
 
  private:
-  std::mutex m_;
+  mutable std::mutex m_;
   sluice::loop* loop_ = nullptr;
   std::function<void()> stop_;
   std::function<void(std::size_t, int)> adopt_;
   bool stop_asked_ = false;
+  stat_table relay_stats_;
 };
 
 }  // namespace sluice_tools
