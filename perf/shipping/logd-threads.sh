@@ -8,10 +8,12 @@
 # the receiver's CPU time a message (all its threads: the loops and the
 # worker), and the messages lost (must be 0). The senders run on the same
 # cores as the receiver: on a 2-core machine they take a large share.
+# LISTEN=unix: over a Unix socket instead, whose connections sluice-logd's
+# main loop accepts and hands to the loops in turn.
 #
 #   perf/shipping/logd-threads.sh [BUILDDIR]        (default: build)
 #
-# Environment: SENDERS (default 8), MESSAGES (per sender, default 125000),
+# Environment: LISTEN (tcp, the default, or unix), SENDERS (default 8), MESSAGES (per sender, default 125000),
 # SIZE (default 120), RUNS (default 3), THREADS (default "1 2"), TMPDIR
 # (FILE's folder: /dev/shm takes the disk out).
 . "$(dirname "${BASH_SOURCE[0]}")/../prologue.sh"
@@ -37,11 +39,14 @@ run() {
   local n=$1 r=$2
   local dir=$tmp/$n.$r
   mkdir -p "$dir"
-  "$logd" --threads "$n" --listen 127.0.0.1:0 "$dir/out.log" 2> "$dir/err" &
+  local addr=127.0.0.1:0
+  [ "${LISTEN:-tcp}" = unix ] && addr=unix:$dir/logd.sock
+  "$logd" --threads "$n" --listen "$addr" "$dir/out.log" 2> "$dir/err" &
   local pid=$! port=""
   for ((i = 0; i < 200; i++)); do
     if grep -q -e "threads listening" -e "listening on" "$dir/err" 2> /dev/null && { [ "$n" = 1 ] || grep -q "threads listening" "$dir/err"; }; then
       port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9][0-9]*\)$/\1/p' "$dir/err" | head -1)
+      [ "${LISTEN:-tcp}" = unix ] && port=$addr
       break
     fi
     sleep 0.05
@@ -73,7 +78,7 @@ for ((r = 1; r <= runs; r++)); do
 done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-echo "sluice-logd --threads: $senders senders x $messages messages x $size B, octet-counted, loopback; median of $runs"
+echo "sluice-logd --threads: $senders senders x $messages messages x $size B, octet-counted, ${LISTEN:-tcp} loopback; median of $runs"
 printf '%-12s %12s %14s %8s %10s\n' threads "msgs/s" "CPU us / msg" lost "rate vs 1"
 base=$(echo "${rates[${counts[0]}]}" | median)
 for n in "${counts[@]}"; do

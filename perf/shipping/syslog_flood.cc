@@ -1,5 +1,5 @@
 // The load for perf/shipping/receive-compare.sh: SENDERS connections over
-// loopback TCP, each sending MESSAGES RFC 5424 messages of SIZE bytes,
+// loopback TCP (or a Unix socket: PORT is unix:PATH), each sending MESSAGES RFC 5424 messages of SIZE bytes,
 // octet-counted ("LEN SP MSG"), as fast as the receiver takes them (blocking
 // write()s of 64 KiB). Each message carries its sender and sequence number,
 // so a lost or repeated one shows in the receiver's file.
@@ -10,7 +10,7 @@
 // peak RSS (VmHWM) then. A file that stops growing short of BYTES for
 // --settle seconds ends the run as it is (the script counts what is lost).
 //
-//   syslog_flood PORT [--senders N] [--messages M] [--size B]
+//   syslog_flood PORT|unix:PATH [--senders N] [--messages M] [--size B]
 //                [--pid PID --file FILE --bytes BYTES] [--settle S]
 //
 // Prints one JSON line: {"messages":N*M,"seconds":S,"send_seconds":S,
@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -66,14 +67,22 @@ std::string message(int sender, std::size_t size, std::size_t& seq_at) {
 
 // Writes `count` frames: a buffer of frames whose sequence numbers are
 // rewritten in place before each write.
-void send_all(int port, int sender, long count, std::size_t size) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+void send_all(int port, const std::string& path, int sender, long count, std::size_t size) {
+  const int fd = ::socket(path.empty() ? AF_INET : AF_UNIX, SOCK_STREAM, 0);
   if (fd < 0) die("socket");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
+  if (path.empty()) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
+  } else {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    if (path.size() >= sizeof a.sun_path) die("unix: path too long");
+    std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
+  }
 
   std::size_t seq_at = 0;
   const std::string msg = message(sender, size, seq_at);
@@ -141,11 +150,13 @@ long long file_size(const std::string& path) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: syslog_flood PORT [--senders N] [--messages M] [--size B] [--pid PID --file FILE --bytes "
+                 "usage: syslog_flood PORT|unix:PATH [--senders N] [--messages M] [--size B] [--pid PID --file FILE --bytes "
                  "BYTES] [--settle S]\n");
     return 2;
   }
-  const long port = number(argv[1], "PORT");
+  const std::string where = argv[1];
+  const std::string path = where.rfind("unix:", 0) == 0 ? where.substr(5) : "";
+  const long port = path.empty() ? number(argv[1], "PORT") : 0;
   long senders = 8, messages = 125000, size = 120, pid = 0, settle = 5;
   long long bytes = 0;
   std::string file;
@@ -168,7 +179,8 @@ int main(int argc, char** argv) {
   const auto t0 = clock_type::now();
   std::vector<std::thread> threads;
   for (long s = 0; s < senders; ++s)
-    threads.emplace_back(send_all, static_cast<int>(port), static_cast<int>(s), messages, static_cast<std::size_t>(size));
+    threads.emplace_back(send_all, static_cast<int>(port), path, static_cast<int>(s), messages,
+                         static_cast<std::size_t>(size));
   for (auto& t : threads) t.join();
   const auto sent = clock_type::now();
 

@@ -32,6 +32,7 @@ for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
   [[ -n ${!v:-} ]] && pass_env+=(-E "$v=${!v}")
 done
 
+logd_extra=()
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -89,6 +90,7 @@ stop_it() {
 
 # --- a TCP socket passed as fd:syslog: what is sent to it lands in FILE
 # activate LOG SOCKET-ACTIVATE-OPTION...: sluice-logd --listen fd:syslog LOG
+# (and the options in logd_extra)
 # under systemd-socket-activate, which binds $port ($sa: its pid, sluice-logd's
 # once it execs). It starts sluice-logd at the first connection, which waits
 # in the backlog meanwhile, as under a socket unit.
@@ -96,7 +98,7 @@ activate() {
   local log=$1
   shift
   : >"$dir/err"  # no line of the last run is read as this one's
-  systemd-socket-activate "${pass_env[@]}" "$@" "$logd" --listen fd:syslog "$log" 2>"$dir/err" &
+  systemd-socket-activate "${pass_env[@]}" "$@" "$logd" "${logd_extra[@]}" --listen fd:syslog "$log" 2>"$dir/err" &
   sa=$!
   pids+=("$sa")
   wait_for "socket-activate" "$dir/err" "Listening on 127.0.0.1:$port"
@@ -131,6 +133,42 @@ send_tcp "$port" "<13>over TCP"
 logged "sluice-logd on two fd:syslog" "$dir/unix.log" "<13>over the Unix socket" "<13>over TCP"
 [[ -S $dir/logd.sock ]] || fail "sluice-logd removed the Unix socket systemd made"
 ok "a Unix socket and a TCP socket under one name: both served; the socket file left to its owner"
+
+# --- --threads 2 on a passed Unix socket (and a TCP one): the main loop
+# accepts and hands the connections to both loops in turn; 8 connections
+# of 8,000 lines over the Unix one,
+# every line once, and the second loop (sluice-loop1) read its share.
+logd_extra=(--threads 2)
+port=$(free_port)
+activate "$dir/threads.log" -l "$dir/threads.sock" -l "127.0.0.1:$port" --fdname=syslog:syslog
+send_unix "$dir/threads.sock" "<13>first"
+wait_for "sluice-logd --threads 2 on fd:syslog" "$dir/err" "2 threads listening"
+loop1_ns() {
+  local t
+  for t in /proc/"$sa"/task/*; do
+    [[ $(cat "$t/comm") == sluice-loop1 ]] && { cut -d' ' -f1 "$t/schedstat"; return; }
+  done
+  fail "no thread sluice-loop1 in $sa"
+}
+idle_ns=$(loop1_ns)
+python3 - "$dir/threads.sock" <<'PY'
+import socket, sys
+for c in range(8):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(sys.argv[1])
+    s.sendall(b"".join(b"<13>c%d %05d %s\n" % (c, i, b"x" * 100) for i in range(8000)))
+    s.close()
+PY
+wait_lines "$dir/threads.log" 64001
+busy_ns=$(loop1_ns)
+stop_it "$sa"
+[[ $st -eq 0 ]] || fail "--threads 2 on fd:syslog: exit $st: $(cat "$dir/err")"
+[[ $(wc -l <"$dir/threads.log") -eq 64001 && $(sort -u "$dir/threads.log" | wc -l) -eq 64001 ]] ||
+  fail "--threads 2 on fd:syslog: $(wc -l <"$dir/threads.log") lines, $(sort -u "$dir/threads.log" | wc -l) different, not 64001"
+((busy_ns - idle_ns > 1000000)) || fail "--threads 2 on fd:syslog: sluice-loop1 did not read ($(((busy_ns - idle_ns) / 1000)) us on a CPU)"
+ok "--threads 2 on a passed Unix socket: 64,001 lines once each, sluice-loop1 read ($(((busy_ns - idle_ns) / 1000000)) ms on a CPU)"
+logd_extra=()
 
 # --- bad usage: a name not passed; a socket that does not listen (Accept=yes);
 # a datagram socket. Each exits 2 with one message and the pointer to --help.

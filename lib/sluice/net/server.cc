@@ -193,22 +193,34 @@ void server::on_connection_ready() noexcept {
       if (exhausted) return;
       continue;
     }
-    if (options_.max_connections && connections_ >= *options_.max_connections) {
-      ++dropped_;
-      ::close(fd);
-      continue;
-    }
-    auto owned = std::make_unique<socket>(fd, options_.connection);
-    socket* s = owned.get();
-    s->server_ = this;
-    sockets_.emplace(s, std::move(owned));
-    ++connections_;
-    ++accepted_;
-    event_arg arg;
-    arg.source = s;
-    emit(event::connection, arg);
+    if (options_.hand_off) options_.hand_off(fd);
+    else serve(fd);
   }
   if (fd_ >= 0) wait_for_connection();
+}
+
+server& server::adopt(int fd) {
+  serve(fd);
+  return *this;
+}
+
+// One connection, accepted here or handed over: its socket, then
+// 'connection'.
+void server::serve(int fd) {
+  if (options_.max_connections && connections_ >= *options_.max_connections) {
+    ++dropped_;
+    ::close(fd);
+    return;
+  }
+  auto owned = std::make_unique<socket>(fd, options_.connection);
+  socket* s = owned.get();
+  s->server_ = this;
+  sockets_.emplace(s, std::move(owned));
+  ++connections_;
+  ++accepted_;
+  event_arg arg;
+  arg.source = s;
+  emit(event::connection, arg);
 }
 
 // Node: server.close(): the handle closes now; 'close' once drained.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,14 @@ struct server_options {
   /// (EPERM for a group the process may not give) is 'error' from listen().
   std::optional<mode_t> unix_mode{};
   std::optional<gid_t> unix_group{};
+  /// sluice's own, after the round-robin primary of Node's cluster module
+  /// (it accepts, and a worker's server serves each connection it is
+  /// handed): when set, each connection accepted is given to it as its fd
+  /// (non-blocking, close-on-exec) instead of being served here. It owns the
+  /// fd: it hands it to adopt() of a server on another loop (through that
+  /// loop's post()), or closes it. max_connections is left to the server
+  /// that adopts it. Called on this server's loop.
+  std::function<void(int fd)> hand_off{};
   /// The loop; null means loop::current().
   loop* event_loop = nullptr;
 };
@@ -106,6 +115,13 @@ class server : public emitter {
   /// `h.fd` is no open fd, ENOTSOCK when it is not a socket, EPROTOTYPE when
   /// it is not a stream socket (the fd is closed then too).
   server& listen(handle h);
+  /// Serves `fd`, a connected stream socket accepted elsewhere (by another
+  /// loop's server, see server_options::hand_off), as if this server had
+  /// accepted it: past max_connections it is closed and counted in
+  /// dropped(); else it is made a socket on this server's loop, and
+  /// 'connection' is emitted before this returns. The server need not
+  /// listen. Call on this server's loop; the server owns `fd` from here.
+  server& adopt(int fd);
   /// Node: server.close(): stops accepting now; 'close' follows once every
   /// connection has closed. Open connections are not touched. As in Node,
   /// every call made once the server is drained emits 'close' again.
@@ -146,8 +162,9 @@ class server : public emitter {
   /// Node: server.maxConnections, settable at any time.
   void set_max_connections(std::optional<std::size_t> max) noexcept { options_.max_connections = max; }
 
-  /// sluice's own counters: connections accepted and handed over; closed at
-  /// once because of max_connections; accept errors met.
+  /// sluice's own counters: connections served ('connection' emitted),
+  /// accepted here or adopted (none given to hand_off); closed at once
+  /// because of max_connections; accept errors met.
   std::size_t accepted() const noexcept { return accepted_; }
   std::size_t dropped() const noexcept { return dropped_; }
   std::size_t accept_errors() const noexcept { return accept_errors_; }
@@ -164,6 +181,7 @@ class server : public emitter {
   void emit_error(std::error_code ec) noexcept;
   void wait_for_connection();
   void on_connection_ready() noexcept;
+  void serve(int fd);
   // A socket's fd has closed (its _destroy): Node's _connections-- and
   // _emitCloseIfDrained().
   void connection_gone() noexcept;
