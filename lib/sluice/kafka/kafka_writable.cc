@@ -23,7 +23,14 @@ kafka_writable::kafka_writable(std::unique_ptr<kafka_sink> sink, const writable_
       direct_(!options.object_mode && !options.max_buffered) {}
 
 bool kafka_writable::write(std::string_view chunk, write_cb cb) {
-  if (write_direct(chunk, cb)) return true;
+  if (write_direct(chunk, cb)) [[likely]]
+    return true;
+  return write_through(chunk, cb);
+}
+
+// Out of line: writable::write() inlines its own fast path, whose registers
+// would otherwise be saved on every call of write() above.
+[[gnu::noinline]] bool kafka_writable::write_through(std::string_view chunk, write_cb& cb) {
   return writable::write(chunk, std::move(cb));
 }
 

@@ -60,6 +60,7 @@ class kafka_writable : public typed_writable<kafka_sink> {
 
  private:
   bool write_direct(std::string_view chunk, write_cb& cb);
+  bool write_through(std::string_view chunk, write_cb& cb);
 
   bool direct_ = false;  // neither object mode nor max_buffered: see write_direct()
 };
