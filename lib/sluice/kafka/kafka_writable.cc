@@ -37,9 +37,10 @@ bool kafka_writable::write(std::string_view chunk, write_cb cb) {
 // A write to an idle stream: writable::write() would copy the chunk into a
 // request, hand it to the sink at once (write_now()), hear it completed
 // inside that call with its callback taken (kafka_sink::produce()), and
-// release the request: ~460 instructions a message, half of them the
-// stream's arena block and request slab going back to their pools and
-// coming out again, since each write leaves the stream empty. The stream's
+// release the request: ~600 instructions a message (perf/kafka_bench under
+// callgrind), many of them the stream's arena block and request slab going
+// back to their pools and coming out again, since each write leaves the
+// stream empty. The stream's
 // state is the same before and after, so the message goes to the sink
 // directly instead. The test is the stream's own (write_or_buffer()'s and
 // write_slow()'s): nothing in flight or buffered, not corked, ended,
