@@ -8,6 +8,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -156,6 +157,126 @@ TEST_CASE("messages written past the full queue wait in the stream, in order, an
   }
   CHECK(r.each_once());
   CHECK(r.count({}) == n);
+}
+
+// kafka_writable::write() hands a message to librdkafka itself when the
+// stream is idle (kafka_writable.cc, write_direct()); these tests hold it to
+// the stream's rules: it never passes a message that waits in the stream,
+// nor one the stream would refuse.
+
+TEST_CASE("writes made from delivery callbacks, past a full queue, keep their order on one partition") {
+  constexpr std::size_t n = 2000;
+  constexpr std::size_t first = 100;
+  reports r(n);
+  std::vector<std::size_t> order;
+  {
+    // Small batches, several in flight: a turn of the loop reads several
+    // reports' events, and the first one read makes room in librdkafka's
+    // queue while the callbacks of the next still run, before the stream
+    // hands librdkafka what waits in it.
+    kafka_options o = mock_options(
+        {{"queue.buffering.max.messages", "50"}, {"batch.num.messages", "5"}, {"enable.idempotence", "true"}});
+    o.partition = 0;  // one partition, idempotent: librdkafka reports in the order produced
+    writable_options stream_options;
+    // The default mark (one byte) makes write() return false, and the
+    // stream owe a 'drain', whenever a message waits; a high one leaves
+    // only the messages themselves to say that the stream is not idle.
+    SUBCASE("the default high-water mark") {}
+    SUBCASE("a high-water mark above what waits") { stream_options.high_water_mark = 1 << 20; }
+    auto out = make_kafka_writable(o, stream_options);
+    out->on(event::error, [](std::error_code ec) { FAIL("unexpected error: " << ec.message()); });
+    writable& plain = *out;  // the stream's own write(), with no direct path
+    std::size_t next = 0;
+    bool refused = false;
+    std::function<void()> write_next = [&] {
+      const std::size_t i = next++;
+      write_cb cb = [&, i](std::error_code ec) {
+        r.cb(i)(ec);
+        order.push_back(i);
+        // A report makes room: a write from here finds librdkafka's queue
+        // open while older messages may still wait in the stream.
+        if (next < n) write_next();
+        else if (next == n && !out->writable_ended()) out->end();
+      };
+      const bool room = i % 2 ? out->write(message(i), std::move(cb)) : plain.write(message(i), std::move(cb));
+      refused = refused || !room;
+    };
+    for (std::size_t i = 0; i < first; ++i) write_next();
+    CHECK(refused == !stream_options.high_water_mark);
+    CHECK(sink_of(*out).waiting_for_room());
+    loop::current().run();
+    CHECK(out->writable_finished());
+  }
+  CHECK(r.each_once());
+  CHECK(r.count({}) == n);
+  REQUIRE(order.size() == n);
+  for (std::size_t i = 0; i < n; ++i) CHECK(order[i] == i);
+}
+
+TEST_CASE("a write while corked waits in the stream until uncork()") {
+  must_call delivered(3);
+  {
+    auto out = make_kafka_writable(mock_options());
+    out->cork();
+    out->write("one", delivered.cb());
+    out->write(std::string("two"), delivered.cb());
+    out->write(std::string_view("three"), delivered.cb());
+    CHECK(sink_of(*out).in_flight() == 0);
+    CHECK(out->writable_length() == 11);
+    out->uncork();
+    CHECK(sink_of(*out).in_flight() == 3);
+    CHECK(out->writable_length() == 0);
+    out->end();
+    loop::current().run();
+    CHECK(out->writable_finished());
+  }
+  for (int i = 0; i < delivered.calls(); ++i) CHECK(delivered.error(i) == std::error_code{});
+}
+
+TEST_CASE("a write after end() fails with ERR_STREAM_WRITE_AFTER_END; librdkafka never gets it") {
+  must_call first;
+  must_call late;
+  std::error_code stream_error;
+  {
+    auto out = make_kafka_writable(mock_options());
+    out->on(event::error, [&](std::error_code ec) { stream_error = ec; });
+    out->write(message(0), first.cb());
+    out->end();
+    CHECK(!out->write(message(1), late.cb()));
+    CHECK(sink_of(*out).in_flight() == 1);
+    loop::current().run();
+  }
+  CHECK(late.error() == make_error_code(errc::write_after_end));
+  CHECK(stream_error == make_error_code(errc::write_after_end));
+}
+
+TEST_CASE("after destroy(), a write fails with ERR_STREAM_DESTROYED; librdkafka never gets it") {
+  must_call late;
+  {
+    auto out = make_kafka_writable(mock_options());
+    out->destroy();
+    CHECK(!out->write(message(0), late.cb()));
+    CHECK(sink_of(*out).in_flight() == 0);
+    loop::current().run();
+  }
+  CHECK(late.error() == make_error_code(errc::destroyed));
+}
+
+TEST_CASE("with max_buffered, a message over the cap is refused on an idle stream, never produced") {
+  must_call over;
+  must_call fits;
+  {
+    auto out = make_kafka_writable(mock_options(), {.max_buffered = 10});
+    CHECK(!out->write(std::string(20, 'x'), over.cb()));
+    CHECK(sink_of(*out).in_flight() == 0);
+    CHECK(out->refused_writes() == 1);
+    CHECK(out->write("small", fits.cb()));
+    out->end();
+    loop::current().run();
+    CHECK(out->writable_finished());
+  }
+  CHECK(over.error() == make_error_code(errc::buffer_full));
+  CHECK(fits.error() == std::error_code{});
 }
 
 TEST_CASE("a broker's error injected by the mock reaches the callback and the stream's 'error'") {

@@ -125,6 +125,9 @@ class kafka_sink : public sink {
   rd_kafka_s* handle() const noexcept { return rk_; }
 
  private:
+  // kafka_writable's direct path (produce_direct()) skips the stream's
+  // request for a message that librdkafka takes at once.
+  friend class kafka_writable;
   struct slot;
   struct slot_pool;
   struct vu_buffer;
@@ -136,6 +139,8 @@ class kafka_sink : public sink {
   kafka_sink() noexcept;  // then init(): made by open() only
   bool init(const kafka_options& options, std::error_code& ec, std::string* why);
   bool produce(std::string_view chunk, write_done done);
+  bool produce_direct(std::string_view chunk, write_cb& cb);
+  int hand_over(std::string_view chunk, slot* s);
   bool not_produced(std::string_view chunk, write_done done, slot* s, int err);
   int produce_framed(std::string_view frame, slot* s);
   void wake() noexcept;

@@ -1,8 +1,10 @@
 #include "sluice/kafka/kafka_writable.h"
 
+#include <cstdint>
 #include <new>
 #include <utility>
 
+#include "sluice/base/assert.h"
 #include "sluice/base/errors.h"
 
 namespace sluice {
@@ -17,7 +19,44 @@ writable_options with_defaults(writable_options options) {
 }  // namespace
 
 kafka_writable::kafka_writable(std::unique_ptr<kafka_sink> sink, const writable_options& options)
-    : typed_writable(std::move(sink), with_defaults(options)) {}
+    : typed_writable(std::move(sink), with_defaults(options)),
+      direct_(!options.object_mode && !options.max_buffered) {}
+
+bool kafka_writable::write(std::string_view chunk, write_cb cb) {
+  if (write_direct(chunk, cb)) [[likely]]
+    return true;
+  return write_through(chunk, cb);
+}
+
+// Out of line: writable::write() inlines its own fast path, whose registers
+// would otherwise be saved on every call of write() above.
+[[gnu::noinline]] bool kafka_writable::write_through(std::string_view chunk, write_cb& cb) {
+  return writable::write(chunk, std::move(cb));
+}
+
+// A write to an idle stream: writable::write() would copy the chunk into a
+// request, hand it to the sink at once (write_now()), hear it completed
+// inside that call with its callback taken (kafka_sink::produce()), and
+// release the request: ~600 instructions a message (perf/kafka_bench under
+// callgrind), many of them the stream's arena block and request slab going
+// back to their pools and coming out again, since each write leaves the
+// stream empty. The stream's
+// state is the same before and after, so the message goes to the sink
+// directly instead. The test is the stream's own (write_or_buffer()'s and
+// write_slow()'s): nothing in flight or buffered, not corked, ended,
+// destroyed or errored; nor object mode (callbacks wait a tick), max_buffered
+// (every write is counted), or a 'drain' or after_write() still owed, where
+// the stream has a step to take. Any other case, and every outcome but
+// success, goes through the stream, as before.
+bool kafka_writable::write_direct(std::string_view chunk, write_cb& cb) {
+  namespace wf = detail::wflag;
+  SLUICE_ASSERT_THREAD(state_.owner_thread, "kafka_writable::write()");
+  constexpr std::uint32_t busy = wf::writing | wf::buffered | wf::buffer_processing | wf::corked | wf::coalescing |
+                                 wf::need_drain | wf::after_write_pending | wf::ending | wf::destroyed |
+                                 wf::errored | wf::constructed;
+  if ((state_.flags & busy) != wf::constructed || state_.length != 0 || !direct_) return false;
+  return get_sink().produce_direct(chunk, cb);
+}
 
 bool kafka_writable::produce(std::string_view key, std::string_view value, std::span<const kafka_header> headers,
                              write_cb cb) {

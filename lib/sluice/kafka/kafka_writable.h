@@ -27,6 +27,22 @@ class kafka_writable : public typed_writable<kafka_sink> {
   /// librdkafka's queue is full.
   explicit kafka_writable(std::unique_ptr<kafka_sink> sink, const writable_options& options = {});
 
+  /// As writable::write(): the message is the chunk, the callback its
+  /// delivery report. Through this type (not through a `writable&`), a
+  /// write that finds the stream idle goes to librdkafka without a request
+  /// of the stream's: the same outcome for fewer instructions, since
+  /// librdkafka copies the message and the callback waits for the delivery
+  /// report either way (docs/benchmarks.md, "Kafka, round 4").
+  bool write(std::string_view chunk, write_cb cb);
+  bool write(std::string_view chunk) { return write(chunk, write_cb{}); }
+  bool write(const char* chunk, write_cb cb = {}) { return write(std::string_view(chunk), std::move(cb)); }
+  /// The string is not kept: librdkafka copies it, or the stream takes it.
+  bool write(std::string&& chunk, write_cb cb = {}) {
+    if (write_direct(chunk, cb)) return true;
+    return writable::write(std::move(chunk), std::move(cb));
+  }
+  using writable::write;  // the other overloads, through the stream
+
   /// Writes one message with a key (empty: none) and headers; the stream
   /// must be made with kafka_options::framed (throws stream_error, EINVAL,
   /// otherwise). Otherwise as write(value, cb): the callback is the
@@ -41,6 +57,12 @@ class kafka_writable : public typed_writable<kafka_sink> {
                write_cb cb = {}) {
     return produce(key, value, std::span<const kafka_header>(headers.begin(), headers.size()), std::move(cb));
   }
+
+ private:
+  bool write_direct(std::string_view chunk, write_cb& cb);
+  bool write_through(std::string_view chunk, write_cb& cb);
+
+  bool direct_ = false;  // neither object mode nor max_buffered: see write_direct()
 };
 
 /// A kafka_writable over a new kafka_sink: each chunk is one message to
