@@ -102,6 +102,7 @@ int print_table(const std::vector<const variant*>& chosen, const std::vector<sta
   goal("sluice print vs fmt::output_file, speed", base, fmt_file, faster, true, 1.0);
   goal("worker producer vs spdlog async producer", worker, spd_async, faster_producer, true, 4.0);
   goal("sluice print / fmt::output_file, peak RSS", base, fmt_file, rss, false, 2.0);
+  goal("print vs fmt::output_file, speed (issue 39)", base, fmt_file, faster, true, 2.0);
   // The same goals with compiled formats on both sides where the peer takes
   // them (spdlog's loggers take runtime formats only).
   const stats* base_c = find("sluice-print-compiled");
@@ -113,6 +114,7 @@ int print_table(const std::vector<const variant*>& chosen, const std::vector<sta
   goal("print FMT_COMPILE vs output_file (runtime)", base_c, fmt_file, faster, true, 1.0);
   goal("worker FMT_COMPILE producer vs spdlog async", worker_c, spd_async, faster_producer, true, 4.0);
   goal("print FMT_COMPILE / output_file, peak RSS", base_c, fmt_file, rss, false, 2.0);
+  goal("print COMPILE vs spdlog rotating (issue 39)", base_c, find("spdlog-rotating"), faster, true, 2.5);
   if (worker && spd_async)
     std::printf("%-46s %6.2fx %7s   (for reference)\n", "worker until flush_sync vs spdlog async until shut",
                 spd_async->best_total / worker->best_total,

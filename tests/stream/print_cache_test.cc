@@ -154,6 +154,46 @@ TEST_CASE("print with a runtime format takes positional arguments, escaped brace
   CHECK(c.checked == 13);
 }
 
+// The cache writes integers with no specs, or with only a width and the
+// '0' flag ("{:02}", "{:6d}"), and strings with no specs, itself (not
+// through fmt): every digit count, both signs, the extremes, widths below,
+// at and above the digits, and lines that outgrow their room.
+TEST_CASE("print with a runtime format writes integers with a width and strings as fmt does") {
+  checker c;
+  const char* const f = "{}|{:1}|{:02}|{:06}|{:21}|{:022d}|{:d}|{}";
+  std::uint64_t p = 1;
+  for (int digits = 1; digits <= 20; ++digits) {
+    const std::uint64_t below = p - 1, at = p;
+    c.same(f, below, at, below, at, below, at, below, std::string_view("sv"));
+    if (at <= static_cast<std::uint64_t>(LLONG_MAX)) {
+      const auto s = static_cast<long long>(at);
+      c.same(f, -s, s, -s, s, -s, s, -s, "c string");
+    }
+    if (at <= UINT_MAX) {
+      const auto u = static_cast<unsigned>(at);
+      c.same(f, u, u - 1, u, u - 1, u, u - 1, u, std::string_view());
+      if (at <= static_cast<std::uint64_t>(INT_MAX)) {
+        const auto i = static_cast<int>(at);
+        c.same(f, -i, i - 1, -i, 1 - i, i, -i, i - 1, std::string_view("a longer string view, past sixteen bytes"));
+      }
+    }
+    if (digits < 20) p *= 10;
+  }
+  c.same(f, INT_MIN, INT_MAX, INT_MIN, INT_MAX, INT_MIN, INT_MAX, 0, "");
+  c.same(f, LLONG_MIN, LLONG_MAX, LLONG_MIN, LLONG_MAX, LLONG_MIN, LLONG_MAX, 0LL, "");
+  c.same(f, ULLONG_MAX, 0ull, ULLONG_MAX, 0ull, ULLONG_MAX, 0ull, ULLONG_MAX, "");
+  c.same(f, static_cast<short>(-7), 123456789012L, static_cast<unsigned char>(200), -1L, 5ul, static_cast<short>(-1),
+         -0, "");
+  c.same("{:03}|{:5}|{:05}|{:1}|{:01}", -5, -5, -5, -5, -5);
+  c.same("{:255}|{:0255}|{:0255d}", 1, -2, 3u);  // the widest width the cache writes
+  c.same("{:256}|{:0256}", 1, -2);               // wider: fmt's
+  c.same("{:0}|{:00}|{:0d}|{:d}", 1, 2, 3, 4);  // no width: fmt's
+  // Five fields of 255 and more: past the room left in a block (1 KiB at least).
+  const std::string wide(300, 'x');
+  c.same("{:0255}{:0255}{:0255}{:0255}{:0255}{:0255}{}\n", 1, 2, 3, 4, 5, 6, std::string_view(wide));
+  CHECK(c.checked == 20 + 19 + 10 + 10 + 9);
+}
+
 TEST_CASE("a buffer that held another format at the same address is parsed again") {
   memory_stream m;
   std::size_t seen = 0;
