@@ -59,7 +59,13 @@ if kind in ("tcp", "unix", "tls"):
         except OSError:
             sys.exit(0)  # stopped by SIGTERM: what was sent counts as far as sluice-logd read it
     sys.exit(0)
-s = connect()
+try:
+    s = connect()
+except OSError:
+    # Started so late (a loaded machine) that SIGTERM came first: none sent,
+    # none answered.
+    print(0)
+    sys.exit(0)
 buf = b""
 def read():
     global buf
@@ -125,7 +131,7 @@ loop1_ns() {
       return
     fi
   done
-  fail "no thread sluice-loop1"
+  fail "no thread sluice-loop1 in sluice-logd (pid $pid): $(cat /proc/"$pid"/task/*/comm 2> /dev/null | tr '\n' ' ')$(tail -3 "$dir/err")"
 }
 
 # SIGTERM, and sluice-logd's exit status within 20 s (every loop stopped);

@@ -11,6 +11,12 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+# In a command substitution, its standard output is the caller's variable:
+# the reason goes to standard error too, or a failure there is silent.
+fail() {
+  echo "FAIL: $*"
+  [ "$BASH_SUBSHELL" = 0 ] || echo "FAIL: $*" >&2
+  exit 1
+}
 pass=0
 ok() { echo "ok: $*"; pass=$((pass + 1)); }
