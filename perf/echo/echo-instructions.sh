@@ -13,7 +13,8 @@
 #   perf/echo/echo-instructions.sh [BUILDDIR]        (default: build)
 #
 # Environment: ROUND_TRIPS (default 20000), CONNECTIONS (100), SIZE (128),
-# SERVERS (default "sluice sluice-coro asio"), KEEP=DIR (keep the profiles,
+# SERVERS (default "sluice sluice-coro asio"; sluice-coro-when-full awaits
+# the room only when write() returned false), KEEP=DIR (keep the profiles,
 # for callgrind_annotate), SYSCALLS (0).
 set -euo pipefail
 
@@ -37,6 +38,7 @@ command_of() {  # NAME: the server's command line
   case $1 in
     sluice) echo "$build/perf/sluice_echo_server" ;;
     sluice-coro) echo "$build/perf/sluice_echo_server --coroutines" ;;
+    sluice-coro-when-full) echo "$build/perf/sluice_echo_server --coroutines --when-full" ;;
     asio) echo "$build/perf/asio_echo_server" ;;
     *) echo "echo-instructions: unknown server $1" >&2; exit 2 ;;
   esac
