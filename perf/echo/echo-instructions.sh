@@ -15,7 +15,10 @@
 # Environment: ROUND_TRIPS (default 20000), CONNECTIONS (100), SIZE (128),
 # SERVERS (default "sluice sluice-coro asio"; sluice-coro-when-full awaits
 # the room only when write() returned false), KEEP=DIR (keep the profiles,
-# for callgrind_annotate), SYSCALLS (0).
+# for callgrind_annotate), SYSCALLS (0), SLUICE_SERVER (another build's
+# sluice_echo_server, say one built from the commit before a change: put it
+# in BUILDDIR/perf/, where it finds its libsluice), RUNS (1: measures each
+# server RUNS times, one after the other).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,6 +29,8 @@ connections=${CONNECTIONS:-100}
 size=${SIZE:-128}
 servers=${SERVERS:-sluice sluice-coro asio}
 client=$build/perf/echo_client
+sluice_server=${SLUICE_SERVER:-$build/perf/sluice_echo_server}
+runs=${RUNS:-1}
 for b in echo_client sluice_echo_server asio_echo_server; do
   [ -x "$build/perf/$b" ] || { echo "echo-instructions: $build/perf/$b not built (-Dperf=true)" >&2; exit 1; }
 done
@@ -36,9 +41,9 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 
 command_of() {  # NAME: the server's command line
   case $1 in
-    sluice) echo "$build/perf/sluice_echo_server" ;;
-    sluice-coro) echo "$build/perf/sluice_echo_server --coroutines" ;;
-    sluice-coro-when-full) echo "$build/perf/sluice_echo_server --coroutines --when-full" ;;
+    sluice) echo "$sluice_server" ;;
+    sluice-coro) echo "$sluice_server --coroutines" ;;
+    sluice-coro-when-full) echo "$sluice_server --coroutines --when-full" ;;
     asio) echo "$build/perf/asio_echo_server" ;;
     *) echo "echo-instructions: unknown server $1" >&2; exit 2 ;;
   esac
@@ -62,29 +67,31 @@ stop() {
 }
 
 echo "echo ping-pong, $connections connections x $size B: user-space instructions a round trip"
-for name in $servers; do
-  out=$dir/$name.out
+i=0
+for name in $(for n in $servers; do for _ in $(seq "$runs"); do echo "$n"; done; done); do
+  i=$((i + 1))
+  out=$dir/$i.out cg=$dir/$i.cg
   # shellcheck disable=SC2046
-  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/$name.cg" $(command_of "$name") >"$out" 2>/dev/null &
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$cg" $(command_of "$name") >"$out" 2>/dev/null &
   pid=$!
   port=$(wait_port "$out")
   "$client" "$port" --connections "$connections" --size "$size" --round-trips 2000 >/dev/null  # warm-up
-  measure() {  # ROUND_TRIPS N: prints the instructions of that run, the Nth dump (NAME.cg.N)
+  measure() {  # ROUND_TRIPS N: prints the instructions of that run, the Nth dump (I.cg.N)
     local n=$2
     callgrind_control -z "$pid" >/dev/null 2>&1
     callgrind_control -i on "$pid" >/dev/null 2>&1
     "$client" "$port" --connections "$connections" --size "$size" --round-trips "$1" >/dev/null
     callgrind_control -i off "$pid" >/dev/null 2>&1
     callgrind_control -d "$pid" >/dev/null 2>&1
-    for _ in $(seq 100); do [ -s "$dir/$name.cg.$n" ] && break; sleep 0.1; done
+    for _ in $(seq 100); do [ -s "$cg.$n" ] && break; sleep 0.1; done
     sleep 0.5
-    callgrind_annotate "$dir/$name.cg.$n" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+    callgrind_annotate "$cg.$n" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
   }
   short=$(measure 1000 1)
   long=$(measure "$round_trips" 2)
   stop
   printf '  %-12s %7d\n' "$name" $(( (long - short) / (round_trips - 1000) ))
-  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$dir/$name.cg.2" "$KEEP/$name.cg"; fi
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$cg.2" "$KEEP/$name.cg"; fi
 done
 
 if [ "${SYSCALLS:-0}" = 1 ]; then

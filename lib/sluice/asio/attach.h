@@ -452,6 +452,12 @@ class [[nodiscard]] attachment {
 /// stream that always has more to do (a flowing readable over /dev/zero)
 /// takes turns with ctx's other handlers instead of starving them.
 ///
+/// Close a watched fd as the loop asks (cancel(owner), then
+/// loop::forget_fd(), as every sluice stream does): an fd closed without it
+/// inside its own watch's callback, with another file opened and watched
+/// under its number there, is heard only at the attachment's next check of
+/// quiet fds (within 20 ms), not at once.
+///
 /// One loop belongs to one thread: run `ctx` on the loop's thread only (a
 /// multi-core server runs one io_context and one loop per thread). Attaching
 /// a loop already attached replaces the old attachment, which then detaches
