@@ -46,8 +46,10 @@ inline boost::asio::io_context::executor_type executor_for(loop& l) {
 // a stream event: a coroutine resumed there may write, end or destroy the
 // stream freely. A handler whose executor runs on the loop's io_context (a
 // use_awaitable coroutine spawned on it, a plain callback) runs from the
-// loop's tick queue, as a resolved promise does in Node: no Asio operation,
-// and no allocation, per completion. Any other executor gets an asio::post.
+// loop's tick queue, or from the microtask that found the result (an
+// iterator's wake-up), as a resolved promise does in Node: no Asio
+// operation, and no allocation, per completion. Any other executor gets an
+// asio::post.
 
 template <class Executor>
 bool runs_on(const Executor& ex, boost::asio::io_context::executor_type fallback) {
