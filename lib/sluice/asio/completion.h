@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "sluice/asio/attach.h"
+#include "sluice/base/assert.h"
 #include "sluice/base/errors.h"
 #include "sluice/base/function.h"
 #include "sluice/loop/loop.h"
@@ -112,6 +113,9 @@ class operation {
 
  protected:
   void arm(pending<Value> p) noexcept {
+    // One operation at a time: a second would take the place of a handler
+    // that waits, or whose result is on its way, and it would never be called.
+    SLUICE_ASSERT(!pending_ && "one operation at a time");
     pending_ = std::move(p);
     completing_ = false;
   }
