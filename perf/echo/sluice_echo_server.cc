@@ -2,9 +2,14 @@
 // connections write back each 'data' chunk (Node's echo, on sluice's own
 // poll loop), or, with --coroutines, the same on a Boost.Asio io_context
 // with one C++20 coroutine per connection (co_await on its chunks and on
-// the room to write them), as an Asio server is written.
+// the room to write them), as an Asio server is written. --coroutines
+// --when-full awaits the room only when write() returned false, as Node's
+// `if (!socket.write(chunk)) await once(socket, 'drain')` does: one
+// suspension a round trip instead of two (an Asio coroutine cannot skip the
+// suspension of an operation that is done at once, so the room it finds is
+// still a suspension and a resumption).
 //
-//   sluice_echo_server [--coroutines] [PORT]     prints "listening on PORT" on stdout
+//   sluice_echo_server [--coroutines [--when-full]] [PORT]     prints "listening on PORT" on stdout
 #include <utility>  // before Asio: Boost 1.74 with g++ 12's C++20
 
 #include <boost/asio/co_spawn.hpp>
@@ -26,12 +31,14 @@
 
 namespace {
 
+bool when_full = false;
+
 boost::asio::awaitable<void> echo(sluice::net::socket& s) {
   sluice::asio::chunks in(s);
   sluice::asio::writer out(s);
   std::error_code ec;
   while (auto chunk = co_await in.async_next(ec, boost::asio::use_awaitable)) {
-    s.write(*chunk);
+    if (s.write(*chunk) && when_full) continue;
     co_await out.async_room(ec, boost::asio::use_awaitable);
     if (ec) break;
   }
@@ -46,6 +53,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--coroutines") == 0)
       coroutines = true;
+    else if (std::strcmp(argv[i], "--when-full") == 0)
+      when_full = true;
     else
       port = std::atoi(argv[i]);
   }

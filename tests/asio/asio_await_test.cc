@@ -248,6 +248,35 @@ TEST_CASE("chunks: a callback works as the completion token") {
   CHECK(all == "line 0\nline 1\nline 2\n");
 }
 
+// A chunk that the iterator's wake-up finds is handed to the handler from
+// that wake-up (a microtask, where Node's `for await` resumes), not from one
+// more tick; still never inside the 'readable' that woke it, and the handler
+// may end the iteration there: nothing touches the chunks object after it.
+TEST_CASE("chunks: a woken handler runs outside the 'readable' event, and may destroy the iteration") {
+  fixture f;
+  readable r(std::make_unique<lines_source>(3), f.ro());
+  bool in_readable = false;
+  // Around the iteration's own listener: on before it, off after it.
+  r.on(event::readable, [&] { in_readable = true; });
+  std::optional<asio::chunks> c(std::in_place, r);
+  r.on(event::readable, [&] { in_readable = false; });
+  int handled = 0;
+  bool inside_event = false;
+  std::string got;
+  c->async_next([&](std::exception_ptr e, std::optional<std::string> chunk) {
+    CHECK_FALSE(e);
+    ++handled;
+    inside_event = inside_event || in_readable;
+    if (chunk) got = *chunk;
+    c.reset();  // the iteration ends inside its own completion
+  });
+  f.ctx.run();
+  CHECK(handled == 1);
+  CHECK_FALSE(inside_event);
+  CHECK(got == "line 0\nline 1\nline 2\n");
+  CHECK_FALSE(c.has_value());
+}
+
 TEST_CASE("writer: async_end throws the stream's error (EPIPE), and async_room reports it in ec") {
   ::signal(SIGPIPE, SIG_IGN);
   fixture f;

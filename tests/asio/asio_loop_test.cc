@@ -110,7 +110,9 @@ TEST_CASE_FIXTURE(on_asio, "an fd watch fires when the pipe becomes readable, an
 // The engine keeps an fd in its epoll set while the fd's callback renews its
 // watch (no epoll_ctl per wait). A callback that closes the fd may have its
 // number given to another file, which the set does not hold: a watch on
-// that one must wait on it, not on the old registration.
+// that one must wait on it, not on the old registration. When the callback
+// renews the watch itself, the engine finds the new file at its next sweep
+// (engine::sweep_period, no fstat() per wake-up), within the limit below.
 TEST_CASE_FIXTURE(on_asio, "an fd closed after its watch fired, its number now another pipe's, is watched anew") {
   net::steady_timer limit(ctx);
   limit.expires_after(std::chrono::seconds(5 * sluice::test::time_scale()));

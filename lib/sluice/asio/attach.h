@@ -41,9 +41,25 @@ namespace sluice::asio::detail {
 // one per watch, per round trip of a busy socket. Here a watch that the
 // fd's callback renews costs no epoll_ctl at all, and one wait of Asio's
 // serves every fd that became ready meanwhile.
+//
+// A callback that renews its fd's watch may have closed the fd and opened
+// another file under its number (the loop's contract asks for forget_fd()
+// first, which lets go of the registration, but a raw fd may skip it): the
+// set holds the old file, not the new one. Checking with fstat() after each
+// callback cost a syscall per wake-up of every busy fd (360 ns of CPU each
+// on the VM of docs/benchmarks.md, 5% of an echo round trip). So a renewed
+// fd is only marked: if epoll reports it again, the registration is alive
+// (a closed file leaves the set), and that is the proof; one that stays
+// quiet through a whole sweep period is checked with fstat() then. A file
+// opened under the number of one closed without forget_fd() in its own
+// callback is thus heard up to two periods late, never lost.
 class engine final : public loop_driver {
  public:
-  engine(boost::asio::io_context& ctx, loop& l) : ctx_(ctx), loop_(&l), timer_(std::in_place, ctx) {
+  /// How often the renewed fds that epoll has not reported since are checked.
+  static constexpr std::chrono::milliseconds sweep_period{10};
+
+  engine(boost::asio::io_context& ctx, loop& l)
+      : ctx_(ctx), loop_(&l), timer_(std::in_place, ctx), sweep_timer_(std::in_place, ctx) {
     const int ep = ::epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0) throw std::system_error(errno, std::system_category(), "sluice::asio::attach: epoll_create1");
     try {
@@ -107,6 +123,10 @@ class engine final : public loop_driver {
     ready_.reset();  // closes the epoll set: every registration goes with it
     ++timer_gen_;
     if (timer_) timer_->cancel();
+    unchecked_.clear();
+    ++sweep_gen_;
+    sweeping_ = false;
+    if (sweep_timer_) sweep_timer_->cancel();
     guard_.reset();
   }
 
@@ -120,6 +140,7 @@ class engine final : public loop_driver {
     if (loop_) loop_->attach(nullptr);  // calls detached()
     ready_.reset();
     timer_.reset();
+    sweep_timer_.reset();
     released_ = true;
     if (outstanding_.load(std::memory_order_acquire) == 0) delete this;
   }
@@ -142,6 +163,10 @@ class engine final : public loop_driver {
     std::uint32_t events = 0;  // in the epoll set for these (0: not in it)
     std::uint32_t gen = 0;     // bumped when it leaves: readiness read before is stale
     bool file = false;         // epoll refuses it (a regular file): always ready, as poll() says
+    // Renewed by its callback, not reported by epoll since: the sweep
+    // period it was marked in (0: proven, or never renewed so).
+    std::uint32_t unchecked_since = 0;
+    bool listed = false;  // in unchecked_
     // Which open file the registration is for (a socket's inode is its own).
     dev_t dev = 0;
     ino_t ino = 0;
@@ -273,7 +298,9 @@ class engine final : public loop_driver {
     // the set after epoll_wait() (its gen moved on) is not run.
     for (int i = 0; i < n; ++i) {
       const int fd = evs[i].data.fd;
-      ready[i] = {fd, fds_[static_cast<std::size_t>(fd)].gen, static_cast<short>(evs[i].events)};
+      fd_state& s = fds_[static_cast<std::size_t>(fd)];
+      s.unchecked_since = 0;  // reported: still in the set, so not closed since
+      ready[i] = {fd, s.gen, static_cast<short>(evs[i].events)};
     }
     loop* l = loop_;
     for (int i = 0; i < n; ++i) {
@@ -286,12 +313,71 @@ class engine final : public loop_driver {
       fd_state& s = fds_[static_cast<std::size_t>(fd)];
       if (s.gen != ready[i].gen) continue;  // let go of by a callback (loop::forget_fd())
       const std::uint32_t want = wanted(fd);
-      // Watched again: the callback may have closed the fd and opened
-      // another file under its number, which the set does not hold.
-      if (want != 0 && !same_file(fd, s)) forget(s);
+      if (want != 0 && want == s.events) {
+        // Watched again as it is registered: the callback may have closed
+        // the fd and opened another file under its number, which the set
+        // does not hold. Proven by epoll's next report, or swept.
+        unchecked(fd, s);
+        continue;
+      }
+      // Another direction: the registration changes, on this file.
+      if (want != 0 && s.events != 0 && !same_file(fd, s)) forget(s);
       update(fd, s, want);
     }
     if (registered_ > 0) arm();
+  }
+
+  void unchecked(int fd, fd_state& s) {
+    if (s.unchecked_since == 0) s.unchecked_since = sweep_round_;
+    if (!s.listed) {
+      s.listed = true;
+      unchecked_.push_back({fd, s.gen});
+    }
+    if (!sweeping_) {
+      sweeping_ = true;
+      sweep_timer_->expires_after(sweep_period);
+      sweep_timer_->async_wait([r = ref(this), gen = sweep_gen_](boost::system::error_code ec) {
+        engine* e = r.e;
+        if (!ec && e->loop_ && gen == e->sweep_gen_) e->sweep();
+      });
+    }
+  }
+
+  // Every sweep_period while fds wait for proof: an fd marked in an earlier
+  // round and not reported since is checked with fstat(); if its number is
+  // another file's now, that file is registered in its place (and reported
+  // at once if ready: the set is level-triggered).
+  void sweep() {
+    sweeping_ = false;
+    ++sweep_round_;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < unchecked_.size(); ++i) {
+      const auto [fd, gen] = unchecked_[i];
+      fd_state& s = fds_[static_cast<std::size_t>(fd)];
+      if (s.gen != gen) continue;  // left the set since: its entry went with it
+      if (s.unchecked_since != 0 && s.unchecked_since + 1 < sweep_round_) {
+        s.unchecked_since = 0;
+        if (!same_file(fd, s)) {
+          forget(s);
+          update(fd, s, wanted(fd));
+          continue;
+        }
+      }
+      if (s.unchecked_since == 0) {
+        s.listed = false;
+        continue;
+      }
+      unchecked_[kept++] = unchecked_[i];
+    }
+    unchecked_.resize(kept);
+    if (!unchecked_.empty() && loop_) {
+      sweeping_ = true;
+      sweep_timer_->expires_after(sweep_period);
+      sweep_timer_->async_wait([r = ref(this), gen = sweep_gen_](boost::system::error_code ec) {
+        engine* e = r.e;
+        if (!ec && e->loop_ && gen == e->sweep_gen_) e->sweep();
+      });
+    }
   }
 
   boost::asio::io_context& ctx_;
@@ -306,6 +392,15 @@ class engine final : public loop_driver {
   std::uint64_t timer_gen_ = 0;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
   std::vector<fd_state> fds_;  // by fd number
+  struct unchecked_fd {
+    int fd;
+    std::uint32_t gen;  // fds_[fd].gen when listed: a later one is another registration
+  };
+  std::vector<unchecked_fd> unchecked_;  // renewed fds waiting for epoll's report or the sweep
+  std::optional<boost::asio::steady_timer> sweep_timer_;
+  std::uint32_t sweep_round_ = 1;
+  std::uint64_t sweep_gen_ = 0;  // bumped when detached: a sweep on its way does nothing
+  bool sweeping_ = false;        // the sweep timer waits
   std::atomic<int> outstanding_{0};  // handlers in the io_context (post() may add from any thread)
   bool released_ = false;
 };
@@ -356,6 +451,12 @@ class [[nodiscard]] attachment {
 /// guard) go to `ctx`. Each turn of immediates is one handler posted to `ctx`, so a
 /// stream that always has more to do (a flowing readable over /dev/zero)
 /// takes turns with ctx's other handlers instead of starving them.
+///
+/// Close a watched fd as the loop asks (cancel(owner), then
+/// loop::forget_fd(), as every sluice stream does): an fd closed without it
+/// inside its own watch's callback, with another file opened and watched
+/// under its number there, is heard only at the attachment's next check of
+/// quiet fds (within 20 ms), not at once.
 ///
 /// One loop belongs to one thread: run `ctx` on the loop's thread only (a
 /// multi-core server runs one io_context and one loop per thread). Attaching

@@ -34,8 +34,17 @@ class readable_iteration : public operation<Value> {
  protected:
   explicit readable_iteration(readable& r);
   ~readable_iteration();
-  // Called when an operation starts, and when the engine wakes it.
-  virtual void advance() noexcept = 0;
+  // Called when an operation starts (woken false), and when the engine
+  // wakes it (woken true: from a microtask, where the handler may run at
+  // once, as Node's `for await` resumes there).
+  virtual void advance(bool woken) noexcept = 0;
+  // Ends the operation: at once when woken, else from the next tick.
+  void finish(bool woken, std::error_code ec, Value v) noexcept {
+    if (woken)
+      this->complete_now(ec, std::move(v));
+    else
+      this->complete(ec, std::move(v));
+  }
   // The engine's next step; at `pending`, advance() is called again once
   // there may be more. The end and the error stay once met: every later
   // call gives them again.
@@ -90,7 +99,7 @@ class chunks final : public detail::readable_iteration<std::optional<std::string
   void start(detail::pending<std::optional<std::string>> p) noexcept;
 
  private:
-  void advance() noexcept override;
+  void advance(bool woken) noexcept override;
 };
 
 /// The lines of a readable, one per co_await, with line_splitter's rules
@@ -126,7 +135,7 @@ class lines final : public detail::readable_iteration<std::optional<std::string_
   void start(detail::pending<std::optional<std::string_view>> p) noexcept;
 
  private:
-  void advance() noexcept override;
+  void advance(bool woken) noexcept override;
   line_splitter splitter_;
   std::string chunk_;   // the chunk the splitter is on
   bool finished_ = false;  // the splitter's finish() was called, or the stream failed
@@ -159,7 +168,7 @@ async_iterator::step readable_iteration<Value>::pull() noexcept {
     case async_iterator::step::chunk:
       break;
     case async_iterator::step::pending:
-      it_->wait([this] { advance(); });
+      it_->wait([this] { advance(true); });
       break;
     case async_iterator::step::error:
       failure_ = s.ec;
@@ -176,34 +185,34 @@ async_iterator::step readable_iteration<Value>::pull() noexcept {
 
 inline void chunks::start(detail::pending<std::optional<std::string>> p) noexcept {
   arm(std::move(p));
-  advance();
+  advance(false);
 }
 
 // Node: createAsyncIterator()'s loop: read() what is buffered; else the end,
 // or the error, or wait for the engine to wake us.
-inline void chunks::advance() noexcept {
+inline void chunks::advance(bool woken) noexcept {
   if (!waiting()) return;
   async_iterator::step s = pull();
   if (s.kind == async_iterator::step::pending) return;
-  if (s.kind == async_iterator::step::chunk) return complete({}, std::move(s.value));
-  complete(s.ec, std::nullopt);
+  if (s.kind == async_iterator::step::chunk) return finish(woken, {}, std::move(s.value));
+  finish(woken, s.ec, std::nullopt);
 }
 
 inline void lines::start(detail::pending<std::optional<std::string_view>> p) noexcept {
   arm(std::move(p));
-  advance();
+  advance(false);
 }
 
-inline void lines::advance() noexcept {
+inline void lines::advance(bool woken) noexcept {
   if (!waiting()) return;
   std::error_code ec;
   for (;;) {
-    if (finished_) return complete(final_, std::nullopt);
-    if (auto line = splitter_.next(ec)) return complete({}, line);
+    if (finished_) return finish(woken, final_, std::nullopt);
+    if (auto line = splitter_.next(ec)) return finish(woken, {}, line);
     if (ec) {
       finished_ = true;
       final_ = ec;
-      return complete(ec, std::nullopt);
+      return finish(woken, ec, std::nullopt);
     }
     async_iterator::step s = pull();
     switch (s.kind) {
@@ -216,13 +225,13 @@ inline void lines::advance() noexcept {
       case async_iterator::step::error:
         finished_ = true;
         final_ = s.ec;
-        return complete(s.ec, std::nullopt);
+        return finish(woken, s.ec, std::nullopt);
       case async_iterator::step::end: {
         finished_ = true;
         auto last = splitter_.finish(ec);
         final_ = ec;
-        if (ec) return complete(ec, std::nullopt);
-        return complete({}, last);
+        if (ec) return finish(woken, ec, std::nullopt);
+        return finish(woken, {}, last);
       }
     }
   }

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "sluice/asio/attach.h"
+#include "sluice/base/assert.h"
 #include "sluice/base/errors.h"
 #include "sluice/base/function.h"
 #include "sluice/loop/loop.h"
@@ -46,8 +47,10 @@ inline boost::asio::io_context::executor_type executor_for(loop& l) {
 // a stream event: a coroutine resumed there may write, end or destroy the
 // stream freely. A handler whose executor runs on the loop's io_context (a
 // use_awaitable coroutine spawned on it, a plain callback) runs from the
-// loop's tick queue, as a resolved promise does in Node: no Asio operation,
-// and no allocation, per completion. Any other executor gets an asio::post.
+// loop's tick queue, or from the microtask that found the result (an
+// iterator's wake-up), as a resolved promise does in Node: no Asio
+// operation, and no allocation, per completion. Any other executor gets an
+// asio::post.
 
 template <class Executor>
 bool runs_on(const Executor& ex, boost::asio::io_context::executor_type fallback) {
@@ -90,7 +93,14 @@ pending<Value> make_pending(Handler h, boost::asio::io_context::executor_type fa
 }
 
 /// What an awaitable operation's object holds: the pending handler, and the
-/// result on its way through the loop's tick queue.
+/// result on its way to it.
+///
+/// The handler is moved once from the initiation into pending_ (arm()) and
+/// once out of it to be called (a use_awaitable handler is a type-erased
+/// any_io_executor and the coroutine's thread: each move and destroy of it
+/// is two indirect calls). It must leave pending_ before it runs: the
+/// coroutine it resumes starts the next operation, which arms pending_
+/// again, while the handler that resumed it is still running.
 template <class Value>
 class operation {
  public:
@@ -102,27 +112,46 @@ class operation {
   boost::asio::io_context::executor_type executor() const noexcept { return executor_; }
 
  protected:
-  void arm(pending<Value> p) noexcept { pending_ = std::move(p); }
+  void arm(pending<Value> p) noexcept {
+    // One operation at a time: a second would take the place of a handler
+    // that waits, or whose result is on its way, and it would never be called.
+    SLUICE_ASSERT(!pending_ && "one operation at a time");
+    pending_ = std::move(p);
+    completing_ = false;
+  }
   /// Whether an operation waits for its result.
-  bool waiting() const noexcept { return static_cast<bool>(pending_); }
-  /// Ends the operation: its handler runs from the next tick.
+  bool waiting() const noexcept { return static_cast<bool>(pending_) && !completing_; }
+  /// Ends the operation: its handler runs from the next tick. For a result
+  /// found inside the initiating call or inside a stream event, where the
+  /// handler must not run (it may resume a coroutine that writes, ends or
+  /// destroys the stream).
   void complete(std::error_code ec, Value v) noexcept {
-    ready_ = std::move(pending_);
-    pending_ = nullptr;
+    completing_ = true;
     ready_ec_ = ec;
     ready_value_ = std::move(v);
     loop_.next_tick([this] {
-      auto p = std::move(ready_);
-      ready_ = nullptr;
+      completing_ = false;
+      auto p = std::move(pending_);
+      pending_ = nullptr;
       p(ready_ec_, std::move(ready_value_));
     }, this);
+  }
+  /// Ends the operation and runs its handler now. Only from a task of the
+  /// loop's own that runs outside any stream event and any initiating call
+  /// (the async_iterator's wake-up, a microtask: where Node's `for await`
+  /// resumes), which is what complete()'s tick would be: this saves the
+  /// tick. The handler may destroy this object: nothing touches it after.
+  void complete_now(std::error_code ec, Value v) noexcept {
+    auto p = std::move(pending_);
+    pending_ = nullptr;
+    p(ec, std::move(v));
   }
 
  private:
   loop& loop_;
   boost::asio::io_context::executor_type executor_;
   pending<Value> pending_;
-  pending<Value> ready_;
+  bool completing_ = false;  // complete() queued the handler's tick
   std::error_code ready_ec_;
   Value ready_value_{};
 };
