@@ -172,6 +172,71 @@ TEST_CASE("1,000 writes with the same callback: one request, 1,000 chunks to the
   CHECK(f.w->writable_length() == 0);
 }
 
+TEST_CASE("call_n calls n - 1 fresh copies of a mutable lambda, then the lambda itself") {
+  int total = 0;
+  inline_function<void(std::error_code), 16> f = [n = 0, &total](std::error_code) mutable { total += ++n; };
+  f.call_n(3, {});
+  CHECK(total == 3);  // each call counted from 0: the copies' 1 and 1, the original's 1
+  f({});
+  CHECK(total == 5);  // the original kept its own count: 2
+  f.call_n(1, {});
+  CHECK(total == 8);
+}
+
+TEST_CASE("one callback passed by reference to many writes: one run, each write called back once, in order") {
+  fixture f;
+  calls c;
+  const write_cb a = c.tag(A), b = c.tag(B), none{};
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 3; ++i) f.w->write("xx"sv, a);
+    f.w->write("xx"sv, b);
+    f.w->write("xx"sv, a);
+    f.w->write("xx"sv, none);  // empty, by reference: no callback
+    f.w->write("yyy"sv, a);
+  });
+  f.l.run_until_idle();
+  CHECK(c.log == "AAABAA");
+  CHECK(f.sink->bytes == "xxxxxxxxxxxxyyy");
+  REQUIRE(f.sink->batch_chunks.size() == 1);
+  CHECK(f.sink->batch_chunks[0] == 7);
+  // AAA | B | A | - | yyy: the caller's callbacks are copied, never taken.
+  CHECK(f.sink->batch_runs[0] == 5);
+  CHECK(a);
+  CHECK(b);
+  a({});  // still the caller's to call
+  CHECK(c.log == "AAABAAA");
+}
+
+TEST_CASE("a callback by reference after end() hears ERR_STREAM_WRITE_AFTER_END once, on a later tick") {
+  fixture f;
+  calls c;
+  const write_cb a = c.tag(A);
+  f.w->end();
+  CHECK_FALSE(f.w->write("xx"sv, a));
+  CHECK(c.log.empty());
+  f.l.run_until_idle();
+  CHECK(c.log == "!A");
+}
+
+TEST_CASE("a callback by reference that owns state is refused with ERR_INVALID_ARG_TYPE, and nothing is written") {
+  fixture f;
+  auto keep = std::make_shared<int>(0);
+  const write_cb owning = [keep](std::error_code) { ++*keep; };
+  REQUIRE_FALSE(owning.copyable());
+  f.l.set_immediate([&] {
+    try {
+      f.w->write("xx"sv, owning);
+      FAIL("write() did not throw");
+    } catch (const stream_error& e) {
+      CHECK(e.code() == make_error_code(errc::invalid_arg_type));
+    }
+  });
+  f.l.run_until_idle();
+  CHECK(f.sink->bytes.empty());
+  CHECK(f.w->writable_length() == 0);
+  CHECK(*keep == 0);
+}
+
 TEST_CASE("interleaved callbacks: runs break where the callback or the size changes, and calls keep write order") {
   fixture f;
   calls c;

@@ -42,12 +42,12 @@ class inline_function<R(Args...), InlineSize> {
       constexpr bool trivial = std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>;
       if constexpr (trivial) std::memset(storage_, 0, sizeof storage_);
       ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
-      invoke_ = &invoke_inline<D>;
+      invoke_ = inline_invoker<D>();
       if constexpr (!trivial) manage_ = &manage_inline<D>;
     } else {
       D* p = new D(std::forward<F>(f));
       std::memcpy(storage_, &p, sizeof p);
-      invoke_ = &invoke_heap<D>;
+      invoke_ = heap_invoker<D>();
       manage_ = &manage_heap<D>;
     }
   }
@@ -100,7 +100,10 @@ class inline_function<R(Args...), InlineSize> {
   R call_copy(Args... args) const {
     alignas(std::max_align_t) std::byte copy[sizeof storage_];
     std::memcpy(copy, storage_, sizeof copy);
-    return invoke_(copy, std::forward<Args>(args)...);
+    if constexpr (counted)
+      return invoke_(copy, 1, std::forward<Args>(args)...);
+    else
+      return invoke_(copy, std::forward<Args>(args)...);
   }
   /// A copy of a trivially copyable target (copyable()).
   inline_function copy() const noexcept {
@@ -111,7 +114,24 @@ class inline_function<R(Args...), InlineSize> {
   }
 
   R operator()(Args... args) const {
-    return invoke_(const_cast<std::byte*>(storage_), std::forward<Args>(args)...);
+    if constexpr (counted)
+      return invoke_(const_cast<std::byte*>(storage_), 1, std::forward<Args>(args)...);
+    else
+      return invoke_(const_cast<std::byte*>(storage_), std::forward<Args>(args)...);
+  }
+
+  /// Calls the target n (>= 1) times: n - 1 copies of a trivially copyable
+  /// target (copyable()), each called once, then the target itself, as
+  /// call_copy() n - 1 times and then operator() would. The loop runs in the
+  /// target's own code, where its body is inlined: a stream calls back a run
+  /// of n writes that share one callback with one indirect call, not n.
+  /// Only for completion callbacks (void, with arguments that are copied
+  /// cheaply: see `counted`); any other target takes n == 1.
+  void call_n(std::size_t n, Args... args) const
+    requires(std::is_void_v<R> && sizeof...(Args) > 0 &&
+             (std::is_trivially_copyable_v<std::remove_reference_t<Args>> && ...))
+  {
+    invoke_(const_cast<std::byte*>(storage_), n, std::forward<Args>(args)...);
   }
 
   void reset() noexcept {
@@ -122,7 +142,13 @@ class inline_function<R(Args...), InlineSize> {
 
  private:
   enum class op { move, destroy };
-  using invoke_fn = R (*)(std::byte*, Args&&...);
+  // Completion callbacks (void(std::error_code) and the like) are invoked
+  // with a count (call_n()); the one more argument costs a single call one
+  // register move and a compare. Listeners and loop tasks (void()) and
+  // anything that returns a value keep the plain signature.
+  static constexpr bool counted = std::is_void_v<R> && sizeof...(Args) > 0 &&
+                                  (std::is_trivially_copyable_v<std::remove_reference_t<Args>> && ...);
+  using invoke_fn = std::conditional_t<counted, R (*)(std::byte*, std::size_t, Args&&...), R (*)(std::byte*, Args&&...)>;
   using manage_fn = void (*)(op, std::byte* self, std::byte* from) noexcept;
 
   template <class D>
@@ -139,6 +165,40 @@ class inline_function<R(Args...), InlineSize> {
     D* p;
     std::memcpy(&p, s, sizeof p);
     return (*p)(std::forward<Args>(args)...);
+  }
+  // The counted twins (see call_n()). Only a trivially copyable target is
+  // called more than once, each time as a fresh copy, so that a mutable
+  // lambda's state is each call's own, as with call_copy().
+  template <class D>
+  static void invoke_inline_n(std::byte* s, std::size_t n, Args&&... args) {
+    D& f = *std::launder(reinterpret_cast<D*>(s));
+    if constexpr (std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>) {
+      for (; n > 1; --n) {
+        D copy(f);
+        copy(static_cast<Args>(args)...);
+      }
+    }
+    f(std::forward<Args>(args)...);
+  }
+  template <class D>
+  static void invoke_heap_n(std::byte* s, std::size_t, Args&&... args) {
+    D* p;
+    std::memcpy(&p, s, sizeof p);
+    (*p)(std::forward<Args>(args)...);
+  }
+  template <class D>
+  static constexpr invoke_fn inline_invoker() noexcept {
+    if constexpr (counted)
+      return &invoke_inline_n<D>;
+    else
+      return &invoke_inline<D>;
+  }
+  template <class D>
+  static constexpr invoke_fn heap_invoker() noexcept {
+    if constexpr (counted)
+      return &invoke_heap_n<D>;
+    else
+      return &invoke_heap<D>;
   }
   template <class D>
   static void manage_inline(op o, std::byte* self, std::byte* from) noexcept {

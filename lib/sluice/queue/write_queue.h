@@ -45,6 +45,8 @@ class write_queue {
   const write_req* first() const noexcept { return list_.empty() ? nullptr : &list_.front(); }
   /// The newest request, or null.
   write_req* last() noexcept { return list_.empty() ? nullptr : &list_.back(); }
+  /// The newest request, of a queue known not to be empty: one load.
+  const write_req& back() const noexcept { return list_.back(); }
 
   /// Unlinks every request, oldest first, and hands each to `dispose`
   /// (Boost.Intrusive's clear_and_dispose): the queue is empty before the
@@ -196,7 +198,9 @@ class buffered_queue {
   std::size_t open_key() const noexcept { return open_key_; }
   const char* open_end() const noexcept { return open_end_; }
   /// The open run's request (only while open_end() is not null).
-  const write_req& open_req() const noexcept { return *q_.last(); }
+  const write_req& open_req() const noexcept { return q_.back(); }
+  /// Its callback, empty or copyable(): what a joining write's must match.
+  const write_cb& open_cb() const noexcept { return q_.back().cb; }
   /// A chunk of the run's `size` was copied at open_end(): it joins the run.
   void join(std::size_t size) noexcept { open_end_ += size; }
 

@@ -155,6 +155,17 @@ bool writable::write_slow(std::string_view chunk, write_cb&& cb) {
   return accept(make_req(chunk), std::move(cb));
 }
 
+// write(chunk, const write_cb&) for a write that does not join the open
+// run: the request takes a copy of the caller's callback.
+bool writable::write_shared(std::string_view chunk, const write_cb& cb) {
+  if (!cb) return write_slow(chunk, write_cb{});
+  if (!cb.copyable()) [[unlikely]]
+    throw stream_error(make_error_code(errc::invalid_arg_type),
+                       "write(chunk, const write_cb&) needs a callback that can be copied (copyable()); "
+                       "move a callback that owns state into write() instead");
+  return write_slow(chunk, cb.copy());
+}
+
 // write() when the stream has ended, is destroyed or has a cap.
 [[gnu::noinline]] bool writable::write_guarded(std::string_view chunk, write_cb cb) {
   if (state_.has(wf::ending | wf::destroyed)) return fail_after_end(std::move(cb));
@@ -244,8 +255,7 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
 
   if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
     if (detail::buffered_queue::run_key(r.size(), static_cast<bool>(r.cb)) == buffered_.open_key() &&
-        r.first == buffered_.open_end() && !r.owned &&
-        buffered_.open_req().cb.same_target(r.cb)) {
+        r.first == buffered_.open_end() && !r.owned && r.cb.same_target(buffered_.open_cb())) {
       // The chunk was copied right after the open run's last one (print()
       // formats in place there): it joins the run.
       buffered_.join(r.size());
@@ -399,11 +409,11 @@ void writable::after_write(write_queue& reqs, std::size_t n) noexcept {
 
 // Calls the callback of each of r's writes, in order: a run's callback is
 // one function for all of them, and each call gets a copy of its own, as
-// each write gave one.
+// each write gave one. call_n() loops in the callback's own code: one
+// indirect call for the run, not one per write.
 inline void writable::call_each(write_req& r, std::error_code ec) noexcept {
   if (!r.cb) return;
-  for (std::size_t k = r.count(); k > 1; --k) r.cb.call_copy(ec);
-  r.cb(ec);
+  r.cb.call_n(r.count(), ec);
 }
 
 // Calls back the first n writes of `reqs`. Their requests are moved to a
@@ -429,10 +439,7 @@ void writable::error_buffer() noexcept {
       const std::size_t writes = r.count();
       write_cb cb = std::move(r.cb);
       pool_.release(r);
-      if (cb) {
-        for (std::size_t k = writes; k > 1; --k) cb.call_copy(why);
-        cb(why);
-      }
+      if (cb) cb.call_n(writes, why);
     }
   }
   call_finished_callbacks(errored() ? errored() : make_error_code(errc::destroyed));

@@ -105,12 +105,30 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   /// stream has ended or is destroyed, in which case `cb` gets the error,
   /// or unless it would take the stream past max_buffered (see
   /// writable_options), in which case `cb` gets errc::buffer_full.
-  bool write(std::string_view chunk, write_cb cb) {
+  bool write(std::string_view chunk, write_cb&& cb) {
     SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
     if (joins_open_run(detail::buffered_queue::run_key(chunk.size(), static_cast<bool>(cb)), chunk.size()) &&
-        (!cb || buffered_.open_req().cb.same_target(cb))) [[likely]]
+        (!cb || cb.same_target(buffered_.open_cb()))) [[likely]]
       return join_open_run(chunk);
     return write_slow(chunk, std::move(cb));
+  }
+  /// The same with one callback for many writes, as Node code passes one
+  /// function to each write(chunk, cb): `cb` is copied only when the write
+  /// cannot join the run of writes before it, so a write is neither a
+  /// callback made nor one destroyed. `cb` must be empty or copyable() (a
+  /// function pointer, or a lambda that captures pointers and numbers);
+  /// another target throws stream_error (ERR_INVALID_ARG_TYPE), as Node's
+  /// write() throws for a callback that is not a function. Each write is
+  /// called back once, as with a callback of its own.
+  ///
+  ///     const sluice::write_cb done = [&counts](std::error_code ec) { ++counts[!ec]; };
+  ///     for (const auto& line : lines) out->write(line, done);
+  bool write(std::string_view chunk, const write_cb& cb) {
+    SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
+    if (joins_open_run(detail::buffered_queue::run_key(chunk.size(), static_cast<bool>(cb)), chunk.size()) &&
+        (!cb || cb.same_target(buffered_.open_cb()))) [[likely]]
+      return join_open_run(chunk);
+    return write_shared(chunk, cb);
   }
   /// The same without a callback: no callback to make, compare or destroy.
   bool write(std::string_view chunk) {
@@ -231,6 +249,7 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   bool may_open_run(const detail::write_req& r) const noexcept;
   void call_each(detail::write_req& r, std::error_code ec) noexcept;
   bool write_slow(std::string_view chunk, write_cb&& cb);
+  bool write_shared(std::string_view chunk, const write_cb& cb);
   // A write after end() or destroy(): an error, for the callback and the stream.
   bool fail_after_end(write_cb cb);
   bool write_guarded(std::string_view chunk, write_cb cb);
