@@ -11,6 +11,8 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sluice/asio/attach.h"
@@ -549,6 +553,129 @@ TEST_CASE("backpressure through both layers: a peer that does not read holds wri
   peer->resume();
   REQUIRE(spin(w.loop, [&] { return peer_got == written && drains > drains_before && callbacks * chunk.size() == written; }));
   CHECK(c->writable_length() == 0);
+}
+
+// A client as Python's ssl unwrap() is one: blocking OpenSSL in a thread of
+// its own, so that it can send while the test keeps the server's loop still.
+// It sends its bytes when told to, then its close_notify, and waits for the
+// server's without closing TCP: the server's only sign of the end is the
+// close_notify record, never a FIN.
+struct unwrapping_client {
+  std::atomic<bool> connected{false}, go{false}, sent{false}, done{false};
+  bool got_close_notify = false;  // read after join()
+  std::thread thread;
+
+  unwrapping_client(std::uint16_t port, std::string data) {
+    thread = std::thread([this, port, data = std::move(data)] {
+      run(port, data);
+      done = true;
+    });
+  }
+  ~unwrapping_client() {
+    go = true;
+    if (thread.joinable()) thread.join();
+  }
+  void join() { thread.join(); }
+
+ private:
+  void run(std::uint16_t port, const std::string& data) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return;
+    // Every blocking read is bounded: a server that never answers fails the
+    // test instead of hanging it.
+    timeval tv{10 * sluice::test::time_scale(), 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    // Every record is in the server's receive queue once sent is set: Nagle
+    // would hold the second back for the first's delayed ACK.
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_load_verify_locations(ctx, pki_file("ca.crt").c_str(), nullptr);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    SSL* ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && SSL_connect(ssl) == 1) {
+      connected = true;
+      for (int i = 0; i < 10000 * sluice::test::time_scale() && !go; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::size_t n = 0;
+      if (SSL_write_ex(ssl, data.data(), data.size(), &n) == 1 && n == data.size() && SSL_shutdown(ssl) >= 0) {
+        sent = true;
+        // What the server sends (TLS 1.3 tickets) until its close_notify.
+        char buf[4096];
+        int r;
+        while ((r = SSL_read(ssl, buf, sizeof buf)) > 0) {
+        }
+        got_close_notify = SSL_get_error(ssl, r) == SSL_ERROR_ZERO_RETURN;
+      }
+    }
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    ::close(fd);
+  }
+};
+
+// The plaintext of the last records and the close_notify come in one TCP
+// read while the readable is paused, more of it than its high-water mark:
+// the readable is full when the close_notify is read. The 'end' used to be
+// dropped there (and with it the server's close_notify): a sender that waits
+// for it without closing TCP waited for ever, and what it would have sent
+// next was lost when it was killed.
+TEST_CASE("a paused server given data then the peer's close_notify, no FIN: every byte once it resumes, then 'end' and its close_notify back") {
+  world w;
+  auto o = w.server_opts();
+  o.connection.readable_high_water_mark = 4096;  // below what one read decrypts
+  tls::server srv(o);
+  tls::socket* peer = nullptr;
+  std::string got;
+  std::size_t got_at_end = 0;
+  bool ended = false;
+  srv.on_secure_connection([&](tls::socket& s) {
+    peer = &s;
+    s.on(event::data, [&](std::string_view d) { got += d; });
+    s.on(event::end, [&] {
+      ended = true;
+      got_at_end = got.size();
+    });
+  });
+  srv.listen(0, "127.0.0.1");
+  std::size_t size = 0;
+  // More than one 16 KiB record, less than one TCP read of the server's:
+  // the close_notify comes in the read that fills the readable.
+  SUBCASE("in one TCP read") { size = 40000; }
+  // Many reads and cycles, after the resume, from what the TCP socket, the
+  // record BIO and OpenSSL hold: no readiness of the socket comes any more.
+  SUBCASE("in many") { size = 300000; }
+  const std::string data = pattern(size);
+  unwrapping_client c(port_of(srv), data);
+  REQUIRE(spin(w.loop, [&] { return peer && c.connected; }));
+  // Backpressure, as sluice-logd's while its FILE is behind.
+  peer->pause();
+  c.go = true;
+  // The loop stays still while the client sends: the server reads the
+  // records and the close_notify in one go. The larger case may fill the
+  // kernel's buffers first (their size is the system's): it goes on then,
+  // and the rest comes after the resume.
+  for (int i = 0; i < 2000 * sluice::test::time_scale() && !c.sent && !c.done; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (size < 64 * 1024) REQUIRE(c.sent);
+  spin(w.loop, [] { return false; }, 20);
+  CHECK(got.empty());
+  CHECK_FALSE(ended);
+  peer->resume();
+  CHECK(spin(w.loop, [&] { return ended; }, 1000));
+  CHECK(got_at_end == data.size());
+  CHECK((got == data));  // not printed: 300 KB
+  // The server's close_notify goes back (its writable ends with its
+  // readable), and the client's wait is over.
+  REQUIRE(spin(w.loop, [&] { return c.done.load(); }, 1000));
+  c.join();
+  CHECK(c.got_close_notify);
 }
 
 // The writable packs small writes end to end, which go to SSL_write() where

@@ -4,7 +4,9 @@
 # has every line written once; a client with a certificate of another CA,
 # one without a certificate, and a plaintext client have nothing written
 # and sluice-logd goes on; the usage errors of the --tls-* options (exit 2)
-# and the warning for a key others may read; rsyslog's omfwd over TLS
+# and the warning for a key others may read; Python senders that unwrap()
+# (close_notify, then wait for sluice-logd's) each get theirs back, every
+# line written once; rsyslog's omfwd over TLS
 # (the ossl stream driver, x509/name) into it. Loopback only; every wait is
 # bounded.
 #
@@ -164,6 +166,42 @@ for _ in $(seq $((200 * scale))); do [ "$(lines "$out")" -ge 40 ] && break; slee
 [ "$(lines "$out")" -eq 40 ] || fail "a second sender behind two bare connects: $(lines "$out") of 40 lines: $(cat "$dir/err")"
 stop
 ok "bare TCP connects: closed at the handshake deadline (--idle-timeout), and a sender gets in past them with --max-connections 2"
+
+# --- senders that unwrap(): each sends its close_notify and waits for
+# sluice-logd's, without closing TCP. sluice-logd pauses its connections
+# while FILE is behind; a close_notify read while a connection was paused
+# used to be dropped, and that sender waited for ever (its next
+# connection's lines never sent).
+out=$dir/unwrap.log
+start --listen-tls 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" "$out"
+senders=()
+for k in 1 2 3 4; do
+  timeout $((60 * scale)) python3 - "$port" "$pki/ca.crt" "u$k" $((10 * scale)) > "$dir/unwrap$k.out" 2>&1 <<'PY' &
+import socket, ssl, sys
+port, ca, tag, wait = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+ctx = ssl.create_default_context(cafile=ca)
+for c in range(2):
+    t = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+    t.sendall(b"".join(("<14>1 2026-12-01T00:00:00Z h app - - - %s %d %06d " % (tag, c, i)).encode().ljust(149, b"x")
+                       + b"\n" for i in range(2000)))
+    t.settimeout(wait)
+    try:
+        t.unwrap().close()
+    except OSError as e:
+        sys.exit("connection %d: no close_notify back: %r" % (c, e))
+print("ok")
+PY
+  senders+=($!)
+done
+pids+=("${senders[@]}")
+bad=
+for k in 1 2 3 4; do wait "${senders[$((k - 1))]}" || bad+=" u$k: $(cat "$dir/unwrap$k.out")"; done
+[ -z "$bad" ] || fail "senders that unwrap(): no close_notify back:$bad"
+for _ in $(seq $((200 * scale))); do [ "$(lines "$out")" -ge 16000 ] && break; sleep 0.05; done
+[ "$(lines "$out")" -eq 16000 ] || fail "senders that unwrap(): $(lines "$out") of 16000 lines: $(cat "$dir/err")"
+[ "$(sort -u "$out" | wc -l)" -eq 16000 ] || fail "senders that unwrap(): a line written twice"
+stop
+ok "4 senders of 2 connections each that unwrap(): each gets sluice-logd's close_notify, all 16,000 lines written, each once"
 
 # --- rsyslog's omfwd over TLS (ossl, x509/name) into sluice-logd --tls-client-ca
 ossl=

@@ -309,14 +309,25 @@ void socket::cycle() noexcept {
       }
       got += static_cast<std::size_t>(n);
     }
-    if (got > 0 && !source_->give(std::string_view(buf, got))) break;
+    const bool more = got == 0 || source_->give(std::string_view(buf, got));
     if (readable::destroyed()) break;
-    if (e == SSL_ERROR_NONE) continue;
+    // What SSL_read() said after the plaintext is acted on even when the
+    // readable wants no more for now (it is paused, or full): OpenSSL has
+    // consumed it and says it once, and a later cycle would find nothing
+    // left to read. The end goes in after the plaintext (the readable
+    // delivers its buffered bytes first, then 'end'). Breaking out on a full
+    // readable here used to drop the close_notify: a peer that waits for
+    // ours without closing TCP (Python's unwrap()) sent nothing more to wake
+    // us, and both sides waited for ever.
     if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_WANT_READ && tcp_ended_)) {
       source_->give_eof();  // the peer's close_notify, or its FIN without one
       break;
     }
     if (e == SSL_ERROR_WANT_READ) break;
+    if (e == SSL_ERROR_NONE) {
+      if (more) continue;
+      break;  // a full buffer: the readable's next read() goes on from here
+    }
     const std::error_code ec = take_openssl_error(std::error_code(EPROTO, std::system_category()));
     in_cycle_ = false;
     fail(ec);
