@@ -22,7 +22,7 @@ kafka_writable::kafka_writable(std::unique_ptr<kafka_sink> sink, const writable_
     : typed_writable(std::move(sink), with_defaults(options)),
       direct_(!options.object_mode && !options.max_buffered) {}
 
-bool kafka_writable::write(std::string_view chunk, write_cb cb) {
+bool kafka_writable::write(std::string_view chunk, write_cb&& cb) {
   if (write_direct(chunk, cb)) [[likely]]
     return true;
   return write_through(chunk, cb);

@@ -33,7 +33,7 @@ class kafka_writable : public typed_writable<kafka_sink> {
   /// of the stream's: the same outcome for fewer instructions, since
   /// librdkafka copies the message and the callback waits for the delivery
   /// report either way (docs/benchmarks.md, "Kafka, round 4").
-  bool write(std::string_view chunk, write_cb cb);
+  bool write(std::string_view chunk, write_cb&& cb);
   bool write(std::string_view chunk) { return write(chunk, write_cb{}); }
   bool write(const char* chunk, write_cb cb = {}) { return write(std::string_view(chunk), std::move(cb)); }
   /// The string is not kept: librdkafka copies it, or the stream takes it.
