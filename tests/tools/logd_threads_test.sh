@@ -162,19 +162,25 @@ check_whole() {
   [ "$twice" = 0 ] || fail "$twice messages written twice"
 }
 
+# Eight senders in the background (their pids in `senders`): four over
+# TCP, each sending $1 messages over four connections in turn, and four
+# over RELP, each sending $2 (the answered count in $dir/answered.N).
+send_eight() {
+  local i
+  for i in 1 2 3 4; do
+    python3 "$dir/send.py" tcp "$tcp_port" "t$i" "$1" 4 &
+    senders+=($!)
+    python3 "$dir/send.py" relp "$relp_port" "r$i" "$2" > "$dir/answered.$i" &
+    senders+=($!)
+  done
+  pids+=("${senders[@]}")
+}
+
 # 1. Eight senders to the end, then SIGTERM.
 file=$dir/all.log
 start "$file" --fsync ack
 idle_ns=$(loop1_ns)
-for i in 1 2 3 4; do
-  python3 "$dir/send.py" tcp "$tcp_port" "t$i" 20000 4 &
-  senders+=($!)
-done
-for i in 1 2 3 4; do
-  python3 "$dir/send.py" relp "$relp_port" "r$i" 5000 > "$dir/answered.$i" &
-  senders+=($!)
-done
-pids+=("${senders[@]}")
+send_eight 20000 5000
 for s in "${senders[@]}"; do wait "$s" || fail "a sender failed"; done
 # The TCP senders' last bytes may still be in the loops: wait for all.
 for _ in $(seq $((100 * scale))); do
@@ -209,15 +215,7 @@ file=$dir/term.log
 senders=()
 start "$file" --fsync ack
 idle_ns=$(loop1_ns)
-for i in 1 2 3 4; do
-  python3 "$dir/send.py" tcp "$tcp_port" "t$i" 400000 4 &
-  senders+=($!)
-done
-for i in 1 2 3 4; do
-  python3 "$dir/send.py" relp "$relp_port" "r$i" 400000 > "$dir/answered.$i" &
-  senders+=($!)
-done
-pids+=("${senders[@]}")
+send_eight 400000 400000
 # Until both loops have read: the kernel spreads connections by a hash of
 # their addresses, so the four first TCP connections may all go to the
 # first loop (1 in 16); the second then reads the slower RELP senders, or
