@@ -43,7 +43,7 @@ inline stat_table logd_stats(const logd_counts& n) {
       {"refused", ", # refused", "sluice_logd_connections_refused_total",
        "Connections closed at once past --max-connections.", counter, n.refused},
       {"accept_errors", ", # accept errors", "sluice_logd_accept_errors_total",
-       "Accept errors (out of file descriptors or memory).", counter, n.accept_errors},
+       "Accept errors (out of file descriptors or memory, or a listener that fails).", counter, n.accept_errors},
       {"space_waits", ", # waits for space", "sluice_logd_space_waits_total",
        "Times a write began to wait for room on FILE's disk (--on-full wait).", counter, n.space_waits},
       {"fsyncs", "; # fsyncs", "sluice_logd_fsyncs_total", "fsync(2) calls on FILE.", counter, n.fsyncs},

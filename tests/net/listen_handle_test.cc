@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
+#include <chrono>
 
 #include "sluice/base/errors.h"
 #include "sluice/loop/loop.h"
@@ -127,6 +129,35 @@ TEST_CASE("what is not a stream socket is 'error': EPROTOTYPE, ENOTSOCK, EBADF")
     net::server srv(w.server_opts());
     CHECK(listen_outcome(w, srv, -1) == "EBADF");
   }
+}
+
+// An accept error that is not one connection's (here EINVAL: the listening
+// socket was shut down behind the server's back) would come again at once:
+// the server says it and pauses for accept_retry, as for EMFILE, instead of
+// calling accept() in a loop that never gives the event loop back.
+TEST_CASE("a persistent accept error (EINVAL) is 'error' once per accept_retry, not a busy loop") {
+  net_world w;
+  const int fd = tcp_socket(true);
+  auto opts = w.server_opts();
+  opts.accept_retry = std::chrono::milliseconds(20);
+  net::server srv(opts);
+  std::vector<std::string> errors;
+  srv.on(event::error, [&](std::error_code ec) {
+    errors.push_back(code_name(ec));
+    if (errors.size() == 1000) srv.close();  // the busy loop's way out, so the test fails instead of hanging
+  });
+  srv.listen(net::handle{fd});
+  REQUIRE(spin(w.loop, [&] { return srv.listening(); }));
+  REQUIRE(::shutdown(fd, SHUT_RDWR) == 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  spin(w.loop, [&] { return std::chrono::steady_clock::now() >= until; });
+  REQUIRE_FALSE(errors.empty());
+  CHECK(errors.front() == "EINVAL");
+  CHECK(errors.size() <= 300 / 20 + 2);
+  CHECK(srv.accept_errors() == errors.size());
+  CHECK(srv.listening());
+  srv.close();
+  CHECK_FALSE(fd_open(fd));
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ struct relay_settings {
   std::optional<std::chrono::milliseconds> give_up_after;  // --give-up-after
   std::string tls_ca, tls_name;  // --forward-tls-ca, --forward-tls-name
   std::string tls_cert, tls_key;  // --forward-tls-cert, --forward-tls-key: this relay's certificate
-  log_spool_settings spool{.sync = true, .tool = "sluice-logd"};  // --spool DIR, --spool-max SIZE
+  log_spool_settings spool{.dir = {}, .sync = true, .tool = "sluice-logd"};  // --spool DIR, --spool-max SIZE
   bool spool_max_given = false;
   std::vector<std::pair<std::string, std::string>> kafka_config;  // -X KEY=VALUE, in order
   bool enabled() const noexcept { return !forward.empty(); }

@@ -165,15 +165,31 @@ std::optional<address_info> server::address() const {
   return a;
 }
 
+// accept(2)'s errors that belong to the connection being accepted, not to
+// the listener: Linux passes a pending network error of the new socket on
+// as accept()'s, and says to retry.
+static bool one_connections_error(int e) {
+  switch (e) {
+    case EINTR: case ECONNABORTED: case EPROTO: case ENETDOWN: case ENETUNREACH:
+    case EHOSTDOWN: case EHOSTUNREACH: case ENONET: case ENOPROTOOPT: case EOPNOTSUPP:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void server::wait_for_connection() {
   loop_->watch(fd_, POLLIN, [this](short) { on_connection_ready(); }, tag());
 }
 
 // Node: onconnection(), for every connection waiting (libuv accepts until
-// EAGAIN). Past max_connections a connection is closed at once. An accept
-// error is 'error' and the server goes on; running out of fds or memory
-// pauses accepting for accept_retry, so the loop does not spin on a
-// connection it cannot take (it waits in the backlog meanwhile).
+// EAGAIN). Past max_connections a connection is closed at once. An error
+// that is one connection's (aborted, or a network error Linux's accept()
+// passes on from it) is skipped, as accept(2) advises. Any other is 'error'
+// and accepting pauses for accept_retry: running out of fds or memory, or a
+// listener that cannot accept any more (EINVAL once it was shut down), would
+// fail again at once, and accepting in a loop would never give the event
+// loop back. A connection waits in the backlog meanwhile.
 void server::on_connection_ready() noexcept {
   for (;;) {
     if (fd_ < 0) return;  // closed by a listener
@@ -181,17 +197,13 @@ void server::on_connection_ready() noexcept {
     if (fd < 0) {
       const int e = errno;
       if (e == EAGAIN || e == EWOULDBLOCK) break;
-      if (e == EINTR || e == ECONNABORTED) continue;
+      if (one_connections_error(e)) continue;
       ++accept_errors_;
-      const bool exhausted = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
-      if (exhausted) {
-        loop_->set_timeout(options_.accept_retry, [this] {
-          if (listening()) on_connection_ready();
-        }, tag());
-      }
+      loop_->set_timeout(options_.accept_retry, [this] {
+        if (listening()) on_connection_ready();
+      }, tag());
       emit_error({e, std::system_category()});
-      if (exhausted) return;
-      continue;
+      return;
     }
     if (options_.hand_off) options_.hand_off(fd);
     else serve(fd);

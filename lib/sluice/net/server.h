@@ -38,8 +38,10 @@ struct server_options {
   bool reuse_port = false;
   /// Node: server.maxConnections. A connection past it is closed at once.
   std::optional<std::size_t> max_connections{};
-  /// After an accept error that says the process or system is out of
-  /// something (EMFILE, ENFILE, ENOBUFS, ENOMEM), accepting pauses this long.
+  /// After an accept error that is not one connection's (EMFILE, ENFILE,
+  /// ENOBUFS, ENOMEM: the process or system is out of something; EINVAL: the
+  /// listener was shut down), accepting pauses this long: such an error
+  /// would come again at once.
   std::chrono::milliseconds accept_retry{100};
   /// A Unix listener's permissions and group (chmod and chown of its path),
   /// set before it accepts, so it is never reachable with other ones;
