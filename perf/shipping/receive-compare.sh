@@ -87,7 +87,7 @@ stop() {
   server_pid=""
 }
 
-# run NAME R: one fresh run. Prints "rate cpu_us_per_msg hwm_kb lost".
+# run NAME R: one fresh run. Prints "rate cpu_us_per_msg hwm_kb lost sys_us_per_msg".
 run() {
   local name=$1 r=$2
   local dir=$tmp/$name.$r
@@ -102,8 +102,8 @@ run() {
   rm -rf "$dir"
   python3 -c 'import json, sys
 j = json.loads(sys.argv[1])
-print("%.0f %.3f %d %d" % (j["messages"] / j["seconds"], j["cpu_seconds"] * 1e6 / j["messages"], j["hwm_kb"],
-                           int(sys.argv[2]) - int(sys.argv[3])))' "$json" "$total" "$lines"
+print("%.0f %.3f %d %d %.3f" % (j["messages"] / j["seconds"], j["cpu_seconds"] * 1e6 / j["messages"], j["hwm_kb"],
+                                int(sys.argv[2]) - int(sys.argv[3]), j["sys_seconds"] * 1e6 / j["messages"]))' "$json" "$total" "$lines"
 }
 
 echo "receive-compare: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -115,14 +115,15 @@ if [ -n "$before" ]; then
 fi
 if [ -x "$rsyslogd" ]; then names+=(rsyslog rsyslog-tuned)
 else echo "receive-compare: $rsyslogd not found, rsyslog skipped" >&2; fi
-declare -A rates cpus best_rate best_cpu max_hwm lost
+declare -A rates cpus syss best_rate best_cpu best_sys max_hwm lost
 # Alternated run by run, so that a busy moment of the machine hits all.
 for ((r = 1; r <= runs; r++)); do
   for name in "${names[@]}"; do
-    read -r rate cpu hwm l < <(run "$name" "$r")
-    echo "receive-compare: $name run $r: $rate msg/s, $cpu us CPU/msg, VmHWM $hwm kB, $l lost" >&2
+    read -r rate cpu hwm l sys < <(run "$name" "$r")
+    echo "receive-compare: $name run $r: $rate msg/s, $cpu us CPU/msg ($sys in the kernel), VmHWM $hwm kB, $l lost" >&2
     rates[$name]+=" $rate"
     cpus[$name]+=" $cpu"
+    syss[$name]+=" $sys"
     [ "$hwm" -gt "${max_hwm[$name]:-0}" ] && max_hwm[$name]=$hwm
     lost[$name]=$((${lost[$name]:-0} + l))
   done
@@ -133,15 +134,17 @@ median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END
 for name in "${names[@]}"; do
   best_rate[$name]=$(median "${rates[$name]}")
   best_cpu[$name]=$(median "${cpus[$name]}")
+  best_sys[$name]=$(median "${syss[$name]}")
 done
 
 echo "receiving: $senders senders x $messages messages x $size B, octet-counted, loopback; medians of $runs"
-printf '%-14s %12s %16s %14s %10s %12s %12s\n' receiver "msgs/s" "CPU us / msg" "peak RSS MB" lost "rate vs" "CPU vs"
+printf '%-14s %12s %16s %12s %14s %10s %14s %12s\n' receiver "msgs/s" "CPU us / msg" "of it sys" "peak RSS MB" lost "rate vs" "CPU vs"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2fx", a / b }'; }
 for name in "${names[@]}"; do
-  printf '%-14s %12s %16s %14s %10s %12s %12s\n' "$name" "${best_rate[$name]}" "${best_cpu[$name]}" \
+  printf '%-14s %12s %16s %12s %14s %10s %14s %12s\n' "$name" "${best_rate[$name]}" "${best_cpu[$name]}" "${best_sys[$name]}" \
     "$(awk -v k="${max_hwm[$name]}" 'BEGIN { printf "%.1f", k / 1024 }')" "${lost[$name]}" \
     "$(ratio "${best_rate[$name]}" "${best_rate[rsyslog]:-}")/$(ratio "${best_rate[$name]}" "${best_rate[rsyslog-tuned]:-}")" \
     "$(ratio "${best_cpu[$name]}" "${best_cpu[rsyslog]:-}")/$(ratio "${best_cpu[$name]}" "${best_cpu[rsyslog-tuned]:-}")"
 done
-echo "(rate vs, CPU vs: against rsyslog / rsyslog-tuned; peak RSS: the largest of the runs; lost: all runs)"
+echo "(rate vs, CPU vs: against rsyslog / rsyslog-tuned; of it sys: the CPU a message spent in the kernel (the"
+echo " socket's reads, the file's writes, the wake-ups); peak RSS: the largest of the runs; lost: all runs)"
