@@ -14,7 +14,8 @@
 //                [--pid PID --file FILE --bytes BYTES] [--settle S]
 //
 // Prints one JSON line: {"messages":N*M,"seconds":S,"send_seconds":S,
-// "cpu_seconds":C,"hwm_kb":K,"file_bytes":F}.
+// "cpu_seconds":C,"sys_seconds":K,"hwm_kb":K,"file_bytes":F} (sys_seconds: the
+// part of C spent in the kernel).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -114,7 +115,8 @@ void send_all(int port, const std::string& path, int sender, long count, std::si
   ::close(fd);
 }
 
-double cpu_seconds(long pid) {
+// The receiver's CPU seconds, all threads: user + system, or system alone.
+double cpu_seconds(long pid, bool sys_only = false) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // Fields after the command's closing parenthesis: state is field 3,
@@ -130,7 +132,8 @@ double cpu_seconds(long pid) {
     i = sp + 1;
   }
   if (f.size() < 13) return 0;
-  return static_cast<double>(std::stol(f[11]) + std::stol(f[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return static_cast<double>((sys_only ? 0 : std::stol(f[11])) + std::stol(f[12])) /
+         static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 long hwm_kb(long pid) {
@@ -175,7 +178,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  const double cpu0 = pid ? cpu_seconds(pid) : 0;
+  const double cpu0 = pid ? cpu_seconds(pid) : 0, sys0 = pid ? cpu_seconds(pid, true) : 0;
   const auto t0 = clock_type::now();
   std::vector<std::thread> threads;
   for (long s = 0; s < senders; ++s)
@@ -202,10 +205,10 @@ int main(int argc, char** argv) {
     }
     done = have >= bytes ? clock_type::now() : last_growth;
   }
-  const double cpu = pid ? cpu_seconds(pid) - cpu0 : 0;
-  std::printf("{\"messages\":%ld,\"seconds\":%.4f,\"send_seconds\":%.4f,\"cpu_seconds\":%.3f,\"hwm_kb\":%ld,"
+  const double cpu = pid ? cpu_seconds(pid) - cpu0 : 0, sys = pid ? cpu_seconds(pid, true) - sys0 : 0;
+  std::printf("{\"messages\":%ld,\"seconds\":%.4f,\"send_seconds\":%.4f,\"cpu_seconds\":%.3f,\"sys_seconds\":%.3f,\"hwm_kb\":%ld,"
               "\"file_bytes\":%lld}\n",
               senders * messages, std::chrono::duration<double>(done - t0).count(),
-              std::chrono::duration<double>(sent - t0).count(), cpu, pid ? hwm_kb(pid) : 0L, have);
+              std::chrono::duration<double>(sent - t0).count(), cpu, sys, pid ? hwm_kb(pid) : 0L, have);
   return 0;
 }

@@ -99,6 +99,71 @@ TEST_CASE("the frame reader takes octet-counted frames however the bytes are cut
   }
 }
 
+// The frames that lie whole in a read are taken in a run (octet_run()),
+// the rest a byte at a time: both must give the same messages, cuts and
+// errors. Random streams of frames, some too long, some malformed at the
+// end, fed whole and in random pieces.
+TEST_CASE("the frame reader, octet counting: frames whole in a read and frames cut give the same") {
+  std::uint32_t seed = 12345;
+  const auto next = [&seed](std::uint32_t n) {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 8) % n;
+  };
+  for (int round = 0; round < 300; ++round) {
+    CAPTURE(round);
+    std::string data;
+    const int frames = 1 + static_cast<int>(next(40));
+    for (int f = 0; f < frames; ++f) {
+      const std::size_t len = 1 + next(f % 7 == 3 ? 300 : 130);  // some longer than the maximum, 120
+      data += std::to_string(len) + " ";
+      for (std::size_t i = 0; i < len; ++i) data += static_cast<char>('a' + next(26));
+    }
+    switch (next(5)) {  // how the stream ends
+      case 0: data += "0 x"; break;
+      case 1: data += "12x"; break;
+      case 2: data += "99999999999 "; break;
+      case 3: data += "7 abc"; break;  // torn
+      default: break;
+    }
+    for (const bool truncate : {false, true}) {
+      struct result {
+        std::vector<std::string> messages;
+        std::vector<bool> cut;
+        bool ok = true;
+        std::string error;
+        bool mid = false;
+      };
+      // pieces: 0 whole, 1 random pieces, 2 a byte at a time (never a run)
+      const auto run = [&](int pieces) {
+        syslog_frame_reader r(syslog_frame_reader::mode::automatic, 120, truncate);
+        result out;
+        std::size_t i = 0;
+        while (i < data.size() && out.ok) {
+          const std::size_t n = pieces == 0 ? data.size() : pieces == 1 ? 1 + next(400) : 1;
+          out.ok = r.feed(std::string_view(data).substr(i, n), [&](std::string_view m) {
+            out.messages.emplace_back(m);
+            out.cut.push_back(r.cut());
+          });
+          i += n;
+        }
+        out.error = r.error();
+        out.mid = r.mid_frame();
+        return out;
+      };
+      const result bytes = run(2);
+      for (const int pieces : {0, 1}) {
+        CAPTURE(pieces);
+        const result r = run(pieces);
+        CHECK(r.messages == bytes.messages);
+        CHECK(r.cut == bytes.cut);
+        CHECK(r.ok == bytes.ok);
+        CHECK(r.error == bytes.error);
+        CHECK(r.mid == bytes.mid);
+      }
+    }
+  }
+}
+
 TEST_CASE("the frame reader takes LF-framed messages, and tells a torn one") {
   syslog_frame_reader r(syslog_frame_reader::mode::automatic, 100);
   bool ok = false;

@@ -24,15 +24,30 @@ inline constexpr std::array<bool, 256> escaped_bytes = [] {
   return t;
 }();
 
-// Whether `msg` has such a byte: a branch-free OR over the bytes, which the
-// compiler vectorizes (as fast as one memchr(); a find_first_of() calls
-// memchr() once a byte).
+// Whether `msg` has such a byte: 16 bytes a step with SSE2 (a byte <= 0x1f,
+// DEL or a backslash sets its bit in a mask; the last step overlaps the one
+// before), the table below 16 bytes. It only reads: a check that also
+// copied would leave the line in stores that the write's copy, just after,
+// cannot be forwarded from (a stall a message; docs/benchmarks.md,
+// "sluice-logd vs rsyslog, round 4 (second pass)").
 inline bool needs_escape(std::string_view msg) noexcept {
-  unsigned char any = 0;
-  for (const char ch : msg) {
-    const auto c = static_cast<unsigned char>(ch);
-    any |= static_cast<unsigned char>((c < 0x20) | (c == 0x7f) | (c == '\\'));
+  const char* const p = msg.data();
+  const std::size_t n = msg.size();
+#if defined(__SSE2__)
+  if (n >= 16) {
+    const __m128i ctl = _mm_set1_epi8(0x1f), del = _mm_set1_epi8(0x7f), bs = _mm_set1_epi8('\\');
+    const auto hit = [&](std::size_t i) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      return _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
+                          _mm_or_si128(_mm_cmpeq_epi8(v, del), _mm_cmpeq_epi8(v, bs)));
+    };
+    __m128i any = hit(n - 16);
+    for (std::size_t i = 0; i + 16 <= n; i += 16) any = _mm_or_si128(any, hit(i));
+    return _mm_movemask_epi8(any) != 0;
   }
+#endif
+  unsigned char any = 0;
+  for (std::size_t i = 0; i < n; ++i) any |= static_cast<unsigned char>(escaped_bytes[static_cast<unsigned char>(p[i])]);
   return any != 0;
 }
 

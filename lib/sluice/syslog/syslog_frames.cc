@@ -56,7 +56,31 @@ bool syslog_frame_reader::feed(std::string_view data, const message_fn& on_messa
   return true;
 }
 
+// Octet counting, the common case: frames that lie whole in `data`, taken
+// in a run without touching partial_ (a sender's write holds hundreds). It
+// stops at the first frame that does not (cut off by the read's end, too
+// long, or malformed), which octet() then takes a byte at a time, with its
+// errors.
+void syslog_frame_reader::octet_run(std::string_view data, std::size_t& i, const message_fn& on_message) {
+  const char* const p = data.data();
+  const std::size_t size = data.size();
+  while (i < size) {
+    std::size_t j = i;
+    std::size_t want = 0;
+    const std::size_t digits_end = size - i > max_digits_ ? i + max_digits_ : size;
+    if (p[j] < '1' || p[j] > '9') return;
+    for (; j < digits_end && p[j] >= '0' && p[j] <= '9'; ++j) want = want * 10 + static_cast<std::size_t>(p[j] - '0');
+    if (j == size || p[j] != ' ' || want > max_ || size - (j + 1) < want) return;
+    on_message(std::string_view(p + j + 1, want));
+    i = j + 1 + want;
+  }
+}
+
 bool syslog_frame_reader::octet(std::string_view data, std::size_t& i, const message_fn& on_message) {
+  if (state_ == state::start) {
+    octet_run(data, i, on_message);
+    if (i == data.size()) return true;
+  }
   if (state_ == state::start || state_ == state::length) {
     // The digits, up to the space; at most as many as the maximum has. The
     // value is summed as they come (want_ is 0 at a frame's start).

@@ -62,6 +62,7 @@ class syslog_frame_reader {
   bool fail(std::string why);
   // Octet counting: one step over `data` from `i`; false on error.
   bool octet(std::string_view data, std::size_t& i, const message_fn& on_message);
+  void octet_run(std::string_view data, std::size_t& i, const message_fn& on_message);
   bool lf(std::string_view data, std::size_t& i, const message_fn& on_message);
   void deliver_partial(const message_fn& on_message);
   void grow(std::size_t need, std::size_t limit);
