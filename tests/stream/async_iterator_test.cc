@@ -27,14 +27,23 @@ std::vector<std::string> items(int n) {
 }
 
 // Drives `it` as `for await (const c of r) { got.push_back(c); if (got.size() == stop_after) break; }`.
+// With `log`, each step is logged too ("next C", "done", "throw CODE"); with
+// `leave` unset, the body stops at stop_after without leaving the loop (no
+// return(): the iteration stays as it is).
 struct loop_body {
-  loop_body(std::shared_ptr<async_iterator> i, std::size_t n) : it(std::move(i)), stop_after(n) {}
+  loop_body(std::shared_ptr<async_iterator> i, std::size_t n, test::trace* l = nullptr)
+      : it(std::move(i)), stop_after(n), log(l) {}
   std::shared_ptr<async_iterator> it;
   std::size_t stop_after;
+  test::trace* log;
+  bool leave = true;
   std::vector<std::string> got;
   bool ended = false;
   std::error_code error;
 
+  void note(const std::string& line) {
+    if (log) log->add(line);
+  }
   void step() {
     async_iterator::step s = it->next();
     switch (s.kind) {
@@ -42,13 +51,17 @@ struct loop_body {
         return it->wait([this] { step(); });
       case async_iterator::step::end:
         ended = true;
-        return;
+        return note("done");
       case async_iterator::step::error:
         error = s.ec;
-        return;
+        return note("throw " + test::show(s.ec));
       case async_iterator::step::chunk:
+        note("next " + s.value);
         got.push_back(std::move(s.value));
-        if (got.size() == stop_after) return it->close();
+        if (got.size() == stop_after) {
+          if (leave) it->close();
+          return;
+        }
         return it->after_await([this] { step(); });
     }
   }
@@ -123,34 +136,6 @@ TEST_CASE("a stream destroyed with an error gives it once; the iterator is close
 
 namespace {
 
-// `for await (const c of r) { log('next ' + c); if (++n == stop) break-without-return; }`,
-// logging "done" at the end and "throw CODE" on an error.
-struct logged_body {
-  logged_body(std::shared_ptr<async_iterator> i, test::trace& l, std::size_t stop) : it(std::move(i)), log(l), stop_after(stop) {}
-  std::shared_ptr<async_iterator> it;
-  test::trace& log;
-  std::size_t stop_after;
-  std::size_t n = 0;
-
-  void step() {
-    async_iterator::step s = it->next();
-    switch (s.kind) {
-      case async_iterator::step::pending:
-        return it->wait([this] { step(); });
-      case async_iterator::step::end:
-        log.add("done");
-        return;
-      case async_iterator::step::error:
-        log.add("throw " + test::show(s.ec));
-        return;
-      case async_iterator::step::chunk:
-        log.add("next " + s.value);
-        if (++n == stop_after) return;
-        return it->after_await([this] { step(); });
-    }
-  }
-};
-
 // Runs `act` while the iteration of a fresh readable waits in read(), and
 // returns the trace, with the buffered length at the end.
 std::string waiting_read(const std::function<void(readable&, test::trace&)>& act, std::size_t hwm = 16384,
@@ -166,7 +151,8 @@ std::string waiting_read(const std::function<void(readable&, test::trace&)>& act
   for (auto ev : {event::end, event::close, event::pause, event::resume})
     r.on(ev, [&log, ev] { log.add(std::string(to_string(ev))); });
   r.on(event::error, [&log](std::error_code ec) { log.add("error " + test::show(ec)); });
-  logged_body body(async_iterator::create(r, {.destroy_on_return = false}), log, stop);
+  loop_body body(async_iterator::create(r, {.destroy_on_return = false}), stop, &log);
+  body.leave = false;
   body.step();
   l.run_until_idle();
   act(r, log);
