@@ -5,6 +5,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -20,6 +21,7 @@
 #include "sluice/loop/loop.h"
 #include "sluice/net/server.h"
 #include "sluice/net/socket.h"
+#include "sluice/stream/async_iterator.h"
 #include "support/free_port.h"
 #include "support/must_call.h"
 #include "support/net_world.h"
@@ -819,6 +821,58 @@ TEST_CASE("an unref'd listening server lets loop::run() return; ref() makes it h
   c->destroy();
   w.loop.run();  // returns once both have closed
   CHECK_FALSE(w.loop.alive());
+}
+
+TEST_CASE("a paused socket whose consumer stops reading stops reading at the high-water mark") {
+  // The engine of `for await` and of asio::chunks: a consumer waits in
+  // read() for one chunk, gets it, and reads no more. The peer then writes
+  // up to 4 MiB, as fast as the kernel takes it: the socket reads until its
+  // buffer holds the high-water mark (16 KiB) or more, then stops, so the
+  // peer's bytes wait in the kernel (whose buffers may take all 4 MiB on
+  // loopback) instead of piling up in the process.
+  net_world w;
+  server srv(w.server_opts());
+  socket* conn = nullptr;
+  std::shared_ptr<async_iterator> it;
+  std::string first;
+  srv.on_connection([&](socket& s) {
+    conn = &s;
+    it = async_iterator::create(s, {.destroy_on_return = false});
+    REQUIRE(it->next().kind == async_iterator::step::pending);
+    it->wait([&] {
+      async_iterator::step st = it->next();
+      REQUIRE(st.kind == async_iterator::step::chunk);
+      first = std::move(st.value);
+    });
+  });
+  srv.listen(0, "127.0.0.1");
+  const int fd = stalled_client(port_of(srv));
+  REQUIRE(::write(fd, "hello", 5) == 5);
+  REQUIRE(spin(w.loop, [&] { return first == "hello"; }));
+  REQUIRE(::fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
+  const std::string block(65536, 'x');
+  std::size_t sent = 0;
+  int stalls = 0;
+  // Writes until the kernel has refused more for 20 turns in a row.
+  spin(w.loop, [&] {
+    const ssize_t n = ::write(fd, block.data(), block.size());
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      stalls = 0;
+    } else {
+      ++stalls;
+    }
+    return stalls == 20 || sent >= 4u << 20;
+  });
+  CHECK(sent >= 1u << 20);
+  const std::size_t held = conn->readable_length();
+  CHECK(held >= 16384);
+  CHECK(held < 16384 + 65536);  // at most one read (64 KiB) past the mark
+  CHECK(conn->bytes_read() == 5 + held);
+  CHECK(it->next().value.size() == held);  // all of it, in one read()
+  it->close();
+  ::close(fd);
+  srv.close();
 }
 
 }  // namespace

@@ -96,7 +96,8 @@ class chunks final : public detail::readable_iteration<std::optional<std::string
   }
 
   /// For the initiation (detail::initiate).
-  void start(detail::pending<std::optional<std::string>> p) noexcept;
+  template <class F>
+  void start(F&& f);
 
  private:
   void advance(bool woken) noexcept override;
@@ -132,7 +133,8 @@ class lines final : public detail::readable_iteration<std::optional<std::string_
         *this, ec, std::forward<Token>(token));
   }
 
-  void start(detail::pending<std::optional<std::string_view>> p) noexcept;
+  template <class F>
+  void start(F&& f);
 
  private:
   void advance(bool woken) noexcept override;
@@ -183,8 +185,9 @@ async_iterator::step readable_iteration<Value>::pull() noexcept {
 
 }  // namespace detail
 
-inline void chunks::start(detail::pending<std::optional<std::string>> p) noexcept {
-  arm(std::move(p));
+template <class F>
+void chunks::start(F&& f) {
+  arm(std::forward<F>(f));
   advance(false);
 }
 
@@ -198,8 +201,9 @@ inline void chunks::advance(bool woken) noexcept {
   finish(woken, s.ec, std::nullopt);
 }
 
-inline void lines::start(detail::pending<std::optional<std::string_view>> p) noexcept {
-  arm(std::move(p));
+template <class F>
+void lines::start(F&& f) {
+  arm(std::forward<F>(f));
   advance(false);
 }
 

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <exception>
+#include <memory>
 #include <system_error>
 #include <type_traits>
 
@@ -79,8 +80,8 @@ void call(Handler& h, std::error_code ec, Value&& v, Args... out) {
 /// a sluice::stream_error (a std::system_error), thrown by co_await. For
 /// void([Value]) (`out` given): the error goes to `*out` first.
 template <class Value, class Handler, class... Out>
-pending<Value> make_pending(Handler h, boost::asio::io_context::executor_type fallback, Out... out) {
-  return [h = std::move(h), fallback, out...](std::error_code ec, Value&& v) mutable {
+auto make_pending(Handler&& h, boost::asio::io_context::executor_type fallback, Out... out) {
+  return [h = std::forward<Handler>(h), fallback, out...](std::error_code ec, Value&& v) mutable {
     auto ex = boost::asio::get_associated_executor(h, fallback);
     if (runs_on(ex, fallback)) {
       call<Value>(h, ec, std::move(v), out...);
@@ -95,10 +96,10 @@ pending<Value> make_pending(Handler h, boost::asio::io_context::executor_type fa
 /// What an awaitable operation's object holds: the pending handler, and the
 /// result on its way to it.
 ///
-/// The handler is moved once from the initiation into pending_ (arm()) and
-/// once out of it to be called (a use_awaitable handler is a type-erased
-/// any_io_executor and the coroutine's thread: each move and destroy of it
-/// is two indirect calls). It must leave pending_ before it runs: the
+/// The handler is moved once from the initiation into pending_ (arm()
+/// builds it there) and once out of it to be called (a use_awaitable
+/// handler is a type-erased any_io_executor and the coroutine's thread:
+/// each move and destroy of it is two indirect calls). It must leave pending_ before it runs: the
 /// coroutine it resumes starts the next operation, which arms pending_
 /// again, while the handler that resumed it is still running.
 template <class Value>
@@ -112,11 +113,23 @@ class operation {
   boost::asio::io_context::executor_type executor() const noexcept { return executor_; }
 
  protected:
-  void arm(pending<Value> p) noexcept {
+  /// Takes make_pending()'s function object: built in pending_ itself (empty
+  /// here), not in a pending<Value> moved in after, so that a use_awaitable
+  /// handler (its any_io_executor's move and destroy are indirect calls)
+  /// moves three times an operation (into the function object, into
+  /// pending_, out to be called), not six.
+  template <class F>
+  void arm(F&& f) {
     // One operation at a time: a second would take the place of a handler
     // that waits, or whose result is on its way, and it would never be called.
     SLUICE_ASSERT(!pending_ && "one operation at a time");
-    pending_ = std::move(p);
+    std::destroy_at(&pending_);
+    try {
+      std::construct_at(&pending_, std::forward<F>(f));
+    } catch (...) {  // a handler too big to be inline, and no memory for it
+      std::construct_at(&pending_);
+      throw;
+    }
     completing_ = false;
   }
   /// Whether an operation waits for its result.
@@ -156,7 +169,8 @@ class operation {
   Value ready_value_{};
 };
 
-/// async_initiate for an object with start(pending<Value>): the throwing form.
+/// async_initiate for an object with start(F), F make_pending()'s function
+/// object, which start() gives to arm(): the throwing form.
 template <class Value, class Signature, class Object, class Token>
 auto initiate(Object& obj, Token&& token) {
   return boost::asio::async_initiate<Token, Signature>(

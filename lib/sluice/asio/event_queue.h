@@ -56,7 +56,8 @@ class event_queue final : public detail::operation<std::optional<event_arg>> {
   /// Events queued and not yet handed out.
   std::size_t size() const noexcept { return count_ - (held_ ? 1 : 0); }
 
-  void start(detail::pending<std::optional<event_arg>> p) noexcept;
+  template <class F>
+  void start(F&& f);
 
  private:
   struct slot {
@@ -121,13 +122,14 @@ inline void event_queue::push(const event_arg& a) {
   ++count_;
 }
 
-inline void event_queue::start(detail::pending<std::optional<event_arg>> p) noexcept {
+template <class F>
+void event_queue::start(F&& f) {
   if (held_) {  // the event handed out last is done with now
     head_ = (head_ + 1) & (ring_.size() - 1);
     --count_;
     held_ = false;
   }
-  arm(std::move(p));
+  arm(std::forward<F>(f));
   advance();
 }
 

@@ -68,7 +68,8 @@ class writer final : public detail::operation<detail::none> {
   }
 
   /// For the initiation (detail::initiate).
-  void start(detail::pending<detail::none> p) noexcept;
+  template <class F>
+  void start(F&& f);
 
  private:
   void advance() noexcept;
@@ -121,8 +122,9 @@ inline std::error_code writer::failure() const noexcept {
   return {};
 }
 
-inline void writer::start(detail::pending<detail::none> p) noexcept {
-  arm(std::move(p));
+template <class F>
+void writer::start(F&& f) {
+  arm(std::forward<F>(f));
   drained_ = false;
   if (wants_end_ && !stream_.writable_ended() && !failure()) stream_.end();
   advance();

@@ -145,7 +145,22 @@ void readable::add_chunk(chunk_ref c, bool add_to_front) {
       buffer_.push_front(c.take());
     else
       buffer_.push_back(c.take());
-    if (state_.has(rf::need_readable)) emit_readable();
+    if (state_.has(rf::need_readable)) {
+      // Node: emitReadable() then maybeReadMore(). When both queue their
+      // tick, the two ticks sit side by side in the queue (nothing is queued
+      // between them, and microtasks wait for every tick), so one tick runs
+      // both bodies in Node's order: a paused stream's every chunk saves a tick.
+      if ((state_.flags & (rf::emitted_readable | rf::reading_more | rf::constructed)) == rf::constructed) {
+        state_.clear(rf::need_readable);
+        state_.set(rf::emitted_readable | rf::reading_more);
+        call_soon([this] {
+          emit_readable_tick();
+          maybe_read_more_tick();
+        });
+        return;
+      }
+      emit_readable();
+    }
   }
   maybe_read_more();
 }
