@@ -9,7 +9,11 @@
 #
 #   perf/tls/tls-echo-instructions.sh [BUILDDIR]    (default: build)
 #
-# Environment: ROUND_TRIPS (default 20000), CONNECTIONS (100), SIZE (128).
+# Environment: ROUND_TRIPS (default 20000), CONNECTIONS (100), SIZE (128),
+# PROFILE (a file to keep the long run's callgrind output in, and the
+# short run's in PROFILE.short, for callgrind_annotate), CIPHERS (the
+# suites the client offers: tls_echo_client.mjs), ASIO (1: the server with
+# --asio, its loop run by Asio's epoll engine).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,8 +29,10 @@ dir=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 sh "$root/tests/tls/make_ca.sh" "$dir"
+server_args=()
+[ "${ASIO:-0}" = 1 ] && server_args=(--asio)
 
-valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/cg.out" "$server" "$dir" >"$dir/out" 2>/dev/null &
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/cg.out" "$server" "${server_args[@]}" "$dir" >"$dir/out" 2>/dev/null &
 pid=$!
 port=
 for _ in $(seq 600); do
@@ -51,5 +57,9 @@ measure() {  # round trips: prints the instructions of that run (each dump is cg
 }
 short=$(measure 100)
 long=$(measure "$round_trips")
+if [ -n "${PROFILE:-}" ]; then  # the short run's too: the difference is the round trips'
+  cp "$(ls -v "$dir"/cg.out.* | tail -2 | head -1)" "$PROFILE.short"
+  cp "$(ls -v "$dir"/cg.out.* | tail -1)" "$PROFILE"
+fi
 echo "TLS echo ping-pong, sluice's server: $connections connections x $size B"
 echo "user-space instructions per round trip: $(( (long - short) / (round_trips - 100) ))"

@@ -652,6 +652,39 @@ TEST_CASE("write() in one turn counts everything the turn wrote: 16383 + 1 bytes
   srv.close();
 }
 
+// socket_options::coalesce false (tls::socket's TCP socket): each write goes
+// to the kernel inside write(), as in Node: true, true, no 'drain'.
+TEST_CASE("coalesce false: a write goes to the kernel at once, as in Node's: 16383 + 1 bytes is true, true") {
+  net_world w;
+  server srv(w.server_opts());
+  std::size_t got = 0;
+  srv.on_connection([&](socket& s) { s.on(event::data, [&](std::string_view d) { got += d.size(); }); });
+  srv.listen(0, "127.0.0.1");
+  net::socket_options o = w.socket_opts();
+  o.coalesce = false;
+  auto c = net::connect(port_of(srv), "127.0.0.1", o);
+  must_call writes(2);
+  int drains = 0;
+  c->on(event::drain, [&] { ++drains; });
+  std::vector<bool> returned;
+  std::size_t syscalls_in_write = 0;
+  c->on(event::connect, [&] {
+    returned.push_back(c->write(std::string(16383, 'a'), writes.cb()));
+    syscalls_in_write = c->write_syscalls();
+    returned.push_back(c->write("b", writes.cb()));
+  });
+  REQUIRE(spin(w.loop, [&] { return got == 16384 && writes.calls() == 2; }));
+  CHECK(returned == std::vector<bool>{true, true});
+  CHECK(syscalls_in_write == 1);
+  CHECK(c->write_syscalls() == 2);
+  CHECK(drains == 0);
+  CHECK_FALSE(writes.error(0));
+  CHECK_FALSE(writes.error(1));
+  c->end();
+  REQUIRE(spin(w.loop, [&] { return srv.connections() == 0; }));
+  srv.close();
+}
+
 // Issue 26, item 5 (docs/differences-from-node.md): the write waits for the
 // turn's sendmsg, so write() to a peer that has reset returns true; the
 // reset comes as the callback's error and 'error' at the end of the turn.

@@ -60,7 +60,7 @@ writable_options writable_side_options(const socket_options& o) {
 // false (the socket emits 'close' with hadError), autoDestroy true.
 socket::socket(const socket_options& options)
     : duplex(std::make_unique<detail::socket_source>(*this, options.read_chunk_size),
-             std::make_unique<detail::socket_sink>(*this), readable_side_options(options),
+             std::make_unique<detail::socket_sink>(*this, options.coalesce), readable_side_options(options),
              writable_side_options(options), options.allow_half_open) {
   init(options);
 }

@@ -46,6 +46,12 @@ struct socket_options {
   std::chrono::milliseconds write_deadline{0};
   /// The most bytes one read(2) takes.
   std::size_t read_chunk_size = 64 * 1024;
+  /// sluice's own: the writes of a turn wait for its end and leave in one
+  /// sendmsg() (see below). False: each write goes to the kernel at once
+  /// (while none is in flight), as in Node, for a layer above that gathers
+  /// its turn's writes itself (tls::socket's records), to which the wait
+  /// adds a tick a write and nothing more.
+  bool coalesce = true;
   /// The loop; null means loop::current().
   loop* event_loop = nullptr;
 };

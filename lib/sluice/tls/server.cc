@@ -42,6 +42,7 @@ net::server_options server::listener_options(const server_options& o) {
   l.connection = o.connection;
   // As a client's: the plaintext side decides when TCP ends, and caps.
   l.connection.allow_half_open = true;
+  l.connection.coalesce = false;
   l.connection.writable = {};
   l.connection.readable_high_water_mark.reset();
   // Counted here, secure connections apart from handshakes (server.h).

@@ -45,9 +45,12 @@ writable_options plain_writable(const net::socket_options& o, loop& l) {
 // The TCP socket under a TLS one: half-open, because the plaintext side
 // decides when to end (after close_notify); no max_buffered, because a
 // record refused there would break the TLS stream (the cap is the
-// plaintext side's).
+// plaintext side's); no coalescing, because the plaintext side's writes
+// of a turn come as one batch of records already (see
+// net::socket_options::coalesce).
 net::socket_options tcp_options(net::socket_options o) {
   o.allow_half_open = true;
+  o.coalesce = false;
   o.writable = {};
   o.readable_high_water_mark.reset();
   return o;

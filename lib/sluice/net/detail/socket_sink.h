@@ -23,7 +23,8 @@ namespace detail {
 // fd_sink's do.
 class socket_sink final : public sink {
  public:
-  explicit socket_sink(socket& owner) : sink(connecting_caps), owner_(&owner), out_(-1) {}
+  socket_sink(socket& owner, bool coalesce)
+      : sink(connecting_caps), owner_(&owner), out_(-1), coalesce_(coalesce) {}
   ~socket_sink() override;
 
   void attach(loop& l) override { loop_ = &l; }
@@ -37,6 +38,7 @@ class socket_sink final : public sink {
   // the kernel together, in one sendmsg().
   static constexpr sink_caps connecting_caps{.final = true, .coalesce = true};
   static constexpr sink_caps connected_caps{.writev = true, .final = true, .coalesce = true};
+  static constexpr sink_caps connected_at_once_caps{.writev = true, .final = true};  // socket_options::coalesce false
 
   // Node: Socket.prototype._final(): shutdown(SHUT_WR) once the writes are
   // out, deferred until 'connect' while connecting.
@@ -53,7 +55,7 @@ class socket_sink final : public sink {
   void connected(int fd) noexcept {
     out_.reset(fd);
     ready_ = true;
-    set_caps(connected_caps);
+    set_caps(coalesce_ ? connected_caps : connected_at_once_caps);
   }
   // After 'connect' (Node's pending write and _final wait in 'connect'
   // listeners): start what waited for it.
@@ -89,6 +91,7 @@ class socket_sink final : public sink {
   bool ready_ = false;
   bool held_ = false;  // done_ waits for the connection
   bool destroyed_ = false;
+  bool coalesce_;  // socket_options::coalesce
 };
 
 }  // namespace detail
