@@ -81,7 +81,12 @@ def read():
         buf += c
 def frame(t, cmd, data=b""): return b"%d %s %d%s\n" % (t, cmd, len(data), (b" " + data) if data else b"")
 s.sendall(frame(1, b"open", b"relp_version=0\nrelp_software=t\ncommands=syslog"))
-assert read() == (1, b"rsp")
+if read() != (1, b"rsp"):
+    # SIGTERM between the connect and the open's answer (serverclose, or the
+    # connection closed): none answered. A part without SIGTERM then fails
+    # on its count.
+    print(0)
+    sys.exit(0)
 sent = answered = 0
 while answered < n:
     out = []
