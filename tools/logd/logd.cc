@@ -287,14 +287,12 @@ class logd {
   // This loop's writable on the worker (on --threads' other loops, on the
   // main loop's worker: a log_worker takes any number of producers).
   void open_writable() {
-    // With --fsync ack a batch is what comes while the last one is synced:
-    // the more it may hold, the fewer fsyncs a message. The mark counts the
-    // batch being synced too, and 'drain' (the reads resume) waits until
-    // the one behind it is synced as well, so a mark the two reach stops the
-    // reads for a whole fsync. 8 MiB: about 60,000 lines of 140 bytes; 1 MiB
-    // capped a sender with a window of 65,536 at ~3,000 lines a fsync, 8 MiB
-    // let it reach ~11,000 (docs/benchmarks.md, "RELP with --fsync ack,
-    // round 4").
+    // --fsync ack: 8 MiB. When each batch was synced before its callbacks,
+    // the mark counted the batch being synced too, and 1 MiB stopped the
+    // reads for whole fsyncs (docs/benchmarks.md, "RELP with --fsync ack,
+    // round 4"). Now that the syncs follow the writes (sync_behind), a
+    // batch is done once written and the mark rarely matters; it stays as
+    // the bound it was.
     const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
     auto out = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 8 * 1024 * 1024 : 256 * 1024});
     sink_ = &out->get_sink();
