@@ -3,7 +3,8 @@
 # sluice::relp_writable senders (perf/shipping/relp_flood, window WINDOW)
 # over loopback into
 #   sluice-logd-ack   sluice-logd --listen-relp --fsync ack: a message is
-#                     answered once the fsync of its batch returned;
+#                     answered once a sync that began after its write
+#                     returned (the syncs run behind the writes);
 #   rsyslog-sync      rsyslogd imrelp -> omfile sync="on", the main queue
 #                     direct: imrelp answers once omfile wrote and synced
 #                     the message (rsyslog's comparable setting: answered

@@ -30,8 +30,9 @@ import sys
 n, t0, t1, t2, c1, c2, hz = int(sys.argv[1]), *map(float, sys.argv[2:5]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 relp, plain = n / (t1 - t0), n / (t2 - t1)
 fsyncs = int(sys.argv[8].split()[0]) if sys.argv[8] else 0
-# Messages a fsync: the group commit's batch, which the load does not move
-# as it moves the rates (the window bounds it: about WINDOW / 2).
+# Messages a fsync: what one sync covers, which the load does not move as
+# it moves the rates (two syncs run at once behind the writes, so it is
+# less than WINDOW / 2: each covers what came since the last one began).
 per = f", {n / fsyncs:,.0f} messages a fsync" if fsyncs else ""
 print(f"relp + --fsync ack: {relp:,.0f} msgs/s, receiver {c1 / hz / n * 1e6:.2f} us CPU a message ({sys.argv[8]}{per}); "
       f"plain syslog: {plain:,.0f} msgs/s, {c2 / hz / n * 1e6:.2f} us; ratio {relp / plain:.2f}x")

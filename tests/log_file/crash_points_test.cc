@@ -413,6 +413,57 @@ void logd_check(const std::string& root, const ledger& l, violations& v) {
   check_lines(log_lines(root, "FILE", logd_keep, v), l, v);
 }
 
+// ---- the same with log_options::sync_behind, as sluice-logd --fsync ack
+// runs it: the write callbacks say written, and a line is acknowledged
+// (accepted) once synced() reaches its round's position. Lines go in
+// groups of three a turn, so that a round holds several and syncs overlap
+// the writes.
+
+void logd_behind_workload(const std::string& root, ledger& l) {
+  loop& lp = loop::current();
+  log_options o = logd_opts();
+  o.sync_behind = true;
+  log_worker worker(root + "/FILE", o);
+  auto out = make_worker_writable(worker);
+  worker_sink& sink = out->get_sink();
+  const int lines = 110 * scale();
+  std::vector<std::uint64_t> position(static_cast<std::size_t>(lines));
+  int written = 0, acked = 0;
+  bool held = false;
+  const auto answer = [&](std::uint64_t synced) {
+    while (acked < written && position[acked] <= synced) l.accepted[acked++] = 1;
+  };
+  auto watch = worker.watch_syncs(lp, [&](std::uint64_t synced, std::error_code ec) {
+    if (!ec) answer(synced);
+    if (held && (acked == written || ec)) {
+      held = false;
+      lp.release();
+    }
+  });
+  for (int i = 0; i < lines;) {
+    for (int k = 0; k < 3 && i < lines; ++k, ++i) {
+      l.submitted = i + 1;
+      out->write(line(i), [&, i](std::error_code ec) {
+        if (ec) return;
+        position[i] = sink.position();
+        written = i + 1;
+        answer(worker.synced());  // the sync may have been told before this callback came
+      });
+    }
+    lp.run();
+    if (acked < written) {
+      held = true;
+      lp.hold();
+      lp.run();
+    }
+  }
+  out->end();
+  lp.run();
+  watch.reset();
+  out.reset();
+  worker.close();
+}
+
 // ---- the driver
 
 struct durable_path {
@@ -544,6 +595,7 @@ TEST_CASE("every crash point of the log, the spool and sluice-logd --fsync ack k
       {"log", log_workload, log_check},
       {"spool", spool_workload, spool_check},
       {"logd --fsync ack", logd_workload, logd_check},
+      {"logd --fsync ack, synced behind", logd_behind_workload, logd_check},
   };
   // SLUICE_CRASH_PATH=NAME: only the paths whose name begins so (a local run).
   const char* only = std::getenv("SLUICE_CRASH_PATH");

@@ -34,6 +34,7 @@
 #include "logd/other_loop.h"
 #include "logd/logd.h"
 #include "logd/relay_output.h"
+#include "logd/sync_acks.h"
 #include "rate_limited_note.h"
 #include "shutdown_signals.h"
 #include "socket_perms.h"
@@ -63,6 +64,8 @@ struct connection {
   std::unique_ptr<sluice::relp_session> relp{};
   std::string answers{};
   std::size_t in_file = 0;   // RELP: messages handed to FILE (or the next hop) whose callback has not come
+  sluice_tools::sync_acks unsynced{};  // RELP, --fsync ack: written, answered once synced
+  bool sync_listed = false;            // in logd::unsynced_
   bool flush_queued = false;  // in logd::to_flush_
   bool held = false;          // RELP: paused until the socket takes its answers ('drain')
   bool gone = false;          // the socket closed while in_file > 0: freed at the last callback
@@ -266,6 +269,10 @@ class logd {
   bool open_file() {
     sluice::log_options log = o_.log;
     sluice_tools::say_compress_problems(log, "sluice-logd");
+    // --fsync ack: the writes complete once written, syncs follow them on
+    // threads of their own, and a RELP message is answered once a sync
+    // that began after its write has returned (answer_synced()).
+    log.sync_behind = true;
     std::error_code ec;
     own_worker_ = sluice::log_worker::open(o_.file, log, ec);
     worker_ = own_worker_.get();
@@ -280,16 +287,18 @@ class logd {
   // This loop's writable on the worker (on --threads' other loops, on the
   // main loop's worker: a log_worker takes any number of producers).
   void open_writable() {
-    // With --fsync ack a batch is what comes while the last one is synced:
-    // the more it may hold, the fewer fsyncs a message. The mark counts the
-    // batch being synced too, and 'drain' (the reads resume) waits until
-    // the one behind it is synced as well, so a mark the two reach stops the
-    // reads for a whole fsync. 8 MiB: about 60,000 lines of 140 bytes; 1 MiB
-    // capped a sender with a window of 65,536 at ~3,000 lines a fsync, 8 MiB
-    // let it reach ~11,000 (docs/benchmarks.md, "RELP with --fsync ack,
-    // round 4").
+    // --fsync ack: 8 MiB. When each batch was synced before its callbacks,
+    // the mark counted the batch being synced too, and 1 MiB stopped the
+    // reads for whole fsyncs (docs/benchmarks.md, "RELP with --fsync ack,
+    // round 4"). Now that the syncs follow the writes (sync_behind), a
+    // batch is done once written and the mark rarely matters; it stays as
+    // the bound it was.
     const bool ack = o_.log.fsync == sluice::log_options::fsync_policy::every_bytes && o_.log.fsync_bytes == 0;
-    out_ = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 8 * 1024 * 1024 : 256 * 1024});
+    auto out = sluice::make_worker_writable(*worker_, {.high_water_mark = ack ? 8 * 1024 * 1024 : 256 * 1024});
+    sink_ = &out->get_sink();
+    out_ = std::move(out);
+    sync_watch_ = worker_->watch_syncs(sluice::loop::current(),
+                                       [this](std::uint64_t synced, std::error_code ec) { on_synced(synced, ec); });
   }
 
   // --forward: the RELP writable to the next hop is the output; its write
@@ -572,7 +581,7 @@ class logd {
   // backpressure, or a RELP sender waiting for its answers, is silent
   // because of us: it is given another period.
   void idle(connection& c) {
-    if (paused_ || stopping_ || c.in_file > 0) {
+    if (paused_ || stopping_ || c.in_file > 0 || !c.unsynced.empty()) {
       c.tcp->set_timeout(o_.idle_timeout);
       return;
     }
@@ -635,7 +644,13 @@ class logd {
     ++n_.messages;
     n_.bytes += msg.size();
     bool more;
-    if (c.relp) {
+    if (c.relp && sync_watch_) {
+      ++c.in_file;
+      more = put(c, msg, [this, conn = &c](std::error_code ec) {
+        if (!ec) ++n_.written;
+        written_unsynced(*conn, ec);
+      });
+    } else if (c.relp) {
       ++c.in_file;
       more = put(c, msg, [this, conn = &c](std::error_code ec) {
         if (!ec) ++n_.written;
@@ -703,6 +718,73 @@ class logd {
     c.relp->ack_next(c.answers);
     if (c.relp->close_due()) c.relp->answer_close(c.answers);
     queue_answers(c);
+  }
+
+  // --fsync ack: a RELP message's write is done, its sync is not (yet): it
+  // waits, in order, for synced() to reach its round's position. A write
+  // that failed is handled as in stored().
+  void written_unsynced(connection& c, std::error_code ec) {
+    --c.in_file;
+    if (c.gone) {
+      if (c.in_file == 0) delete &c;
+      return;
+    }
+    if (c.answers_closed) return;
+    if (ec) {
+      c.answers_closed = true;
+      c.sock->destroy();
+      return;
+    }
+    c.unsynced.add(sink_->position());
+    // The sync that covers it may have returned, and been told, before
+    // this callback came: then no other would tell it.
+    answer_synced(c, worker_->synced());
+    if (c.unsynced.empty()) {
+      if (c.sync_listed) unlist(c);
+    } else if (!c.sync_listed) {
+      c.sync_listed = true;
+      if (unsynced_.empty()) sluice::loop::current().hold();  // run() waits for the syncs
+      unsynced_.push_back(&c);
+    }
+  }
+
+  void unlist(connection& c) {
+    c.sync_listed = false;
+    std::erase(unsynced_, &c);
+    if (unsynced_.empty()) syncs_done();
+  }
+
+  // A sync has returned (on this loop, from the worker's sync threads):
+  // the messages it covers are answered; a sync that failed fails FILE.
+  void on_synced(std::uint64_t synced, std::error_code ec) {
+    if (ec) return output_failed(ec);
+    if (unsynced_.empty()) return;  // answered as they were written
+    std::size_t kept = 0;
+    for (connection* c : unsynced_) {
+      answer_synced(*c, synced);
+      if (c->unsynced.empty())
+        c->sync_listed = false;
+      else
+        unsynced_[kept++] = c;
+    }
+    unsynced_.resize(kept);
+    if (unsynced_.empty()) syncs_done();
+  }
+
+  void answer_synced(connection& c, std::uint64_t synced) {
+    std::size_t n = c.unsynced.take(synced);
+    if (n == 0 || c.answers_closed) return;
+    n_.answered += n;
+    for (; n > 0; --n) c.relp->ack_next(c.answers);
+    if (c.relp->close_due()) c.relp->answer_close(c.answers);
+    queue_answers(c);
+  }
+
+  // No answer waits for a sync: run() may end, and after stop() the
+  // senders hear serverclose.
+  void syncs_done() {
+    sluice::loop::current().release();
+    if (ended_ && !failed_) say_serverclose();
   }
 
   // The answers of a turn go out together: one write a connection, after
@@ -796,6 +878,7 @@ class logd {
         std::fprintf(stderr, "sluice-logd: %s: %zu messages, %zu bytes\n", c.peer.c_str(), c.messages, c.bytes);
     }
     if (c.flush_queued) std::erase(to_flush_, &c);
+    if (c.sync_listed) unlist(c);  // unanswered: its sender sends them again
     auto it = conns_.find(c.sock);
     std::unique_ptr<connection> own = std::move(it->second);
     conns_.erase(it);  // the server deletes the socket itself
@@ -862,7 +945,10 @@ class logd {
       if (ec) output_failed(ec);
       else space_back();
       quit();
-      if (!failed_) say_serverclose();
+      // With answers still waiting for their sync, serverclose follows
+      // them (syncs_done()).
+      ended_ = true;
+      if (!failed_ && unsynced_.empty()) say_serverclose();
     });
   }
 
@@ -993,6 +1079,12 @@ class logd {
   // all called as its writable goes, pass through relay_.
   std::unique_ptr<sluice_tools::relay_output> relay_;  // --forward: out_ goes to the next hop
   std::unique_ptr<sluice::writable> out_;
+  // --fsync ack, on FILE: out_'s sink (a message's position), the watch on
+  // the worker's syncs, and the RELP connections whose answers wait for one.
+  sluice::worker_sink* sink_ = nullptr;
+  std::unique_ptr<sluice::log_worker::sync_watch> sync_watch_;
+  std::vector<connection*> unsynced_;
+  bool ended_ = false;  // stop(): out_ has ended
   std::vector<std::unique_ptr<sluice::net::server>> servers_;
 #if SLUICE_TOOL_TLS
   std::vector<std::unique_ptr<sluice::tls::server>> tls_servers_;

@@ -78,6 +78,13 @@ struct log_options {
   fsync_policy fsync = fsync_policy::never;
   std::uint64_t fsync_bytes = 1 << 20;                 // every_bytes; 0: after every write
   std::chrono::milliseconds fsync_interval{1000};      // every_ms
+  /// A log_worker only, with every_bytes and fsync_bytes 0 ("ack"): the
+  /// write callbacks come once the bytes are written, not synced, and
+  /// sync threads fsync behind the writes, each as soon as new bytes are
+  /// there, overlapping one another and the next writes (a group commit
+  /// whose next sync never waits for the last). What is on disk is
+  /// log_worker::synced(); log_worker::watch_syncs() says when it moves.
+  bool sync_behind = false;
 
   /// A log_worker only (log_file_sink ignores it): when the disk is
   /// full (ENOSPC, EDQUOT), the batch is not failed but kept, and written

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -13,8 +15,12 @@
 
 namespace sluice {
 
+class loop;
+
 namespace detail {
 class log_target;
+class sync_group;
+struct sync_watch_state;
 }  // namespace detail
 
 /// A file_worker that writes a log (make_worker_writable() works on it as
@@ -61,6 +67,33 @@ class log_worker : public file_worker {
   /// has returned: it waits for the compressor.
   std::size_t compressed() const noexcept;
   std::size_t compress_failures() const noexcept;
+
+  /// With log_options::sync_behind: the bytes of the log, counted as
+  /// bytes_written() counts them (every producer's, over every file),
+  /// known to be on disk: each was written before a sync that has
+  /// returned began. Compare a round's worker_sink::position() with it.
+  /// 0 without the option.
+  std::uint64_t synced() const noexcept;
+
+  /// One loop's watch on synced(): `fn(synced, error)` runs on that loop
+  /// (a posted task) after syncs that moved it, and with the error of a
+  /// sync that failed, after which synced() never moves again. Destroyed
+  /// on the loop's thread, before the loop and the worker go; a task
+  /// already posted then does nothing.
+  class sync_watch {
+   public:
+    ~sync_watch();
+    sync_watch(const sync_watch&) = delete;
+    sync_watch& operator=(const sync_watch&) = delete;
+
+   private:
+    friend class log_worker;
+    sync_watch(detail::sync_group& group, std::shared_ptr<detail::sync_watch_state> state);
+    detail::sync_group& group_;
+    std::shared_ptr<detail::sync_watch_state> state_;
+  };
+  /// Null without log_options::sync_behind.
+  std::unique_ptr<sync_watch> watch_syncs(loop& l, std::function<void(std::uint64_t, std::error_code)> fn);
 
  private:
   explicit log_worker(detail::log_target* log);

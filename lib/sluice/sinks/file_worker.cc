@@ -61,6 +61,7 @@ void worker_thread::write(worker_slot& s) noexcept {
   }
   batches.store(batches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   chunks.store(before + (s.error ? s.landed : n), std::memory_order_relaxed);
+  s.position = bytes.load(std::memory_order_relaxed);
 
   end_round(s);
 }

@@ -3,6 +3,7 @@
 // completions come back to the producer's loop.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <system_error>
@@ -33,6 +34,13 @@ class worker_sink : public sink, public sync_sink {
   std::error_code drain_sync() noexcept override;
   std::error_code write_sync(const write_batch& batch) noexcept override;
   std::size_t landed_sync() const noexcept override;
+
+  /// The worker's byte count (file_worker::bytes_written(), every
+  /// producer's) once it had written the last round completed here: read
+  /// in a write callback, every byte of that callback's round lies below
+  /// it. What a log_worker's synced() is compared with (log_options::
+  /// sync_behind).
+  std::uint64_t position() const noexcept;
 
   // ---- for flush_sync() (sluice/fs/write_stream.h, sluice/fs/flush_sync.h), on the producer's thread:
   // the sink's part of it; flush_sync does the stream's.

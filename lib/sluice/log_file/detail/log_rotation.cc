@@ -235,7 +235,11 @@ std::error_code log_rotation::sync() noexcept {
   do {
     r = sys.fsync(fd_);
   } while (r != 0 && errno == EINTR);
-  if (r != 0) return last_error();
+  if (r != 0) {
+    const std::error_code ec = last_error();
+    sync_failed_ = true;
+    return ec;
+  }
   unsynced_ = 0;
   return {};
 }

@@ -123,6 +123,8 @@ class log_rotation {
   /// Times the path was opened again because another writer had rotated it.
   std::size_t follows() const noexcept { return follows_; }
   std::size_t fsyncs() const noexcept { return fsyncs_; }
+  /// A sync has failed (sticky): what was written before it may be lost.
+  bool sync_failed() const noexcept { return sync_failed_; }
   std::uint64_t bytes_written() const noexcept { return bytes_written_; }
   /// The compressor of rotated files, or null without options.compress.
   log_compressor* compressor() const noexcept { return compressor_.get(); }
@@ -150,6 +152,7 @@ class log_rotation {
   std::size_t reopens_ = 0;
   std::size_t follows_ = 0;  // the path opened again after another writer rotated
   std::size_t fsyncs_ = 0;
+  bool sync_failed_ = false;
   std::uint64_t bytes_written_ = 0;
   // Last, so that it goes first: it may still be renaming in rotated_'s names.
   std::unique_ptr<log_compressor> compressor_;

@@ -189,6 +189,9 @@ struct worker_slot {
   // the chunks written whole before it (see write_done).
   std::error_code error;
   std::size_t landed = 0;
+  // The worker's byte count (file_worker::bytes_written()) once the round
+  // was written: every byte of the round lies below it.
+  std::uint64_t position = 0;
 
   // The producer's own, touched from its thread only.
   std::optional<write_done> done;
