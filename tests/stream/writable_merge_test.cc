@@ -367,7 +367,12 @@ TEST_CASE("a sink without writev gets a run's chunks one write at a time") {
 }
 
 TEST_CASE("cork() and uncork() batch merged writes into one writev") {
-  fixture f;
+  bool coalesce = true;
+  SUBCASE("a sink that coalesces") {}
+  // No sink call in flight and no coalescing: no run is open for write()'s
+  // inline path, and each corked chunk joins the request before it.
+  SUBCASE("a sink that does not") { coalesce = false; }
+  fixture f({}, coalesce);
   int called = 0;
   auto cb = [&called](std::error_code) { ++called; };
   f.l.set_immediate([&] {
@@ -511,20 +516,6 @@ TEST_CASE("flush_held() and the end of the turn close the run: later writes star
   CHECK(c.log == "AAAAAAA");
   CHECK(f.sink->batch_chunks == std::vector<std::size_t>{3, 2, 2});
   CHECK(f.sink->batch_runs == std::vector<std::size_t>{1, 1, 1});
-}
-
-TEST_CASE("corked writes to a sink that does not coalesce join one run, with no sink call in flight") {
-  fixture f({}, false);
-  int called = 0;
-  auto cb = [&called](std::error_code) { ++called; };
-  f.w->cork();
-  for (int i = 0; i < 10; ++i) f.w->write("zz"sv, cb);
-  f.w->uncork();
-  f.l.run_until_idle();
-  CHECK(called == 10);
-  REQUIRE(f.sink->batch_chunks.size() == 1);
-  CHECK(f.sink->batch_chunks[0] == 10);
-  CHECK(f.sink->batch_runs[0] == 1);
 }
 
 TEST_CASE("print() between writes of its size joins their run, and the writes after it join too") {
