@@ -254,9 +254,9 @@ class bench {
     if (o_.callback) {
       // One callback for every write, passed by reference, as Node code
       // passes one function: nothing is made or destroyed per write.
-      for (std::size_t i = 0; i < n; ++i) ok = out.write(chunk, on_written_);
+      for (std::size_t i = n; i > 0; --i) ok = out.write(chunk, on_written_);
     } else {
-      for (std::size_t i = 0; i < n; ++i) ok = out.write(chunk);
+      for (std::size_t i = n; i > 0; --i) ok = out.write(chunk);
     }
     issued_ += n;
     if (stream_->writable_length() > max_buffered_) max_buffered_ = stream_->writable_length();

@@ -43,11 +43,10 @@ byte_arena::block* block_of(const write_req& r) { return byte_arena::block_of(r.
 // at the arena's bump pointer, where the run ends.
 void join(buffered_queue& q, req_pool& pool, std::string_view chunk) {
   REQUIRE(chunk.size() == q.open_key());  // no callback: the key is the size
+  REQUIRE(q.joins(chunk.size(), pool.arena.next()));
   REQUIRE(chunk.size() <= pool.arena.room());
-  REQUIRE(reinterpret_cast<const char*>(pool.arena.next()) == q.open_end());
   std::byte* p = pool.arena.bump(chunk.size());
   byte_arena::copy_to(p, chunk.data(), chunk.size());
-  q.join(chunk.size());
 }
 
 // Each chunk of each request, comma-separated, with '|' between requests.
@@ -283,20 +282,19 @@ TEST_CASE("a run request holds its chunks side by side and counts them as writes
 
 TEST_CASE("an open run takes chunks of its size at its end, counted by the first read of the queue") {
   req_pool pool;
-  buffered_queue q;
+  buffered_queue q(pool.arena);
   CHECK(q.open_key() == SIZE_MAX);  // none open: no chunk has that size
-  CHECK(q.open_end() == nullptr);
+  CHECK(!q.joins(1, pool.arena.next()));
   q.push_back(make(pool, "0"));
   write_req& run = make(pool, "ab");
   q.push_back(run);
   q.open_run(run);
   CHECK(q.open_key() == 2);
   CHECK(&q.open_req() == &run);
-  CHECK(q.open_end() == reinterpret_cast<const char*>(pool.arena.next()));
+  CHECK(!q.joins(3, pool.arena.next()));
+  CHECK(!q.joins(buffered_queue::run_key(2, true), pool.arena.next()));  // the run has no callback
   join(q, pool, "cd");
   join(q, pool, "ef");
-  // The queue's end moved with the arena's bump pointer.
-  CHECK(q.open_end() == reinterpret_cast<const char*>(pool.arena.next()));
 
   SUBCASE("each read settles the count: size(), bytes(), closed()") {
     CHECK(q.size() == 4);
@@ -314,9 +312,13 @@ TEST_CASE("an open run takes chunks of its size at its end, counted by the first
     CHECK(drain(all, pool) == "0,abcdefghijkl");
   }
   SUBCASE("a push closes the run, counting what joined it") {
+    // Arena room for another chunk is taken once the run is closed: the run
+    // ends at the arena's next().
+    q.close_run();
+    CHECK(q.open_key() == SIZE_MAX);
+    CHECK(!q.joins(2, pool.arena.next()));
     q.push_back(make(pool, "xy"));
     CHECK(q.open_key() == SIZE_MAX);
-    CHECK(q.open_end() == nullptr);
     CHECK(q.size() == 5);
     CHECK(q.bytes() == 9);
     CHECK(chunks(q.closed()) == "0|ab,cd,ef|xy");
@@ -359,6 +361,15 @@ TEST_CASE("an open run takes chunks of its size at its end, counted by the first
     CHECK(q.bytes() == 4);
     CHECK(drain(to, pool) == "0,ab");
     CHECK(drain(q.closed(), pool) == "cdef");
+  }
+  SUBCASE("a chunk joins only while it fits in the arena's block (one compare: the run's last start)") {
+    while (pool.arena.room() >= 2) join(q, pool, "gh");
+    CHECK(pool.arena.room() < 2);
+    CHECK(!q.joins(2, pool.arena.next()));
+    const std::size_t joined = (q.bytes() - 1) / 2;
+    CHECK(q.size() == 1 + joined);
+    CHECK(q.closed().last()->count() == joined);
+    CHECK(drain(q.closed(), pool).size() == 2 * joined + 2);  // "0," then the run
   }
 }
 

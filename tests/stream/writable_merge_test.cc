@@ -24,7 +24,10 @@
 #include "sluice/base/function.h"
 #include "sluice/loop/loop.h"
 #include "sluice/sinks/sink.h"
+#include "sluice/stream/duplex.h"
 #include "sluice/stream/writable.h"
+#include "support/recording_sink.h"
+#include "support/recording_source.h"
 
 using namespace sluice;
 using namespace std::string_view_literals;
@@ -364,7 +367,12 @@ TEST_CASE("a sink without writev gets a run's chunks one write at a time") {
 }
 
 TEST_CASE("cork() and uncork() batch merged writes into one writev") {
-  fixture f;
+  bool coalesce = true;
+  SUBCASE("a sink that coalesces") {}
+  // No sink call in flight and no coalescing: no run is open for write()'s
+  // inline path, and each corked chunk joins the request before it.
+  SUBCASE("a sink that does not") { coalesce = false; }
+  fixture f({}, coalesce);
   int called = 0;
   auto cb = [&called](std::error_code) { ++called; };
   f.l.set_immediate([&] {
@@ -415,4 +423,168 @@ TEST_CASE("merged writes over a slow non-blocking pipe: partial writes inside ru
   ::close(fds[0]);
   CHECK(called == 20000);
   CHECK(failed == 0);
+}
+
+// ---- The open run is closed wherever write() stops buffering inline: write()
+// then tests only the run's key (writable.h, runs_allowed()).
+
+TEST_CASE("end() during an open run: a later write fails with ERR_STREAM_WRITE_AFTER_END, its callback called once") {
+  fixture f;
+  calls c;
+  const write_cb a = c.tag(A);
+  std::vector<bool> returns;
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 3; ++i) returns.push_back(f.w->write("xx"sv, a));  // held for the turn: a run
+    f.w->end();
+    returns.push_back(f.w->write("xx"sv, a));             // by reference
+    returns.push_back(f.w->write("xx"sv, c.tag(B)));      // by value
+    returns.push_back(f.w->write("xx"sv));                // no callback
+  });
+  f.l.run_until_idle();
+  CHECK(returns == std::vector<bool>{true, true, true, false, false, false});
+  // The first refused write's callback was queued before destroy() (by the
+  // write after end) handed the held writes to the sink, whose callbacks
+  // come on the tick after.
+  CHECK(c.log == "!AAAA!B");
+  CHECK(f.sink->bytes == "xxxxxx");
+  CHECK(f.events == "error ERR_STREAM_WRITE_AFTER_END;close;");
+}
+
+TEST_CASE("destroy() during a coalescing run: a later write fails with ERR_STREAM_DESTROYED, its callback called once") {
+  fixture f;
+  calls c;
+  const write_cb a = c.tag(A);
+  std::vector<bool> returns;
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 3; ++i) returns.push_back(f.w->write("xx"sv, a));
+    f.w->write("xx"sv);
+    f.w->destroy();
+    returns.push_back(f.w->write("xx"sv, a));
+    returns.push_back(f.w->write("xx"sv));
+  });
+  f.l.run_until_idle();
+  CHECK(returns == std::vector<bool>{true, true, true, false, false});
+  // The held writes went to the sink before it was destroyed (Node had
+  // handed them to _write already); the one after destroy() did not.
+  CHECK(c.log == "AAA!A");
+  CHECK(f.sink->bytes == "xxxxxxxx");
+  CHECK(f.events == "close;");
+}
+
+TEST_CASE("an error while a run is open: later writes return false, every callback is called once with the error") {
+  fixture f({.auto_destroy = false}, false);
+  calls c;
+  const write_cb a = c.tag(A);
+  f.sink->sync = false;
+  std::vector<bool> returns;
+  f.l.set_immediate([&] {
+    f.w->write("first"sv, c.tag(F));  // in flight
+    for (int i = 0; i < 3; ++i) returns.push_back(f.w->write("xx"sv, a));  // buffered behind it: a run
+  });
+  f.l.run_until_idle();
+  f.sink->fail_with = std::make_error_code(std::errc::broken_pipe);
+  f.sink->complete();  // the stream errors, and is not destroyed
+  f.l.run_until_idle();
+  CHECK(c.log == "!F!A!A!A");
+  REQUIRE(f.w->errored());
+  CHECK_FALSE(f.w->destroyed());
+  // Node: an errored stream still buffers a write, and write() returns false.
+  returns.push_back(f.w->write("xx"sv, a));
+  returns.push_back(f.w->write("xx"sv, a));
+  returns.push_back(f.w->write("xx"sv));
+  CHECK(returns == std::vector<bool>{true, true, true, false, false, false});
+  f.w->destroy();
+  f.l.run_until_idle();
+  CHECK(c.log == "!F!A!A!A!A!A");
+  CHECK(f.w->writable_length() == 0);
+}
+
+TEST_CASE("flush_held() and the end of the turn close the run: later writes start another, every callback once") {
+  fixture f;
+  calls c;
+  const write_cb a = c.tag(A);
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 3; ++i) f.w->write("xx"sv, a);
+    f.w->flush_held();  // the sink took them (synchronously)
+    for (int i = 0; i < 2; ++i) f.w->write("xx"sv, a);
+  });
+  f.l.run_until_idle();
+  f.l.set_immediate([&] {
+    for (int i = 0; i < 2; ++i) f.w->write("xx"sv, a);
+  });
+  f.l.run_until_idle();
+  CHECK(c.log == "AAAAAAA");
+  CHECK(f.sink->batch_chunks == std::vector<std::size_t>{3, 2, 2});
+  CHECK(f.sink->batch_runs == std::vector<std::size_t>{1, 1, 1});
+}
+
+TEST_CASE("print() between writes of its size joins their run, and the writes after it join too") {
+  fixture f;
+  f.l.set_immediate([&] {
+    f.w->write("ab\n"sv);
+    f.w->write("ab\n"sv);
+    f.w->print("{}\n", "cd");
+    f.w->write("ef\n"sv);
+    f.w->print("{}\n", "longer");  // another size: a request of its own
+    f.w->write("gh\n"sv);
+  });
+  f.l.run_until_idle();
+  CHECK(f.sink->bytes == "ab\nab\ncd\nef\nlonger\ngh\n");
+  REQUIRE(f.sink->batch_chunks.size() == 1);
+  CHECK(f.sink->batch_chunks[0] == 6);
+  CHECK(f.sink->batch_runs[0] == 3);
+}
+
+TEST_CASE("destroy() while a sink call is in flight and a run is open: a later write fails, its callback called once") {
+  fixture f({}, false);  // no coalescing: the run is open because a call is in flight
+  calls c;
+  const write_cb a = c.tag(A);
+  f.sink->sync = false;
+  std::vector<bool> returns;
+  f.l.set_immediate([&] {
+    f.w->write("first"sv, c.tag(F));  // in flight
+    for (int i = 0; i < 3; ++i) returns.push_back(f.w->write("xx"sv, a));
+    f.w->destroy();
+    returns.push_back(f.w->write("xx"sv, a));  // the run's key, but the stream is gone
+    returns.push_back(f.w->write("xx"sv));
+  });
+  f.l.run_until_idle();
+  CHECK(returns == std::vector<bool>{true, true, true, false, false});
+  CHECK(c.log == "!A");  // the refused write; the buffered ones wait for the call in flight
+  f.sink->complete();
+  f.l.run_until_idle();
+  CHECK(c.log == "!AF!A!A!A");
+  CHECK(f.sink->bytes == "first");
+  CHECK(f.w->writable_length() == 0);
+}
+
+TEST_CASE("a duplex's readable-side error while its writable side holds an open run: later writes return false") {
+  test::trace log;
+  loop l;
+  auto snk = std::make_unique<test::recording_sink>(log);  // completes when told: the first write stays in flight
+  test::recording_sink* sink = snk.get();
+  duplex_options o;
+  o.auto_destroy = false;  // errored, not destroyed
+  o.event_loop = &l;
+  duplex d(std::make_unique<test::recording_source>(log), std::move(snk), o);
+  std::string errors;
+  d.on(event::error, [&errors](std::error_code ec) { errors += code_name(ec) + ";"; });
+  int failed = 0, ok = 0;
+  const write_cb cb = [&failed, &ok](std::error_code ec) { ++(ec ? failed : ok); };
+  CHECK(d.write("first"sv, cb));
+  CHECK(d.write("bb"sv, cb));  // buffered behind the call in flight: a run
+  CHECK(d.write("bb"sv, cb));
+  d.push_eof();
+  d.push("late");  // ERR_STREAM_PUSH_AFTER_EOF: both sides error
+  l.run_until_idle();
+  REQUIRE(d.writable::errored());
+  CHECK_FALSE(d.writable::destroyed());
+  // Node: writeOrBuffer() returns false once the stream has errored.
+  CHECK_FALSE(d.write("bb"sv, cb));
+  CHECK_FALSE(d.write("bb"sv));
+  d.destroy();
+  sink->complete();
+  l.run_until_idle();
+  CHECK(ok + failed == 4);  // every write with a callback, once
+  CHECK(errors == "ERR_STREAM_PUSH_AFTER_EOF;");
 }

@@ -81,15 +81,12 @@ class inline_function<R(Args...), InlineSize> {
   bool same_target(const inline_function& o) const noexcept {
     if (invoke_ != o.invoke_) return false;
     if (!invoke_) return true;
-    if (manage_) return false;
-    // Word by word, inline: a call to memcmp would cost more than the rest.
-    for (std::size_t i = 0; i < sizeof storage_; i += sizeof(std::uint64_t)) {
-      std::uint64_t a, b;
-      std::memcpy(&a, storage_ + i, sizeof a);
-      std::memcpy(&b, o.storage_ + i, sizeof b);
-      if (a != b) return false;
-    }
-    return true;
+    return !manage_ && same_bytes(o);
+  }
+  /// same_target() for an `o` known to hold a trivially copyable target
+  /// (copyable()): no test for empty ones.
+  bool same_copyable_target(const inline_function& o) const noexcept {
+    return invoke_ == o.invoke_ && !manage_ && same_bytes(o);
   }
   /// Whether the target is trivially copyable: one that same_target() can
   /// match, and call_copy() call.
@@ -219,6 +216,17 @@ class inline_function<R(Args...), InlineSize> {
       std::memcpy(&p, self, sizeof p);
       delete p;
     }
+  }
+
+  bool same_bytes(const inline_function& o) const noexcept {
+    // Word by word, inline: a call to memcmp would cost more than the rest.
+    for (std::size_t i = 0; i < sizeof storage_; i += sizeof(std::uint64_t)) {
+      std::uint64_t a, b;
+      std::memcpy(&a, storage_ + i, sizeof a);
+      std::memcpy(&b, o.storage_ + i, sizeof b);
+      if (a != b) return false;
+    }
+    return true;
   }
 
   void take(inline_function& o) noexcept {

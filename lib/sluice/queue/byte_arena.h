@@ -86,15 +86,24 @@ class byte_arena {
   /// The copy of copy(), into room already taken. Called last by the hot
   /// path: a std::byte store may alias anything, so whatever the caller
   /// reads after it is read again from memory.
+  /// 33 to 64 bytes first, in one unsigned compare: a line's usual size.
   [[gnu::always_inline]] static void copy_to(std::byte* dst, const char* src, std::size_t n) noexcept {
-    if (n >= 16 && n <= 64) {
-      if (n > 32) {
-        std::memcpy(dst, src, 32);
-        std::memcpy(dst + n - 32, src + n - 32, 32);
-      } else {
-        std::memcpy(dst, src, 16);
-        std::memcpy(dst + n - 16, src + n - 16, 16);
-      }
+    if (n - 33 < 32) [[likely]] {
+      // Four 16-byte loads, then their stores: each a single move with
+      // its address in the instruction.
+      using v16 = unsigned char __attribute__((vector_size(16)));
+      v16 a, b, c, d;
+      std::memcpy(&a, src, 16);
+      std::memcpy(&b, src + 16, 16);
+      std::memcpy(&c, src + n - 32, 16);
+      std::memcpy(&d, src + n - 16, 16);
+      std::memcpy(dst, &a, 16);
+      std::memcpy(dst + 16, &b, 16);
+      std::memcpy(dst + n - 32, &c, 16);
+      std::memcpy(dst + n - 16, &d, 16);
+    } else if (n >= 16 && n <= 32) {
+      std::memcpy(dst, src, 16);
+      std::memcpy(dst + n - 16, src + n - 16, 16);
     } else {
       std::memcpy(dst, src, n);
     }

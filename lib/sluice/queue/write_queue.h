@@ -147,15 +147,23 @@ class write_queue {
 };
 
 /// Node's state.buffered: a write_queue whose newest request may be an open
-/// run (open_run()). A chunk of the run's size copied right after its last
-/// one joins it with join(), a pointer bump that touches neither the request
-/// nor the counters; what joined is counted (settle()) by the queue's next
-/// other use. Only the one queue of a writable that takes writes has a run,
-/// so the run's state (two words) is here and not in every write_queue.
-/// Anything that hands the queue on as a write_queue (a splice, a batch)
-/// takes closed(), which counts and closes the run first.
+/// run (open_run()). A chunk of the run's size copied at the arena's bump
+/// pointer joins it by that copy alone (byte_arena::bump()): while a run is
+/// open it ends where the arena's next chunk goes, so neither the request
+/// nor the counters are touched, and what joined is counted (settle()) by
+/// the queue's next other use. Whoever takes arena room for anything else
+/// closes the run first (close_run()), or the next settle() would count
+/// that room too. Only the one queue of a writable that takes writes has a
+/// run, so the run's state (two words and the arena's address) is here and
+/// not in every write_queue. Anything that hands the queue on as a
+/// write_queue (a splice, a batch) takes closed(), which counts and closes
+/// the run first.
 class buffered_queue {
  public:
+  /// `arena` is where the queue's small chunks are copied: the run ends at
+  /// its next().
+  explicit buffered_queue(const byte_arena& arena) noexcept : arena_(&arena) {}
+
   bool empty() const noexcept { return q_.empty(); }
   std::size_t size() const noexcept {
     settle();
@@ -164,6 +172,11 @@ class buffered_queue {
   std::size_t bytes() const noexcept {
     settle();
     return q_.bytes();
+  }
+  /// The newest request, or null; counted (no run stays open over it).
+  write_req* last() noexcept {
+    close_run();
+    return q_.last();
   }
   void push_back(write_req& r) noexcept {
     close_run();
@@ -178,14 +191,31 @@ class buffered_queue {
     close_run();
     return q_;
   }
-
-  /// Makes the newest request, `r` (one chunk or more, in the arena, whose
-  /// callback is empty or copyable), the open run.
-  void open_run(write_req& r) noexcept {
-    SLUICE_ASSERT(&r == q_.last() && !r.owned && r.size() > 0 && (!r.cb || r.cb.copyable()));
-    open_key_ = run_key(r.size(), static_cast<bool>(r.cb));
-    open_end_ = r.first + r.bytes();
+  /// Counts one chunk more in the newest request, copied right after its
+  /// last one (what a closed run's join is: see writable::write_or_buffer()).
+  void add_to_last(std::size_t size) noexcept {
+    close_run();
+    q_.add_to_last(1, size);
   }
+
+  /// Makes the newest request, `r` (one chunk or more, in the arena, ending
+  /// at the arena's next(), with a callback empty or copyable), the open run.
+  void open_run(const write_req& r) noexcept {
+    SLUICE_ASSERT(open_key_ == SIZE_MAX && &r == q_.last() && !r.owned && r.size() > 0 &&
+                  (!r.cb || r.cb.copyable()) && r.first + r.bytes() == end());
+    open_key_ = run_key(r.size(), static_cast<bool>(r.cb));
+    // The last address a chunk of the run can start at and still end in
+    // the block: the room check of a join is then one compare.
+    open_last_ = reinterpret_cast<std::uintptr_t>(arena_->next()) + arena_->room() - r.size();
+  }
+  /// Closes the open run, if any, counting what joined it: a chunk that
+  /// comes after is the start of another request (or joins this one by
+  /// add_to_last()).
+  void close_run() noexcept {
+    settle();
+    open_key_ = SIZE_MAX;
+  }
+
   /// What a chunk must match to join a run: its size, and whether it has
   /// a callback (which must then be the run's: same_target()). A write
   /// without one compares its size alone, and never reads the request.
@@ -193,37 +223,39 @@ class buffered_queue {
   static constexpr std::size_t run_key(std::size_t size, bool has_cb) noexcept {
     return size | (has_cb ? called_back : 0);
   }
-  /// The open run's key (none is SIZE_MAX: no chunk has it) and its end: a
-  /// chunk with that key copied there joins it.
+  /// The open run's key; none is SIZE_MAX (no chunk has it).
   std::size_t open_key() const noexcept { return open_key_; }
-  const char* open_end() const noexcept { return open_end_; }
-  /// The open run's request (only while open_end() is not null).
+  /// Whether a chunk of key `key` (run_key()) copied at `next`, the
+  /// arena's next(), joins the open run: the key is the run's, and the
+  /// chunk fits in the arena's block. Its callback, if any, must also be the
+  /// run's (open_cb()). The caller passes `next`, which it then bumps.
+  bool joins(std::size_t key, const std::byte* next) const noexcept {
+    SLUICE_ASSERT(next == arena_->next());
+    return key == open_key_ && reinterpret_cast<std::uintptr_t>(next) <= open_last_;
+  }
+  /// The open run's request (only while a run is open).
   const write_req& open_req() const noexcept { return q_.back(); }
   /// Its callback, empty or copyable(): what a joining write's must match.
   const write_cb& open_cb() const noexcept { return q_.back().cb; }
-  /// A chunk of the run's `size` was copied at open_end(): it joins the run.
-  void join(std::size_t size) noexcept { open_end_ += size; }
 
  private:
+  // Where the open run ends: the arena's bump pointer.
+  const char* end() const noexcept { return reinterpret_cast<const char*>(arena_->next()); }
   // The run's request counts the chunks up to its own end (first + bytes);
-  // those joined since lie between there and open_end_.
+  // those joined since lie between there and the arena's next().
   void settle() const noexcept {
-    if (!open_end_) return;
-    const write_req& r = *q_.last();
+    if (open_key_ == SIZE_MAX) return;
+    const write_req& r = q_.back();
     const char* counted = r.first + r.bytes();
-    if (open_end_ == counted) return;
-    const auto bytes = static_cast<std::size_t>(open_end_ - counted);
-    q_.add_to_last(bytes / (open_key_ & ~called_back), bytes);
-  }
-  void close_run() noexcept {
-    settle();
-    open_key_ = SIZE_MAX;
-    open_end_ = nullptr;
+    if (end() == counted) return;
+    const auto bytes = static_cast<std::size_t>(end() - counted);
+    q_.add_to_last(bytes / r.size(), bytes);
   }
 
   mutable write_queue q_;  // mutable: settle() counts in const reads
   std::size_t open_key_ = SIZE_MAX;
-  const char* open_end_ = nullptr;
+  std::uintptr_t open_last_ = 0;
+  const byte_arena* arena_;
 };
 
 /// Recycles write_reqs and the arena bytes of small chunks. Requests are made

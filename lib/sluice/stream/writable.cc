@@ -38,7 +38,9 @@ write_cb writable::take_write_cb() noexcept {
 }
 
 writable::writable(std::unique_ptr<sink> s, const writable_options& options)
-    : stream_side(state_, options.event_loop ? *options.event_loop : loop::current()), sink_(std::move(s)) {
+    : stream_side(state_, options.event_loop ? *options.event_loop : loop::current()),
+      sink_(std::move(s)),
+      buffered_(pool_.arena) {
   writable_side_ = this;
   if (!sink_) throw stream_error(make_error_code(errc::method_not_implemented), "writable needs a sink");
   if (options.object_mode) state_.set(wf::object_mode);
@@ -120,7 +122,10 @@ bool writable::writable_need_drain() const noexcept {
 
 // ---- write
 
+// The arena room a chunk takes is past the open run's end, which is the
+// arena's next(): the run is closed first, counting what joined it.
 [[gnu::always_inline]] inline write_req& writable::make_req(std::string_view chunk) {
+  buffered_.close_run();
   write_req& r = pool_.acquire();
   if (chunk.empty()) {
     // Nothing to copy; the view keeps its address, by which a transform
@@ -158,7 +163,12 @@ bool writable::write_slow(std::string_view chunk, write_cb&& cb) {
 // write(chunk, const write_cb&) for a write that does not join the open
 // run: the request takes a copy of the caller's callback.
 bool writable::write_shared(std::string_view chunk, const write_cb& cb) {
-  if (!cb) return write_slow(chunk, write_cb{});
+  if (!cb) {
+    // The inline check took `cb` for a callback; without one the write may
+    // still join a run of writes without callbacks.
+    if (joins_open_run(chunk.size())) return join_open_run(chunk);
+    return write_slow(chunk, write_cb{});
+  }
   if (!cb.copyable()) [[unlikely]]
     throw stream_error(make_error_code(errc::invalid_arg_type),
                        "write(chunk, const write_cb&) needs a callback that can be copied (copyable()); "
@@ -202,6 +212,7 @@ bool writable::over_cap(std::size_t bytes) const noexcept {
 // arena's free room becomes a request, as write() makes one from a copy.
 bool writable::write_formatted(std::string_view line, write_cb&& cb) {
   SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::print()");
+  buffered_.close_run();  // print_start() closed it; nothing may have opened one since
   write_req& r = pool_.acquire();
   if (!line.empty()) {
     pool_.arena.commit(line.size());
@@ -254,20 +265,22 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
     start_coalescing();
 
   if ((state_.flags & (wf::writing | wf::errored | wf::corked | wf::coalescing | wf::constructed)) != wf::constructed) {
-    if (detail::buffered_queue::run_key(r.size(), static_cast<bool>(r.cb)) == buffered_.open_key() &&
-        r.first == buffered_.open_end() && !r.owned && r.cb.same_target(buffered_.open_cb())) {
-      // The chunk was copied right after the open run's last one (print()
-      // formats in place there): it joins the run.
-      buffered_.join(r.size());
+    write_req* run = buffered_.last();
+    if (run && joins(*run, r)) {
+      // The chunk was copied right after the newest request's last one
+      // (print() formats in place there, and so are writes while no run
+      // is open: corked ones): it joins that request.
+      buffered_.add_to_last(r.size());
       r.set({});
       r.cb = nullptr;
       pool_.release(r);
     } else {
       buffered_.push_back(r);
-      if (may_open_run(r)) buffered_.open_run(r);
       state_.set(wf::buffered);
       if (r.cb) state_.clear(wf::all_noop);
+      run = &r;
     }
+    if (runs_allowed() && may_open_run(*run)) buffered_.open_run(*run);
   } else {
     write_now(r, len);
   }
@@ -277,13 +290,31 @@ bool writable::write(std::shared_ptr<const void> keep, std::string_view bytes, w
   return ret && !state_.has(wf::destroyed | wf::errored);
 }
 
-// Can the chunks that follow `r`, just buffered, join it (see
-// joins_open_run())? Not in object mode, where `length` counts writes, nor
-// with max_buffered, which every write must be checked against; and only a
-// chunk in the arena, whose callback is empty or can be called once per
-// write (inline_function::copyable()).
+// Can the chunks that follow `r`, just buffered, join it? Not in object
+// mode, where `length` counts writes, nor with max_buffered, which every
+// write must be checked against; and only a chunk in the arena, whose
+// callback is empty or can be called once per write
+// (inline_function::copyable()).
 inline bool writable::may_open_run(const write_req& r) const noexcept {
   return !state_.has(wf::object_mode | wf::capped) && !r.owned && r.size() != 0 && (!r.cb || r.cb.copyable());
+}
+
+// Does `r`, just made, join `last`, the newest buffered request: copied
+// right after its last chunk, of its size, with the same callback?
+inline bool writable::joins(const write_req& last, const write_req& r) const noexcept {
+  return may_open_run(last) && r.size() == last.size() && r.first == last.first + last.bytes() && !r.owned &&
+         r.cb.same_target(last.cb);
+}
+
+// May a run stay open for write()'s inline path (joins_open_run())? Only
+// while a write would be buffered (a sink call or the turn's coalescing
+// holds it, so write_or_buffer() neither starts one nor starts coalescing)
+// and would return what the high-water mark says (the stream is neither
+// ended, destroyed nor errored). Wherever one of these stops holding, the
+// run is closed (close_run()), so that write() tests none of them.
+bool writable::runs_allowed() const noexcept {
+  return (state_.flags & (wf::ending | wf::destroyed | wf::errored)) == 0 &&
+         (state_.flags & (wf::writing | wf::coalescing)) != 0;
 }
 
 // Node: the else branch of writeOrBuffer(): nothing in flight, so the sink
@@ -324,6 +355,7 @@ void writable::on_write(std::error_code er, std::size_t landed) noexcept {
   const bool has_cb = state_.has(wf::writecb);
   SLUICE_ASSERT(!writing_.empty() && state_.length >= state_.write_len && state_.pending_cb > 0);
   state_.clear(wf::writecb | wf::writing | wf::expect_write_cb);
+  buffered_.close_run();  // see runs_allowed()
   state_.length -= state_.write_len;
   state_.write_len = 0;
 
@@ -514,6 +546,7 @@ void writable::uncork() {
 // completed inside clear_buffer() could not finish: the buffer was in use).
 void writable::flush_coalesced() noexcept {
   state_.clear(wf::flush_scheduled | wf::coalescing);
+  buffered_.close_run();  // see runs_allowed()
   if (!state_.has(wf::writing)) clear_buffer();
   if (state_.has(wf::ending)) finish_maybe(true);
 }
@@ -524,6 +557,7 @@ void writable::flush_coalesced() noexcept {
 void writable::flush_held() noexcept {
   if (!state_.has(wf::coalescing)) return;
   state_.clear(wf::coalescing);
+  buffered_.close_run();  // see runs_allowed()
   if (!state_.has(wf::writing)) clear_buffer();
 }
 
@@ -555,6 +589,7 @@ writable& writable::end_impl(const std::string_view* chunk_or_null, write_cb cb)
     // Node: the chunk's error is end()'s error.
   } else if (!state_.has(wf::ending | wf::errored)) {
     state_.set(wf::ending);
+    buffered_.close_run();  // see runs_allowed()
     finish_maybe(true);
     state_.set(wf::ended);
   } else if (state_.has(wf::finished)) {

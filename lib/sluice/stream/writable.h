@@ -107,8 +107,7 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   /// writable_options), in which case `cb` gets errc::buffer_full.
   bool write(std::string_view chunk, write_cb&& cb) {
     SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
-    if (joins_open_run(detail::buffered_queue::run_key(chunk.size(), static_cast<bool>(cb)), chunk.size()) &&
-        (!cb || cb.same_target(buffered_.open_cb()))) [[likely]]
+    if (cb ? joins_open_run(chunk.size(), cb) : joins_open_run(chunk.size())) [[likely]]
       return join_open_run(chunk);
     return write_slow(chunk, std::move(cb));
   }
@@ -125,15 +124,16 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   ///     for (const auto& line : lines) out->write(line, done);
   bool write(std::string_view chunk, const write_cb& cb) {
     SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
-    if (joins_open_run(detail::buffered_queue::run_key(chunk.size(), static_cast<bool>(cb)), chunk.size()) &&
-        (!cb || cb.same_target(buffered_.open_cb()))) [[likely]]
+    // An empty `cb` never matches here: write_shared() tries it as a write
+    // without a callback.
+    if (joins_open_run(chunk.size(), cb)) [[likely]]
       return join_open_run(chunk);
     return write_shared(chunk, cb);
   }
   /// The same without a callback: no callback to make, compare or destroy.
   bool write(std::string_view chunk) {
     SLUICE_ASSERT_THREAD(state_.owner_thread, "writable::write()");
-    if (joins_open_run(chunk.size(), chunk.size())) [[likely]]
+    if (joins_open_run(chunk.size())) [[likely]]
       return join_open_run(chunk);
     return write_slow(chunk, write_cb{});
   }
@@ -244,9 +244,15 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   void on_sink_caps(const sink_caps& caps) noexcept final;
 
   writable& end_impl(const std::string_view* chunk_or_null, write_cb cb);
-  bool joins_open_run(std::size_t key, std::size_t size) const noexcept;
+  bool joins_open_run(std::size_t size) const noexcept;
+  bool joins_open_run(std::size_t size, const write_cb& cb) const noexcept;
+  bool runs_allowed() const noexcept;
   bool join_open_run(std::string_view chunk) noexcept;
   bool may_open_run(const detail::write_req& r) const noexcept;
+  bool joins(const detail::write_req& last, const detail::write_req& r) const noexcept;
+  // The stream stops taking writes inline (an error, destroy()): see
+  // runs_allowed(). destroy.cc calls it where it sets those flags.
+  void close_run() noexcept { buffered_.close_run(); }
   void call_each(detail::write_req& r, std::error_code ec) noexcept;
   bool write_slow(std::string_view chunk, write_cb&& cb);
   bool write_shared(std::string_view chunk, const write_cb& cb);
@@ -293,8 +299,10 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   // See call_back_soon(): a FIFO from owed_head_ on. A vector, not a deque,
   // because a deque allocates when it is made, and most streams owe nothing.
   std::vector<std::pair<write_cb, std::error_code>> owed_;
-  std::size_t owed_head_ = 0;
   std::vector<write_cb> on_finished_;  // end() callbacks
+  // 32 bits, beside caps_ (three bools) in one word: the word the open run
+  // (buffered_queue) takes keeps sizeof(net::socket) at 928.
+  std::uint32_t owed_head_ = 0;
   // The sink's capabilities, read once when the stream is built (and again
   // if the sink changes them: sink::set_caps()), so that the write path asks
   // the sink no virtual question.
@@ -306,38 +314,46 @@ class alignas(alignof(emitter)) writable : private sink_host, public virtual emi
   detail::shutdown_link shutdown_;
 };
 
-// write()'s fast path, inline in the caller: the chunk waits behind a sink
-// call in flight (or the turn's coalescing), the stream is in
-// none of its rare states, and the chunk joins the open run of buffered_
-// (buffered_queue::open_run()): the same size as its chunks, copied right
-// after the last of them in the arena, with the same callback or, as they,
-// none (the run's key: a write without a callback compares its size alone).
-// Then write() is Node's writeOrBuffer() down its buffering branch:
-// a copy, a bump, `length` and `pendingcb`. Everything else goes to
+// write()'s fast path, inline in the caller: the chunk joins the open run
+// of buffered_ (buffered_queue::open_run()): the same size as its chunks,
+// copied right after the last of them in the arena, with the same callback
+// or, as they, none (the run's key: a write without a callback compares its
+// size alone). Then write() is Node's writeOrBuffer() down its buffering
+// branch: a copy, a bump, `length` and `pendingcb`. Everything else goes to
 // write_slow() (writable.cc), which follows Node step by step and opens the
-// runs this joins. A run opens only outside object mode and without
-// max_buffered (may_open_run()), so the flag test need not ask.
-inline bool writable::joins_open_run(std::size_t key, std::size_t size) const noexcept {
-  namespace wf = detail::wflag;
-  const std::uint32_t f = state_.flags;
-  return (f & (wf::ending | wf::destroyed | wf::errored | wf::constructed)) == wf::constructed &&
-         (f & (wf::writing | wf::coalescing)) != 0 && key == buffered_.open_key() &&
-         buffered_.open_end() == reinterpret_cast<const char*>(pool_.arena.next()) && size <= pool_.arena.room();
+// runs this joins. A run is open only while write() would buffer its chunk
+// and return the high-water mark's answer alone (runs_allowed()), and is
+// closed wherever that stops (end(), destroy(), an error, the end of the
+// sink call or of the turn's coalescing): the key compare stands for the
+// flag tests.
+inline bool writable::joins_open_run(std::size_t size) const noexcept {
+  SLUICE_ASSERT(buffered_.open_key() == SIZE_MAX || runs_allowed());
+  return buffered_.joins(size, pool_.arena.next());
+}
+
+// The same for a write with a callback: the key has the callback bit
+// whatever `cb` holds, so an empty one never matches (the run then has a
+// callback, to which `cb` is compared: the same target, trivially copyable).
+inline bool writable::joins_open_run(std::size_t size, const write_cb& cb) const noexcept {
+  SLUICE_ASSERT(buffered_.open_key() == SIZE_MAX || runs_allowed());
+  return buffered_.joins(detail::buffered_queue::run_key(size, true), pool_.arena.next()) &&
+         cb.same_copyable_target(buffered_.open_cb());
 }
 
 // Node: writeOrBuffer(), its buffering branch, for a chunk that joins the
-// open run. The stream's fields are read and written first and the bytes
-// copied last: every store of the copy may alias them.
+// open run. The bytes are copied first, at the arena's next() that
+// joins_open_run() read: every store of the copy may alias the stream, so
+// its fields are read after it, once each.
 [[gnu::always_inline]] inline bool writable::join_open_run(std::string_view chunk) noexcept {
   const std::size_t size = chunk.size();
-  std::byte* const at = pool_.arena.bump(size);
-  buffered_.join(size);
+  std::byte* const at = pool_.arena.next();
+  detail::byte_arena::copy_to(at, chunk.data(), size);
+  pool_.arena.bump(size);  // the run's end too
   ++state_.pending_cb;
   const std::size_t length = state_.length + size;
   state_.length = length;
   const bool ret = length < state_.high_water_mark;
   if (!ret) state_.flags |= detail::wflag::need_drain;
-  detail::byte_arena::copy_to(at, chunk.data(), size);
   return ret;
 }
 

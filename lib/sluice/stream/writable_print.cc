@@ -436,6 +436,9 @@ void detail::print_room::grow(std::size_t size, std::size_t want) {
 // print_commit(). False when the stream takes no more writes (fail_after_end()).
 bool writable::print_start(detail::print_room& room) {
   if (state_.has(detail::wflag::ending | detail::wflag::destroyed)) return false;
+  // The line goes at the arena's next(), the open run's end: the run is
+  // closed first (write_or_buffer() may join the line to it again).
+  buffered_.close_run();
   std::size_t left;
   room.data = reinterpret_cast<char*>(pool_.arena.reserve(print_min_room, left));
   room.capacity = std::min(left, detail::byte_arena::max_chunk);

@@ -35,6 +35,7 @@ void writable::write_pending_sync() noexcept {
   if (ec) {
     errored_ = ec;
     state_.set(wf::errored);
+    close_run();  // see runs_allowed()
   }
 }
 

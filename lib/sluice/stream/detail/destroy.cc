@@ -32,6 +32,7 @@ struct destroy_impl::sides {
 
 void destroy_impl::check_error(readable* r, writable* w, std::error_code err) noexcept {
   if (!err) return;
+  if (w) w->close_run();  // an errored writable takes no write inline
   for (stream_side* x : {sides::side(w), sides::side(r)}) {
     if (x && !x->common_->has(sflag::errored)) {
       x->errored_ = err;
@@ -45,6 +46,7 @@ void destroy_impl::destroy(readable* r, writable* w, std::error_code err) noexce
   if (s.any(sflag::destroyed)) return;
   check_error(r, w, err);
   s.set(sflag::destroyed);
+  if (w) w->close_run();  // nor does a destroyed one
 
   // Node: _destroy(err, onDestroy). A duplex's _destroy is its sink's and
   // then its source's, each given the error the one before returned. A
