@@ -349,6 +349,8 @@ const std::vector<variant>& variants() {
       {"sluice-print", "sluice print, fd, wait for drain", nullptr, kind::cxx},
       {"sluice-print-nobp", "sluice print, fd, ignore false", nullptr, kind::cxx},
       {"sluice-print-hwm64k", "sluice print, fd, drain, hwm 64K", nullptr, kind::cxx},
+      // The mark of every fd writable before file_high_water_mark (Node v20's).
+      {"sluice-print-hwm16k", "sluice print, fd, drain, hwm 16K", nullptr, kind::cxx},
       {"sluice-worker", "sluice worker, until flush_sync", "sluice worker, producer", kind::cxx},
       {"sluice-print-compiled", "sluice print FMT_COMPILE, fd", nullptr, kind::cxx},
       {"sluice-worker-compiled", "sluice worker COMPILE, until flush", "sluice worker COMPILE, producer", kind::cxx},
@@ -380,6 +382,7 @@ timing run_variant(std::string_view name, const char* path, std::uint64_t n) {
   if (name == "sluice-print") return run_sluice_fd(path, n, true, std::nullopt);
   if (name == "sluice-print-nobp") return run_sluice_fd(path, n, false, std::nullopt);
   if (name == "sluice-print-hwm64k") return run_sluice_fd(path, n, true, 64 * 1024);
+  if (name == "sluice-print-hwm16k") return run_sluice_fd(path, n, true, 16 * 1024);
   if (name == "sluice-worker") return run_sluice_worker(path, n, true, std::nullopt);
   if (name == "sluice-worker-hwm16k") return run_sluice_worker(path, n, true, 16 * 1024);
   if (name == "ref-worker-hwm1m-heap") return run_sluice_worker(path, n, true, 1024 * 1024);

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <string>
 #include <stdexcept>
 #include <string_view>
@@ -264,6 +266,77 @@ TEST_CASE("print with a compiled format formats its arguments like fmt::format")
         "str view literal\n"
         "2026-11-30T01:02:03.000045Z INFO id=12345 path=/api/v1/items\n"
         "no args\n");
+}
+
+namespace {
+
+// print(FMT_COMPILE(...)) against fmt::format with the same compiled format.
+struct compiled_checker {
+  memory_stream m;
+  std::size_t seen = 0;
+  int checked = 0;
+  template <class S, class... Args>
+  void same(const S& f, const Args&... args) {
+    const std::string want = fmt::format(f, args...);
+    m.w->print(f, args...);
+    m.l.run_until_idle();
+    const std::string got = m.sink->data().substr(seen);
+    seen = m.sink->data().size();
+    const fmt::string_view text(f);
+    INFO("format \"", std::string_view(text.data(), text.size()), "\"");
+    CHECK(got == want);
+    ++checked;
+  }
+};
+
+}  // namespace
+
+// The formats print() writes itself (sluice::detail::plan_compiled(): "{}",
+// and "d" or "[0]WIDTH[d]" on an integer) and the ones it leaves to fmt.
+TEST_CASE("print with a compiled format writes fmt::format's line, whether it or fmt writes the fields") {
+  compiled_checker c;
+  using sluice::detail::compiled_plan_of;
+  const auto f1 = FMT_COMPILE("{}|{:1}|{:02}|{:06}|{:21}|{:022d}|{:d}|{}");
+  using F1 = std::remove_cvref_t<decltype(f1)>;
+  static_assert(compiled_plan_of<F1, int, int, int, int, int, int, int, std::string_view>::value.ok);
+  std::uint64_t p = 1;
+  for (int digits = 1; digits <= 20; ++digits) {
+    const std::uint64_t below = p - 1, at = p;
+    c.same(FMT_COMPILE("{}|{:1}|{:02}|{:06}|{:21}|{:022d}|{:d}|{}"), below, at, below, at, below, at, below,
+           std::string_view("sv"));
+    if (at <= static_cast<std::uint64_t>(LLONG_MAX)) {
+      const auto v = static_cast<long long>(at);
+      c.same(FMT_COMPILE("{}|{:1}|{:02}|{:06}|{:21}|{:022d}|{:d}|{}"), -v, v, -v, v, -v, v, -v, std::string("str"));
+    }
+    if (at <= static_cast<std::uint64_t>(INT_MAX)) {
+      const auto i = static_cast<int>(at);
+      c.same(FMT_COMPILE("{}|{:1}|{:02}|{:06}|{:21}|{:022d}|{:d}|{}"), -i, i - 1, -i, 1 - i, i, -i, i - 1,
+             std::string_view("a longer string view, past sixteen bytes"));
+    }
+    if (digits < 20) p *= 10;
+  }
+  c.same(FMT_COMPILE("{:03}|{:5}|{:05}|{:1}|{:01}"), -5, -5, -5, -5, -5);
+  c.same(FMT_COMPILE("{}|{}|{:03}|{:07}"), INT_MIN, LLONG_MIN, static_cast<short>(-7), static_cast<unsigned short>(9));
+  c.same(FMT_COMPILE("{}|{}|{}|{}"), ULLONG_MAX, 123456789012L, 5ul, 0u);
+  c.same(FMT_COMPILE("{:255}|{:0255}|{:0255d}"), 1, -2, 3u);  // the widest width it writes
+  c.same(FMT_COMPILE("{} {} {} {} {} {}"), true, 'c', 3.5, 0.1f, static_cast<unsigned char>(200), "c string");
+  c.same(FMT_COMPILE("{{{}}} {{}} }}{{ {{{:02}}}"), 1, 2);  // escaped braces
+  c.same(FMT_COMPILE("{}"), std::string_view());
+  c.same(FMT_COMPILE(""));
+  c.same(FMT_COMPILE("no fields\n"));
+  // Five fields of 255 and a long string: past the room left in a block.
+  const std::string wide(300, 'x');
+  c.same(FMT_COMPILE("{:0255}{:0255}{:0255}{:0255}{:0255}{:0255}{}\n"), 1, 2, 3, 4, 5, 6, std::string_view(wide));
+  // fmt's: other specs, positional fields, other types, widths it does not take.
+  const auto f2 = FMT_COMPILE("{:256}");
+  using F2 = std::remove_cvref_t<decltype(f2)>;
+  static_assert(!compiled_plan_of<F2, int>::value.ok);
+  c.same(FMT_COMPILE("{:256}|{:0256}"), 1, -2);
+  c.same(FMT_COMPILE("{:0}|{:00}|{:0d}|{:+}|{:x}|{:>4}|{:<4}"), 1, 2, 3, 4, 255, 6, 7);
+  c.same(FMT_COMPILE("{1} {0}"), 1, 2);
+  c.same(FMT_COMPILE("{:5}|{:.2f}"), std::string_view("ab"), 3.14159);
+  c.same(FMT_COMPILE("{} {}"), static_cast<const void*>(nullptr), 1);
+  CHECK(c.checked == 20 + 19 + 10 + 10 + 5);
 }
 
 TEST_CASE("print with a compiled format delivers lines of every length whole, across 4 KiB and block ends") {

@@ -1,5 +1,7 @@
 #include "sluice/fs/write_stream.h"
 
+#include <sys/stat.h>
+
 #include <new>
 #include <utility>
 
@@ -7,13 +9,23 @@
 
 namespace sluice {
 
+// Differs from Node v20 (not from v22): see file_high_water_mark.
+writable_options file_writable_options(const writable_options& options) {
+  writable_options o = options;
+  if (!o.high_water_mark && !o.object_mode) o.high_water_mark = file_high_water_mark;
+  return o;
+}
+
 std::unique_ptr<fd_writable> make_fd_writable(int fd, bool close_fd, const writable_options& options) {
-  return std::make_unique<fd_writable>(std::make_unique<fd_sink>(fd, close_fd), options);
+  struct stat st;
+  const bool file = !options.high_water_mark && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  return std::make_unique<fd_writable>(std::make_unique<fd_sink>(fd, close_fd),
+                                       file ? file_writable_options(options) : options);
 }
 
 std::unique_ptr<file_writable> make_file_writable(const std::string& path, const file_options& options,
                                                   const writable_options& stream_options) {
-  return std::make_unique<file_writable>(file_sink::open(path, options), stream_options);
+  return std::make_unique<file_writable>(file_sink::open(path, options), file_writable_options(stream_options));
 }
 
 std::unique_ptr<file_writable> make_file_writable(const std::string& path, const file_options& options) {
@@ -26,7 +38,7 @@ std::unique_ptr<file_writable> make_file_writable(const std::string& path, const
   auto sink = file_sink::open(path, options, ec);
   if (!sink) return nullptr;
   try {
-    return std::make_unique<file_writable>(std::move(sink), stream_options);
+    return std::make_unique<file_writable>(std::move(sink), file_writable_options(stream_options));
   } catch (const std::bad_alloc&) {
     ec = std::make_error_code(std::errc::not_enough_memory);
   } catch (const std::system_error& e) {  // invalid stream options

@@ -3,13 +3,15 @@
 #include <new>
 #include <utility>
 
+#include "sluice/fs/write_stream.h"
+
 namespace sluice {
 
 std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,
                                                 const writable_options& stream_options) {
   auto sink = std::make_unique<log_file_sink>(path, options);
   sink->report_errors_to_stream();
-  return std::make_unique<log_writable>(std::move(sink), stream_options);
+  return std::make_unique<log_writable>(std::move(sink), file_writable_options(stream_options));
 }
 
 std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options) {
@@ -23,7 +25,7 @@ std::unique_ptr<log_writable> make_log_writable(const std::string& path, const l
   if (!sink) return nullptr;
   sink->report_errors_to_stream();
   try {
-    return std::make_unique<log_writable>(std::move(sink), stream_options);
+    return std::make_unique<log_writable>(std::move(sink), file_writable_options(stream_options));
   } catch (const std::bad_alloc&) {
     ec = std::make_error_code(std::errc::not_enough_memory);
   } catch (const std::system_error& e) {  // invalid stream options

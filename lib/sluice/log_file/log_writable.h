@@ -37,8 +37,10 @@ class log_writable : public typed_writable<log_file_sink> {
 
 /// A writable over a new log_file_sink, which destroys the stream with an
 /// error it meets outside a write or end (see
-/// log_file_sink::report_errors_to_stream()). Throws stream_error when the
-/// file cannot be opened. It converts to std::unique_ptr<writable>.
+/// log_file_sink::report_errors_to_stream()), with file_high_water_mark
+/// (64 KiB, write_stream.h) unless the options set a mark. Throws
+/// stream_error when the file cannot be opened. It converts to
+/// std::unique_ptr<writable>.
 ///
 ///     auto log = sluice::make_log_writable("app.log", {.max_size = 10 << 20, .keep = 3});
 std::unique_ptr<log_writable> make_log_writable(const std::string& path, const log_options& options,

@@ -3,7 +3,6 @@
 // compiled one is a template (print_compiled.h) over the same room.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -17,6 +16,7 @@
 
 #include "sluice/queue/byte_arena.h"
 #include "sluice/stream/detail/print.h"
+#include "sluice/stream/detail/print_write.h"
 #include "sluice/stream/writable.h"
 
 namespace sluice {
@@ -71,9 +71,12 @@ constexpr std::size_t type_index() {
 }
 
 // Calls fn(value, its type_index() as an integral_constant) for an argument
-// of a type the cache handles; false for the others.
+// of a type the cache handles; false for the others. The argument by
+// reference: a copy of the one args.get() just made (its 16-byte value and
+// 4-byte type stored apart, then loaded as two 16-byte words) stalls on
+// store forwarding, ~20 cycles a field: a third of print()'s time.
 template <class F>
-bool visit_cached(fmt::basic_format_arg<fmt::format_context> arg, F&& fn) {
+bool visit_cached(const fmt::basic_format_arg<fmt::format_context>& arg, F&& fn) {
   return fmt::visit_format_arg(
       [&](auto value) -> bool {
         constexpr std::size_t index = type_index<decltype(value)>();
@@ -232,103 +235,6 @@ void build(cached_format& e, fmt::string_view format, fmt::format_args args) {
   e.size = format.size();
 }
 
-// Appends a literal or a string argument: most are a few bytes, which a
-// call of memcpy costs more than copying them (two overlapping fixed-size
-// copies, inlined).
-inline void append_bytes(detail::print_line& line, const char* p, std::size_t n) {
-  const std::size_t at = line.size();
-  line.resize(at + n);
-  char* const d = line.data() + at;
-  if (n > 32) [[unlikely]] {
-    std::memcpy(d, p, n);
-  } else if (n >= 16) {
-    std::memcpy(d, p, 16);
-    std::memcpy(d + n - 16, p + n - 16, 16);
-  } else if (n >= 8) {
-    std::memcpy(d, p, 8);
-    std::memcpy(d + n - 8, p + n - 8, 8);
-  } else if (n >= 4) {
-    std::memcpy(d, p, 4);
-    std::memcpy(d + n - 4, p + n - 4, 4);
-  } else if (n >= 2) {
-    std::memcpy(d, p, 2);
-    std::memcpy(d + n - 2, p + n - 2, 2);
-  } else if (n == 1) {
-    *d = *p;
-  }
-}
-
-// 10^i, but 0 for i = 0, for decimal_digits().
-constexpr std::uint64_t powers_of_10[20] = {0,
-                                            10,
-                                            100,
-                                            1000,
-                                            10000,
-                                            100000,
-                                            1000000,
-                                            10000000,
-                                            100000000,
-                                            1000000000,
-                                            10000000000ull,
-                                            100000000000ull,
-                                            1000000000000ull,
-                                            10000000000000ull,
-                                            100000000000000ull,
-                                            1000000000000000ull,
-                                            10000000000000000ull,
-                                            100000000000000000ull,
-                                            1000000000000000000ull,
-                                            10000000000000000000ull};
-
-// The number of decimal digits of n (1 for 0): log10 from the bit length
-// (1233 / 4096 ~ log10(2)), corrected by one comparison.
-inline int decimal_digits(std::uint64_t n) noexcept {
-  const int t = (64 - std::countl_zero(n | 1)) * 1233 >> 12;
-  return t - (n < powers_of_10[t]) + 1;
-}
-
-constexpr char digit_pairs[] =
-    "0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849"
-    "5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-
-// An integer in decimal, padded to f.width as fmt pads one: spaces before the
-// sign, or with the '0' flag zeros after it. Two digits a step from the end,
-// as fmt's format_decimal writes them.
-template <class T>
-void write_decimal(detail::print_line& line, T value, const format_field& f) {
-  using U = std::make_unsigned_t<T>;
-  const bool negative = value < 0;
-  // 0 - U(value): the magnitude, INT_MIN's too, without a signed overflow.
-  U n = negative ? static_cast<U>(0 - static_cast<U>(value)) : static_cast<U>(value);
-  const std::size_t digits = static_cast<std::size_t>(decimal_digits(n));
-  const std::size_t body = digits + negative;
-  const std::size_t pad = f.width > body ? f.width - body : 0;
-  const std::size_t at = line.size();
-  line.resize(at + pad + body);
-  char* d = line.data() + at;
-  // Most fields need no padding: no call of memset for them.
-  if (f.zero) {
-    if (negative) *d++ = '-';
-    if (pad) std::memset(d, '0', pad);
-    d += pad;
-  } else {
-    if (pad) std::memset(d, ' ', pad);
-    d += pad;
-    if (negative) *d++ = '-';
-  }
-  char* out = d + digits;
-  while (n >= 100) {
-    out -= 2;
-    std::memcpy(out, digit_pairs + 2 * (n % 100), 2);
-    n /= 100;
-  }
-  if (n >= 10) {
-    std::memcpy(out - 2, digit_pairs + 2 * n, 2);
-  } else {
-    out[-1] = static_cast<char>('0' + n);
-  }
-}
-
 // A field fmt formats: with no specs as FMT_COMPILE("{}") writes it, else
 // with its parsed formatter. Not inlined, so that the fields the cache
 // writes itself (write_decimal(), append_bytes()) keep a small loop that
@@ -350,20 +256,20 @@ template <std::size_t Index, class T>
 bool format_parsed(const cached_format& e, detail::print_line& line, fmt::format_args args) {
   const char* const literals = e.literals.data();
   for (const format_field& f : e.fields) {
-    append_bytes(line, literals + f.literal_begin, f.literal_size);
+    detail::append_bytes(line, literals + f.literal_begin, f.literal_size);
     const bool typed = visit_cached(args.get(f.arg_id), [&](auto value, auto type) {
       using T = decltype(value);
       constexpr std::size_t index = decltype(type)::value;
       if (f.type != index) return false;
       if constexpr (is_decimal_type<T>) {
         if (f.kind == field_kind::decimal) {
-          write_decimal(line, value, f);
+          detail::write_decimal(line, value, f.width, f.zero);
           return true;
         }
       }
       if constexpr (std::is_same_v<T, fmt::string_view>) {
         if (f.kind == field_kind::text) {
-          append_bytes(line, value.data(), value.size());
+          detail::append_bytes(line, value.data(), value.size());
           return true;
         }
       }
@@ -372,7 +278,7 @@ bool format_parsed(const cached_format& e, detail::print_line& line, fmt::format
     });
     if (!typed) return false;
   }
-  append_bytes(line, literals + e.tail_begin, e.tail_size);
+  detail::append_bytes(line, literals + e.tail_begin, e.tail_size);
   return true;
 }
 
@@ -457,33 +363,43 @@ bool writable::print_commit(detail::print_room& room, std::size_t size, write_cb
   return write_formatted({room.data, size}, std::move(cb));
 }
 
-// A format the cache handles (print_parsed()) is formatted from its parsed
-// form into the line, which grows, keeping what is written, when the room
-// runs out. Otherwise fmt::vformat_to_n() writes into the room directly and
-// tells the line's whole size even when it does not fit; such a line (longer
-// than the room left in the block, so at least print_min_room bytes, or
-// longer than any arena chunk) is formatted once more into room of that
-// size. Its formatters run twice; the loop covers one that writes more the
-// second time.
-// flatten inlines the whole of fmt's formatting into vprint, which the
-// release build wants; under a sanitizer it makes one function so large that
-// g++ takes over ten minutes on this file, so sanitizer builds go without.
+// A format the cache does not handle: fmt::vformat_to_n() writes into the
+// room directly and tells the line's whole size even when it does not fit;
+// such a line (longer than the room left in the block, so at least
+// print_min_room bytes, or longer than any arena chunk) is formatted once
+// more into room of that size. Its formatters run twice; the loop covers one
+// that writes more the second time.
+// flatten inlines the whole of fmt's formatting here, which the release
+// build wants; under a sanitizer it makes one function so large that g++
+// takes over ten minutes on this file, so sanitizer builds go without. Not
+// in vprint() itself: a function that large keeps nothing in registers, and
+// the cached path (print_parsed()) then spills and reloads around every field.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SLUICE_PRINT_FLATTEN
 #else
 #define SLUICE_PRINT_FLATTEN [[gnu::flatten]]
 #endif
-SLUICE_PRINT_FLATTEN bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
-  detail::print_line line;
-  if (!print_start(line.room_)) return fail_after_end(std::move(cb));
-  if (print_parsed(line, format, args)) return print_commit(line.room_, line.size(), std::move(cb));
-  detail::print_room& room = line.room_;
+namespace {
+SLUICE_PRINT_FLATTEN [[gnu::noinline]] std::size_t print_by_fmt(detail::print_room& room, fmt::string_view format,
+                                                                fmt::format_args args) {
   std::size_t size = fmt::vformat_to_n(room.data, room.capacity, format, args).size;
   while (size > room.capacity) [[unlikely]] {
     room.grow(0, size);
     size = fmt::vformat_to_n(room.data, room.capacity, format, args).size;
   }
-  return print_commit(room, size, std::move(cb));
+  return size;
+}
+}  // namespace
+
+// A format the cache handles (print_parsed()) is formatted from its parsed
+// form into the line, which grows, keeping what is written, when the room
+// runs out; any other by fmt (print_by_fmt()).
+bool writable::vprint(fmt::string_view format, fmt::format_args args, write_cb cb) {
+  detail::print_line line;
+  if (!print_start(line.room_)) return fail_after_end(std::move(cb));
+  if (print_parsed(line, format, args)) return print_commit(line.room_, line.size(), std::move(cb));
+  const std::size_t size = print_by_fmt(line.room_, format, args);
+  return print_commit(line.room_, size, std::move(cb));
 }
 
 }  // namespace sluice
