@@ -115,13 +115,15 @@ start() {
     2> "$dir/err" &
   pid=$!
   pids+=("$pid")
+  # Both ports and the line that says every loop listens: the lines come
+  # from two threads, in either order.
   for _ in $(seq $((100 * scale))); do
-    grep -q '2 threads listening' "$dir/err" && break
+    tcp_port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/err")
+    relp_port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$dir/err")
+    grep -q '2 threads listening' "$dir/err" && [ -n "$tcp_port" ] && [ -n "$relp_port" ] && return
     sleep 0.1
   done
-  grep -q '2 threads listening' "$dir/err" || fail "no '2 threads listening': $(cat "$dir/err")"
-  tcp_port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$dir/err")
-  relp_port=$(sed -n 's/^sluice-logd: listening on 127.0.0.1:\([0-9]*\) (RELP)$/\1/p' "$dir/err")
+  fail "no '2 threads listening' and both ports (tcp '$tcp_port', relp '$relp_port'): $(cat "$dir/err")"
 }
 
 # The time on a CPU (ns, schedstat) of the second loop's thread,

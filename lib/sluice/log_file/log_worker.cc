@@ -2,6 +2,7 @@
 // worker_target face that the sinks know (sinks/detail/worker_thread.h).
 #include "sluice/log_file/log_worker.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -9,6 +10,8 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <deque>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -49,8 +52,16 @@ struct sync_watch_state {
 // the fd, which stays valid whatever the worker closes) or in an older
 // file synced already; and `synced` only moves to a mark whose sync began
 // after the mark was taken. A sync that failed, here or the worker's,
-// stops `synced` for good: the bytes after it may be lost, and Linux
-// reports a writeback error to one fsync only.
+// stops `synced` for good: the bytes after it may be lost.
+//
+// Linux reports a writeback error once to each open file description
+// (errseq), not to each fsync: two syncs through one description (a dup)
+// may see it in either, so the one that did not could return 0 over the
+// lost pages and be acknowledged first. So each sync opens the file anew
+// (/proc/self/fd, its own description, which sees every error it has not
+// seen and any no one has seen), and the marks are published in the order
+// their syncs began: a mark moves `synced` only once every sync begun
+// before it has returned without error.
 class sync_group {
  public:
   static constexpr int syncers = 2;
@@ -126,7 +137,9 @@ class sync_group {
       if (stopping_) return;
       const std::uint64_t mark = written_;
       started_ = mark;
-      const int fd = log_.file().fd() >= 0 ? ::dup(log_.file().fd()) : -1;
+      flight_.push_back({mark, false});
+      in_flight& me = flight_.back();  // a deque's elements stay where they are
+      const int fd = open_again(log_.file().fd());
       std::error_code ec;
       if (fd < 0) ec = log_.file().fd() < 0 ? std::make_error_code(std::errc::bad_file_descriptor) : last_error();
       lock.unlock();
@@ -140,6 +153,7 @@ class sync_group {
         fsyncs_.fetch_add(1, std::memory_order_relaxed);
       }
       lock.lock();
+      me.done = true;
       // The worker's own sync (at a rotation) may have taken the error
       // that this one would have seen: it says so under the mutex.
       if (!ec && log_.file().sync_failed()) ec = std::make_error_code(std::errc::io_error);
@@ -150,11 +164,28 @@ class sync_group {
         }
         continue;
       }
-      if (mark > synced_.load(std::memory_order_relaxed) && !error_) {
-        synced_.store(mark, std::memory_order_release);
+      // The syncs that began first and have all returned: their last mark.
+      std::uint64_t mark_done = 0;
+      while (!flight_.empty() && flight_.front().done) {
+        mark_done = flight_.front().mark;
+        flight_.pop_front();
+      }
+      if (mark_done > synced_.load(std::memory_order_relaxed) && !error_) {
+        synced_.store(mark_done, std::memory_order_release);
         for (const auto& w : watches_) tell(w);
       }
     }
+  }
+
+  // A description of its own of the file `fd` is open on. Without /proc,
+  // a dup (one description shared with the worker; the order of
+  // publication still holds).
+  static int open_again(int fd) noexcept {
+    if (fd < 0) return -1;
+    char path[32];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    const int own = ::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    return own >= 0 ? own : ::dup(fd);
   }
 
   // Under the mutex: the watch's loop hears of it (one task at a time).
@@ -183,6 +214,11 @@ class sync_group {
   std::condition_variable work_;
   std::uint64_t written_ = 0;  // the log's byte count after the last batch
   std::uint64_t started_ = 0;  // the mark of the last sync to begin
+  struct in_flight {
+    std::uint64_t mark;
+    bool done;
+  };
+  std::deque<in_flight> flight_;  // the syncs running or not yet published, in the order they began
   std::error_code error_;
   bool stopping_ = false;
   std::atomic<std::uint64_t> synced_{0};
