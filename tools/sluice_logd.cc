@@ -257,7 +257,8 @@ RELP: a session must begin with 'open' (answered with relp_version=0 and
 commands=syslog), then 'syslog' transactions numbered one past the one
 before, then 'close' (answered once every message before it is, then the
 connection is closed). A message is answered once its write is done: with
---fsync ack after the fsync of its batch, with never or the others once
+--fsync ack once an fsync that began after it was written has returned
+(two run at once behind the writes), with never or the others once
 the kernel has it (a crash of the machine may then lose what an fsync had
 not reached). Garbage, a wrong transaction number, a frame over the
 maximum (128K, or --max-message if larger), no 'open' first or a command
