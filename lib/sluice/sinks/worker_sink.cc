@@ -67,7 +67,7 @@ std::error_code worker_sink::write_sync(const write_batch& batch) noexcept {
 
 std::size_t worker_sink::landed_sync() const noexcept { return slot_->landed; }
 
-std::uint64_t worker_sink::position() const noexcept { return slot_->position; }
+std::uint64_t worker_sink::position() const noexcept { return slot_->completed_position; }
 
 // The loop's first hold() makes the eventfd that the worker's completions
 // come through: made here, as the stream is built, so that a process that

@@ -53,6 +53,7 @@ void wake(std::atomic<std::uint32_t>& word, bool all) noexcept {
 // The completion of the round, on the producer's thread.
 void worker_slot::complete() noexcept {
   in_flight = false;
+  completed_position = position;
   const write_done d = *done;
   done.reset();
   const bool outer = completing;  // a sink call that failed at once completes inside another

@@ -194,6 +194,10 @@ struct worker_slot {
   std::uint64_t position = 0;
 
   // The producer's own, touched from its thread only.
+  // `position` of the round being completed, copied by complete() before
+  // its callbacks: while they run, the stream may already have handed the
+  // worker the next round, whose `position` the worker then writes.
+  std::uint64_t completed_position = 0;
   std::optional<write_done> done;
   bool in_flight = false;   // a round was handed and is not yet completed
   bool held = false;        // the round holds `home` (hold()) for its task
